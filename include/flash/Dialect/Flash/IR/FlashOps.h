@@ -1,0 +1,32 @@
+//===- FlashOps.h - flash dialect operations --------------------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_DIALECT_FLASH_IR_FLASHOPS_H
+#define FLASH_DIALECT_FLASH_IR_FLASHOPS_H
+
+#include "flash/Dialect/Flash/IR/FlashDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "flash/Dialect/Flash/IR/FlashOps.h.inc"
+
+namespace mlir::flash {
+
+/// Rewrites a rank-2 or rank-3 attention op into the rank-4 form, expanding
+/// every operand with leading unit dimensions and collapsing the results
+/// back. Returns the new rank-4 op, or the op itself when it already is.
+FailureOr<AttentionOp> normalizeToRank4(RewriterBase &rewriter,
+                                        AttentionOp op);
+FailureOr<AttentionBackwardOp> normalizeToRank4(RewriterBase &rewriter,
+                                                AttentionBackwardOp op);
+
+} // namespace mlir::flash
+
+#endif // FLASH_DIALECT_FLASH_IR_FLASHOPS_H

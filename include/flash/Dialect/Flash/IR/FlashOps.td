@@ -1,0 +1,159 @@
+//===- FlashOps.td - flash dialect operations --------------*- tablegen -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_DIALECT_FLASH_IR_FLASHOPS_TD
+#define FLASH_DIALECT_FLASH_IR_FLASHOPS_TD
+
+include "flash/Dialect/Flash/IR/FlashDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/OpBase.td"
+
+def Flash_AttentionOp : Flash_Op<"attention",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "Fused scaled-dot-product attention";
+  let description = [{
+    Computes `O = softmax(scale * Q Kᵀ + bias, masked) V` for every batch
+    and query head, and optionally the natural-log log-sum-exp `LSE` of
+    each row of the scaled, biased and masked scores.
+
+    Shapes (rank-4 form):
+    - `query` Q `[B, Hq, M, D]`, `key` K `[B, Hkv, N, D]`,
+      `value` V `[B, Hkv, N, Dv]`; `B`, `Hq`, `Hkv`, `M`, `N` may be
+      dynamic, `D` and `Dv` are static.
+    - `Hq` is a multiple of `Hkv` (grouped-query / multi-query attention):
+      query head `h` reads key/value head `h / (Hq / Hkv)`.
+    - result `output` `[B, Hq, M, Dv]` in the element type of Q, and the
+      optional `lse` `[B, Hq, M]` in f32.
+
+    Rank-3 operands `[H, S, D]` and rank-2 operands `[S, D]` are accepted as
+    the cases `B = 1` and `B = H = 1`; canonicalization rewrites them to the
+    rank-4 form with `tensor.expand_shape` / `tensor.collapse_shape`.
+
+    Attributes and optional operands:
+    - `scale` multiplies the scores; it defaults to `1/sqrt(D)`.
+    - `causal`: query `i` sees key `j` iff `j <= i + N - M` (the diagonal is
+      aligned bottom-right when `M != N`, as in FlashAttention-2).
+    - `bias`: an additive f16/bf16/f32 tensor broadcastable (right-aligned,
+      static unit dimensions broadcast) to `[B, Hq, M, N]`.
+    - `mask`: an i1 tensor broadcastable to `[B, Hq, M, N]`; `false` masks
+      the score out.
+
+    A row whose scores are all masked produces `O = 0` and `LSE = -inf`.
+    Scores, softmax statistics and accumulation are f32 for every element
+    type.
+
+    Example:
+
+    ```mlir
+    %o, %lse = flash.attention %q, %k, %v {causal, scale = 0.125 : f32}
+        : tensor<2x8x128x64xf16>, tensor<2x2x256x64xf16>, tensor<2x2x256x64xf16>
+        -> tensor<2x8x128x64xf16>, tensor<2x8x128xf32>
+    %o2 = flash.attention %q, %k, %v bias(%b : tensor<128x256xf32>)
+        : tensor<2x8x128x64xf16>, tensor<2x2x256x64xf16>, tensor<2x2x256x64xf16>
+        -> tensor<2x8x128x64xf16>
+    ```
+  }];
+
+  let arguments = (ins
+    AnyRankedTensor:$query,
+    AnyRankedTensor:$key,
+    AnyRankedTensor:$value,
+    Optional<AnyRankedTensor>:$bias,
+    Optional<AnyRankedTensor>:$mask,
+    OptionalAttr<F32Attr>:$scale,
+    UnitAttr:$causal
+  );
+  let results = (outs
+    AnyRankedTensor:$output,
+    Optional<AnyRankedTensor>:$lse
+  );
+
+  let assemblyFormat = [{
+    $query `,` $key `,` $value
+    (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`mask` `(` $mask^ `:` type($mask) `)`)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value)
+    `->` type($output) (`,` type($lse)^)?
+  }];
+
+  let extraClassDeclaration = [{
+    /// The scale applied to the scores: the attribute, or 1/sqrt(D).
+    float getEffectiveScale();
+  }];
+
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
+    [Pure, AttrSizedOperandSegments,
+     AllTypesMatch<["query", "grad_query"]>,
+     AllTypesMatch<["key", "grad_key"]>,
+     AllTypesMatch<["value", "grad_value"]>,
+     AllTypesMatch<["output", "grad_output"]>]> {
+  let summary = "Gradient of flash.attention with respect to Q, K and V";
+  let description = [{
+    Given the forward operands Q, K, V, the forward output O, the gradient
+    of the loss with respect to O (`grad_output`, dO) and the forward
+    log-sum-exp `lse`, returns `(dQ, dK, dV)`, the exact gradient of
+    `flash.attention` with the same `scale`, `causal`, `bias` and `mask`.
+
+    With `S = scale * Q Kᵀ + bias` (masked to -inf) and
+    `P = exp(S - LSE)`:
+    - `dV = Pᵀ dO`,
+    - `dS = P * (dO Vᵀ - rowsum(dO * O))`,
+    - `dQ = scale * dS K`, `dK = scale * dSᵀ Q`.
+
+    For grouped-query attention the dK and dV of a key/value head sum the
+    contributions of every query head of its group. Shapes, ranks and
+    attributes follow `flash.attention`; the gradients have the types of Q,
+    K and V. `bias` receives no gradient.
+
+    Example:
+
+    ```mlir
+    %dq, %dk, %dv = flash.attention_backward %q, %k, %v, %o, %do, %lse {causal}
+        : tensor<2x8x128x64xf16>, tensor<2x2x256x64xf16>,
+          tensor<2x2x256x64xf16>, tensor<2x8x128x64xf16>, tensor<2x8x128xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    AnyRankedTensor:$query,
+    AnyRankedTensor:$key,
+    AnyRankedTensor:$value,
+    AnyRankedTensor:$output,
+    AnyRankedTensor:$grad_output,
+    AnyRankedTensor:$lse,
+    Optional<AnyRankedTensor>:$bias,
+    Optional<AnyRankedTensor>:$mask,
+    OptionalAttr<F32Attr>:$scale,
+    UnitAttr:$causal
+  );
+  let results = (outs
+    AnyRankedTensor:$grad_query,
+    AnyRankedTensor:$grad_key,
+    AnyRankedTensor:$grad_value
+  );
+
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $output `,` $grad_output `,` $lse
+    (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`mask` `(` $mask^ `:` type($mask) `)`)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value) `,`
+    type($output) `,` type($lse)
+  }];
+
+  let extraClassDeclaration = [{
+    /// The scale applied to the scores: the attribute, or 1/sqrt(D).
+    float getEffectiveScale();
+  }];
+
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+#endif // FLASH_DIALECT_FLASH_IR_FLASHOPS_TD

@@ -1,0 +1,36 @@
+//===- Passes.h - flash transformation passes -------------------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_DIALECT_FLASH_TRANSFORMS_PASSES_H
+#define FLASH_DIALECT_FLASH_TRANSFORMS_PASSES_H
+
+#include "flash/Dialect/Flash/IR/FlashOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::flash {
+
+#define GEN_PASS_DECL
+#include "flash/Dialect/Flash/Transforms/Passes.h.inc"
+
+/// Patterns rewriting flash.attention and flash.attention_backward into the
+/// naive materialising linalg form (the reference semantics).
+void populateDecomposeAttentionPatterns(RewritePatternSet &patterns);
+
+/// Rewrites one attention op into naive linalg; the op is replaced.
+LogicalResult decomposeAttention(RewriterBase &rewriter, AttentionOp op);
+LogicalResult decomposeAttentionBackward(RewriterBase &rewriter,
+                                         AttentionBackwardOp op);
+
+#define GEN_PASS_REGISTRATION
+#include "flash/Dialect/Flash/Transforms/Passes.h.inc"
+
+} // namespace mlir::flash
+
+#endif // FLASH_DIALECT_FLASH_TRANSFORMS_PASSES_H

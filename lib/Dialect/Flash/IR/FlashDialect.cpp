@@ -1,0 +1,20 @@
+//===- FlashDialect.cpp - flash dialect -------------------------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flash/Dialect/Flash/IR/FlashDialect.h"
+#include "flash/Dialect/Flash/IR/FlashOps.h"
+
+using namespace mlir;
+using namespace mlir::flash;
+
+#include "flash/Dialect/Flash/IR/FlashDialect.cpp.inc"
+
+void FlashDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "flash/Dialect/Flash/IR/FlashOps.cpp.inc"
+      >();
+}

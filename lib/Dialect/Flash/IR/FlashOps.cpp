@@ -1,0 +1,362 @@
+//===- FlashOps.cpp - flash dialect operations ------------------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flash/Dialect/Flash/IR/FlashOps.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::flash;
+
+#define GET_OP_CLASSES
+#include "flash/Dialect/Flash/IR/FlashOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Shared verification
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The logical sizes of an attention problem, taken from Q, K and V of rank
+/// 2, 3 or 4 (missing leading dimensions are 1).
+struct AttentionSizes {
+  int64_t rank;
+  int64_t batch, queryHeads, kvHeads, querySeq, keySeq, headDim, valueDim;
+};
+} // namespace
+
+static std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleaveComma(shape, os, [&](int64_t d) {
+    if (ShapedType::isDynamic(d))
+      os << "?";
+    else
+      os << d;
+  });
+  os << "]";
+  return s;
+}
+
+static bool compatible(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+static bool isAttentionFloat(Type t) { return t.isF16() || t.isBF16() || t.isF32(); }
+
+/// Size of logical dimension `fromEnd` (0 = last) of `type`, or 1 when the
+/// type has fewer dimensions.
+static int64_t dimFromEnd(RankedTensorType type, int64_t fromEnd) {
+  int64_t idx = type.getRank() - 1 - fromEnd;
+  return idx < 0 ? 1 : type.getDimSize(idx);
+}
+
+static FailureOr<AttentionSizes>
+verifyQKV(Operation *op, RankedTensorType q, RankedTensorType k,
+          RankedTensorType v) {
+  int64_t rank = q.getRank();
+  if (rank < 2 || rank > 4 || k.getRank() != rank || v.getRank() != rank)
+    return op->emitOpError("expects query, key and value of equal rank 2, 3 "
+                           "or 4, got ranks ")
+           << q.getRank() << ", " << k.getRank() << " and " << v.getRank();
+  Type et = q.getElementType();
+  if (!isAttentionFloat(et) || k.getElementType() != et ||
+      v.getElementType() != et)
+    return op->emitOpError("expects query, key and value of one element type "
+                           "among f16, bf16 and f32, got ")
+           << q.getElementType() << ", " << k.getElementType() << " and "
+           << v.getElementType();
+
+  AttentionSizes s;
+  s.rank = rank;
+  s.headDim = dimFromEnd(q, 0);
+  s.valueDim = dimFromEnd(v, 0);
+  s.querySeq = dimFromEnd(q, 1);
+  s.keySeq = dimFromEnd(k, 1);
+  s.queryHeads = dimFromEnd(q, 2);
+  s.kvHeads = dimFromEnd(k, 2);
+  s.batch = dimFromEnd(q, 3);
+
+  if (ShapedType::isDynamic(s.headDim) || ShapedType::isDynamic(dimFromEnd(k, 0)))
+    return op->emitOpError("expects a static head dimension D in query and key");
+  if (ShapedType::isDynamic(s.valueDim))
+    return op->emitOpError("expects a static head dimension Dv in value");
+  if (s.headDim != dimFromEnd(k, 0))
+    return op->emitOpError("expects query and key to share the head dimension "
+                           "D, got ")
+           << s.headDim << " and " << dimFromEnd(k, 0);
+  for (int64_t i = 1; i < rank; ++i) {
+    if (!compatible(dimFromEnd(k, i), dimFromEnd(v, i)))
+      return op->emitOpError("expects key and value to agree in every "
+                             "dimension but the last, got ")
+             << k << " and " << v;
+  }
+  if (!compatible(s.batch, dimFromEnd(k, 3)))
+    return op->emitOpError("expects query and key of the same batch size, got ")
+           << s.batch << " and " << dimFromEnd(k, 3);
+  if (!ShapedType::isDynamic(s.queryHeads) &&
+      !ShapedType::isDynamic(s.kvHeads) &&
+      (s.kvHeads == 0 || s.queryHeads % s.kvHeads != 0))
+    return op->emitOpError("expects the number of query heads (")
+           << s.queryHeads
+           << ") to be a multiple of the number of key/value heads ("
+           << s.kvHeads << ")";
+  return s;
+}
+
+static LogicalResult verifyScale(Operation *op, std::optional<float> scale) {
+  if (scale && !std::isfinite(*scale))
+    return op->emitOpError("expects a finite scale, got ") << *scale;
+  return success();
+}
+
+/// Checks that `operand` broadcasts (right-aligned, static 1 broadcasts) to
+/// the score shape [B, Hq, M, N].
+static LogicalResult verifyScoreOperand(Operation *op, Value operand,
+                                        StringRef name,
+                                        const AttentionSizes &s) {
+  if (!operand)
+    return success();
+  auto type = cast<RankedTensorType>(operand.getType());
+  Type et = type.getElementType();
+  if (name == "mask" && !et.isInteger(1))
+    return op->emitOpError("expects an i1 mask, got element type ") << et;
+  if (name == "bias" && !isAttentionFloat(et))
+    return op->emitOpError("expects a bias of element type f16, bf16 or f32, "
+                           "got ")
+           << et;
+  SmallVector<int64_t> scores = {s.batch, s.queryHeads, s.querySeq, s.keySeq};
+  ArrayRef<int64_t> target = ArrayRef<int64_t>(scores).take_back(s.rank);
+  if (type.getRank() < 1 || type.getRank() > s.rank)
+    return op->emitOpError("expects a ")
+           << name << " of rank 1 to " << s.rank << ", got " << type;
+  for (int64_t i = 0; i < type.getRank(); ++i) {
+    int64_t have = dimFromEnd(type, i);
+    int64_t want = target[target.size() - 1 - i];
+    if (have != 1 && !compatible(have, want))
+      return op->emitOpError("expects a ")
+             << name << " broadcastable to the scores " << shapeString(target)
+             << ", got " << type;
+  }
+  return success();
+}
+
+static SmallVector<int64_t> outputShape(const AttentionSizes &s) {
+  SmallVector<int64_t> shape = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
+  return SmallVector<int64_t>(ArrayRef<int64_t>(shape).take_back(s.rank));
+}
+
+static SmallVector<int64_t> lseShape(const AttentionSizes &s) {
+  SmallVector<int64_t> shape = {s.batch, s.queryHeads, s.querySeq};
+  return SmallVector<int64_t>(ArrayRef<int64_t>(shape).take_back(s.rank - 1));
+}
+
+static LogicalResult verifyShapedLike(Operation *op, Type type,
+                                      ArrayRef<int64_t> shape, Type elementType,
+                                      StringRef name) {
+  auto tensor = cast<RankedTensorType>(type);
+  bool ok = tensor.getElementType() == elementType &&
+            tensor.getRank() == static_cast<int64_t>(shape.size());
+  for (int64_t i = 0; ok && i < tensor.getRank(); ++i)
+    ok = compatible(tensor.getDimSize(i), shape[i]);
+  if (!ok)
+    return op->emitOpError("expects ")
+           << name << " of shape " << shapeString(shape) << " and element type "
+           << elementType << ", got " << type;
+  return success();
+}
+
+static float effectiveScale(std::optional<float> scale, Value query) {
+  if (scale)
+    return *scale;
+  int64_t d = cast<RankedTensorType>(query.getType()).getShape().back();
+  return 1.0f / std::sqrt(static_cast<float>(d));
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+float AttentionOp::getEffectiveScale() {
+  return effectiveScale(getScale() ? std::optional<float>(getScale()->convertToFloat()) : std::nullopt, getQuery());
+}
+
+LogicalResult AttentionOp::verify() {
+  FailureOr<AttentionSizes> s =
+      verifyQKV(*this, getQuery().getType(), getKey().getType(),
+                getValue().getType());
+  if (failed(s))
+    return failure();
+  std::optional<float> scale;
+  if (getScale())
+    scale = getScale()->convertToFloat();
+  if (failed(verifyScale(*this, scale)) ||
+      failed(verifyScoreOperand(*this, getBias(), "bias", *s)) ||
+      failed(verifyScoreOperand(*this, getMask(), "mask", *s)))
+    return failure();
+  if (failed(verifyShapedLike(*this, getOutput().getType(), outputShape(*s),
+                              getQuery().getType().getElementType(),
+                              "an output")))
+    return failure();
+  if (getLse() &&
+      failed(verifyShapedLike(*this, getLse().getType(), lseShape(*s),
+                              Float32Type::get(getContext()), "an lse")))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionBackwardOp
+//===----------------------------------------------------------------------===//
+
+float AttentionBackwardOp::getEffectiveScale() {
+  return effectiveScale(getScale() ? std::optional<float>(getScale()->convertToFloat()) : std::nullopt, getQuery());
+}
+
+LogicalResult AttentionBackwardOp::verify() {
+  FailureOr<AttentionSizes> s =
+      verifyQKV(*this, getQuery().getType(), getKey().getType(),
+                getValue().getType());
+  if (failed(s))
+    return failure();
+  std::optional<float> scale;
+  if (getScale())
+    scale = getScale()->convertToFloat();
+  if (failed(verifyScale(*this, scale)) ||
+      failed(verifyScoreOperand(*this, getBias(), "bias", *s)) ||
+      failed(verifyScoreOperand(*this, getMask(), "mask", *s)))
+    return failure();
+  if (failed(verifyShapedLike(*this, getOutput().getType(), outputShape(*s),
+                              getQuery().getType().getElementType(),
+                              "an output")))
+    return failure();
+  return verifyShapedLike(*this, getLse().getType(), lseShape(*s),
+                          Float32Type::get(getContext()), "an lse");
+}
+
+//===----------------------------------------------------------------------===//
+// Rank normalisation
+//===----------------------------------------------------------------------===//
+
+/// Prepends `count` unit dimensions to `value`.
+static Value prependUnitDims(OpBuilder &b, Location loc, Value value,
+                             int64_t count) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> shape(count, 1);
+  llvm::append_range(shape, type.getShape());
+  SmallVector<ReassociationIndices> reassoc;
+  ReassociationIndices first;
+  for (int64_t i = 0; i <= count; ++i)
+    first.push_back(i);
+  reassoc.push_back(first);
+  for (int64_t i = 1; i < type.getRank(); ++i)
+    reassoc.push_back({count + i});
+  SmallVector<OpFoldResult> sizes(count, b.getIndexAttr(1));
+  llvm::append_range(sizes, tensor::getMixedSizes(b, loc, value));
+  return tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), value,
+      reassoc, sizes);
+}
+
+/// Drops `count` leading unit dimensions of `value`, giving `type`.
+static Value dropUnitDims(OpBuilder &b, Location loc, Value value,
+                          RankedTensorType type, int64_t count) {
+  SmallVector<ReassociationIndices> reassoc;
+  ReassociationIndices first;
+  for (int64_t i = 0; i <= count; ++i)
+    first.push_back(i);
+  reassoc.push_back(first);
+  for (int64_t i = 1; i < type.getRank(); ++i)
+    reassoc.push_back({count + i});
+  return tensor::CollapseShapeOp::create(b, loc, type, value, reassoc);
+}
+
+static Type withUnitDims(Type type, int64_t count) {
+  auto tensor = cast<RankedTensorType>(type);
+  SmallVector<int64_t> shape(count, 1);
+  llvm::append_range(shape, tensor.getShape());
+  return RankedTensorType::get(shape, tensor.getElementType());
+}
+
+FailureOr<AttentionOp> mlir::flash::normalizeToRank4(RewriterBase &rewriter,
+                                                     AttentionOp op) {
+  int64_t count = 4 - op.getQuery().getType().getRank();
+  if (count == 0)
+    return op;
+  if (count < 0)
+    return failure();
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  auto expand = [&](Value v) { return prependUnitDims(rewriter, loc, v, count); };
+  SmallVector<Type> resultTypes;
+  for (Value r : op->getResults())
+    resultTypes.push_back(withUnitDims(r.getType(), count));
+  // Bias and mask broadcast right-aligned, so they stay as they are.
+  auto newOp = AttentionOp::create(
+      rewriter, loc, resultTypes, expand(op.getQuery()), expand(op.getKey()),
+      expand(op.getValue()), op.getBias(), op.getMask(), op.getScaleAttr(),
+      op.getCausalAttr());
+  SmallVector<Value> replacements;
+  for (auto [oldR, newR] : llvm::zip(op->getResults(), newOp->getResults()))
+    replacements.push_back(dropUnitDims(
+        rewriter, loc, newR, cast<RankedTensorType>(oldR.getType()), count));
+  rewriter.replaceOp(op, replacements);
+  return newOp;
+}
+
+FailureOr<AttentionBackwardOp>
+mlir::flash::normalizeToRank4(RewriterBase &rewriter, AttentionBackwardOp op) {
+  int64_t count = 4 - op.getQuery().getType().getRank();
+  if (count == 0)
+    return op;
+  if (count < 0)
+    return failure();
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  auto expand = [&](Value v) { return prependUnitDims(rewriter, loc, v, count); };
+  Value q = expand(op.getQuery()), k = expand(op.getKey()),
+        v = expand(op.getValue());
+  auto newOp = AttentionBackwardOp::create(
+      rewriter, loc, TypeRange{q.getType(), k.getType(), v.getType()}, q, k,
+      v, expand(op.getOutput()),
+      expand(op.getGradOutput()), expand(op.getLse()), op.getBias(),
+      op.getMask(), op.getScaleAttr(), op.getCausalAttr());
+  SmallVector<Value> replacements;
+  for (auto [oldR, newR] : llvm::zip(op->getResults(), newOp->getResults()))
+    replacements.push_back(dropUnitDims(
+        rewriter, loc, newR, cast<RankedTensorType>(oldR.getType()), count));
+  rewriter.replaceOp(op, replacements);
+  return newOp;
+}
+
+namespace {
+template <typename OpTy>
+struct NormalizeAttentionRank : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getQuery().getType().getRank() == 4)
+      return rewriter.notifyMatchFailure(op, "already rank 4");
+    return normalizeToRank4(rewriter, op);
+  }
+};
+} // namespace
+
+void AttentionOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<NormalizeAttentionRank<AttentionOp>>(context);
+}
+
+void AttentionBackwardOp::getCanonicalizationPatterns(
+    RewritePatternSet &results, MLIRContext *context) {
+  results.add<NormalizeAttentionRank<AttentionBackwardOp>>(context);
+}

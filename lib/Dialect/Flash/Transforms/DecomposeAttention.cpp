@@ -1,0 +1,597 @@
+//===- DecomposeAttention.cpp - flash ops to naive linalg -------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+// The reference semantics of flash.attention and flash.attention_backward,
+// spelled out as linalg on tensors. Everything is computed in a "grouped"
+// iteration space (b, hkv, g, m, n) where the query-head axis Hq is split
+// into (Hkv, G = Hq / Hkv): K and V are then indexed by (b, hkv) only, so
+// grouped-query attention needs no gather and dK/dV sum over g inside their
+// contraction.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flash/Dialect/Flash/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <limits>
+
+namespace mlir::flash {
+#define GEN_PASS_DEF_FLASHDECOMPOSEATTENTIONPASS
+#include "flash/Dialect/Flash/Transforms/Passes.h.inc"
+} // namespace mlir::flash
+
+using namespace mlir;
+using namespace mlir::flash;
+
+namespace {
+using utils::IteratorType;
+using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+constexpr IteratorType kPar = IteratorType::parallel;
+constexpr IteratorType kRed = IteratorType::reduction;
+
+/// Sizes and options of one rank-4 attention problem in the grouped space.
+struct GroupedProblem {
+  Location loc;
+  MLIRContext *ctx;
+  Type f32;
+  OpFoldResult batch, queryHeads, kvHeads, group, querySeq, keySeq;
+  int64_t headDim, valueDim;
+  bool staticGroup;
+  float scale;
+  bool causal;
+  Value bias, mask;
+};
+
+class NaiveBuilder {
+public:
+  NaiveBuilder(OpBuilder &b, GroupedProblem &p) : b(b), p(p) {}
+
+  AffineMap map(unsigned numDims, ArrayRef<unsigned> dims) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned d : dims)
+      exprs.push_back(getAffineDimExpr(d, p.ctx));
+    return AffineMap::get(numDims, 0, exprs, p.ctx);
+  }
+  AffineMap identity(unsigned n) {
+    return AffineMap::getMultiDimIdentityMap(n, p.ctx);
+  }
+
+  Value toF32(Value v) {
+    if (v.getType() == p.f32)
+      return v;
+    return arith::ExtFOp::create(b, p.loc, p.f32, v);
+  }
+
+  Value filled(ArrayRef<OpFoldResult> sizes, double value) {
+    Value empty = tensor::EmptyOp::create(b, p.loc, sizes, p.f32);
+    Value cst = arith::ConstantOp::create(b, p.loc, b.getF32FloatAttr(value));
+    return linalg::FillOp::create(b, p.loc, ValueRange{cst}, ValueRange{empty})
+        .getResult(0);
+  }
+
+  Value generic(ValueRange ins, Value init, ArrayRef<AffineMap> maps,
+                ArrayRef<IteratorType> iters, BodyFn body) {
+    auto op = linalg::GenericOp::create(
+        b, p.loc, TypeRange{init.getType()}, ins, ValueRange{init}, maps, iters,
+        [&](OpBuilder &nb, Location loc, ValueRange args) {
+          linalg::YieldOp::create(nb, loc, body(nb, loc, args));
+        });
+    return op.getResult(0);
+  }
+
+  /// out[outMap] += f32(lhs[lhsMap]) * f32(rhs[rhsMap]) over `iters`.
+  Value contract(Value lhs, AffineMap lhsMap, Value rhs, AffineMap rhsMap,
+                 ArrayRef<OpFoldResult> outSizes, AffineMap outMap,
+                 ArrayRef<IteratorType> iters) {
+    Value init = filled(outSizes, 0.0);
+    return generic({lhs, rhs}, init, {lhsMap, rhsMap, outMap}, iters,
+                   [&](OpBuilder &nb, Location loc, ValueRange a) -> Value {
+                     Value x = ext(nb, loc, a[0]);
+                     Value y = ext(nb, loc, a[1]);
+                     Value mul = arith::MulFOp::create(nb, loc, x, y);
+                     return arith::AddFOp::create(nb, loc, a[2], mul);
+                   });
+  }
+
+  Value ext(OpBuilder &nb, Location loc, Value v) {
+    if (v.getType() == p.f32)
+      return v;
+    return arith::ExtFOp::create(nb, loc, p.f32, v);
+  }
+
+  /// Splits dimension `headIdx` of `value` (of size Hq) into (Hkv, G).
+  Value expandHeads(Value value, int64_t headIdx) {
+    if (!p.staticGroup)
+      return gatherHeads(value, headIdx);
+    auto type = cast<RankedTensorType>(value.getType());
+    SmallVector<int64_t> srcShape(type.getShape());
+    srcShape[headIdx] = *getConstantIntValue(p.queryHeads);
+    if (srcShape != type.getShape()) {
+      type = RankedTensorType::get(srcShape, type.getElementType());
+      value = tensor::CastOp::create(b, p.loc, type, value);
+    }
+    SmallVector<int64_t> shape;
+    SmallVector<OpFoldResult> sizes;
+    SmallVector<ReassociationIndices> reassoc;
+    SmallVector<OpFoldResult> srcSizes = tensor::getMixedSizes(b, p.loc, value);
+    for (int64_t i = 0, e = type.getRank(); i < e; ++i) {
+      int64_t next = shape.size();
+      if (i == headIdx) {
+        for (OpFoldResult s : {p.kvHeads, p.group}) {
+          sizes.push_back(s);
+          shape.push_back(*getConstantIntValue(s));
+        }
+        reassoc.push_back({next, next + 1});
+        continue;
+      }
+      sizes.push_back(srcSizes[i]);
+      shape.push_back(type.getDimSize(i));
+      reassoc.push_back({next});
+    }
+    return tensor::ExpandShapeOp::create(
+        b, p.loc, RankedTensorType::get(shape, type.getElementType()), value,
+        reassoc, sizes);
+  }
+
+  /// expandHeads for a group size known only at run time, as a copy: an
+  /// expand_shape with two dynamic sizes in one group would be exact, but
+  /// --expand-strided-metadata of LLVM 22.1.8 crashes on its memref form.
+  Value gatherHeads(Value value, int64_t headIdx) {
+    auto type = cast<RankedTensorType>(value.getType());
+    SmallVector<OpFoldResult> srcSizes = tensor::getMixedSizes(b, p.loc, value);
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t i = 0, e = type.getRank(); i < e; ++i) {
+      if (i == headIdx) {
+        sizes.append({p.kvHeads, p.group});
+        continue;
+      }
+      sizes.push_back(srcSizes[i]);
+    }
+    Value init = tensor::EmptyOp::create(b, p.loc, sizes, type.getElementType());
+    unsigned rank = sizes.size();
+    Value group = getValueOrCreateConstantIndexOp(b, p.loc, p.group);
+    return generic(
+        ValueRange{}, init, {identity(rank)},
+        SmallVector<IteratorType>(rank, kPar),
+        [&](OpBuilder &nb, Location loc, ValueRange) -> Value {
+          SmallVector<Value> indices;
+          for (unsigned i = 0; i < rank; ++i) {
+            if (i == static_cast<unsigned>(headIdx) + 1)
+              continue;
+            Value idx = linalg::IndexOp::create(nb, loc, i);
+            if (i == static_cast<unsigned>(headIdx)) {
+              Value g = linalg::IndexOp::create(nb, loc, i + 1);
+              Value base = arith::MulIOp::create(nb, loc, idx, group);
+              idx = arith::AddIOp::create(nb, loc, base, g);
+            }
+            indices.push_back(idx);
+          }
+          return tensor::ExtractOp::create(nb, loc, value, indices);
+        });
+  }
+
+  /// Merges dimensions (1, 2) = (Hkv, G) of `value` back into Hq and gives
+  /// the result `type` (casting where the static information differs).
+  Value collapseHeads(Value value, RankedTensorType type) {
+    auto srcType = cast<RankedTensorType>(value.getType());
+    SmallVector<ReassociationIndices> reassoc = {{0}, {1, 2}};
+    for (int64_t i = 3; i < srcType.getRank(); ++i)
+      reassoc.push_back({i});
+    Value collapsed = tensor::CollapseShapeOp::create(b, p.loc, value, reassoc);
+    if (collapsed.getType() != type)
+      collapsed = tensor::CastOp::create(b, p.loc, type, collapsed);
+    return collapsed;
+  }
+
+  /// Converts an f32 tensor to `elementType` (no-op for f32), multiplying by
+  /// `factor` on the way when it is not 1.
+  Value finish(Value value, Type elementType, float factor = 1.0f) {
+    if (elementType == p.f32 && factor == 1.0f)
+      return value;
+    auto type = cast<RankedTensorType>(value.getType());
+    Value init = tensor::EmptyOp::create(
+        b, p.loc, tensor::getMixedSizes(b, p.loc, value), elementType);
+    unsigned rank = type.getRank();
+    SmallVector<IteratorType> iters(rank, kPar);
+    return generic(value, init, {identity(rank), identity(rank)}, iters,
+                   [&](OpBuilder &nb, Location loc, ValueRange a) -> Value {
+                     Value v = a[0];
+                     if (factor != 1.0f) {
+                       Value f = arith::ConstantOp::create(
+                           nb, loc, nb.getF32FloatAttr(factor));
+                       v = arith::MulFOp::create(nb, loc, v, f);
+                     }
+                     if (elementType != p.f32)
+                       v = arith::TruncFOp::create(nb, loc, elementType, v);
+                     return v;
+                   });
+  }
+
+  /// Indexing map of a bias or mask operand (right-aligned to [B, Hq, M, N])
+  /// in the grouped 5-D space; expands its head dimension when it has one.
+  std::pair<Value, AffineMap> scoreOperand(Value operand) {
+    auto type = cast<RankedTensorType>(operand.getType());
+    int64_t rank = type.getRank();
+    int64_t lead = 4 - rank;
+    SmallVector<AffineExpr> exprs;
+    int64_t headIdx = -1;
+    for (int64_t i = 0; i < rank; ++i) {
+      int64_t logical = lead + i;
+      if (type.getDimSize(i) == 1) {
+        exprs.push_back(getAffineConstantExpr(0, p.ctx));
+        continue;
+      }
+      switch (logical) {
+      case 0:
+        exprs.push_back(getAffineDimExpr(0, p.ctx));
+        break;
+      case 1:
+        headIdx = i;
+        exprs.push_back(getAffineDimExpr(1, p.ctx));
+        exprs.push_back(getAffineDimExpr(2, p.ctx));
+        break;
+      case 2:
+        exprs.push_back(getAffineDimExpr(3, p.ctx));
+        break;
+      default:
+        exprs.push_back(getAffineDimExpr(4, p.ctx));
+        break;
+      }
+    }
+    if (headIdx >= 0)
+      operand = expandHeads(operand, headIdx);
+    return {operand, AffineMap::get(5, 0, exprs, p.ctx)};
+  }
+
+  SmallVector<OpFoldResult> scoreSizes() {
+    return {p.batch, p.kvHeads, p.group, p.querySeq, p.keySeq};
+  }
+  SmallVector<OpFoldResult> rowSizes() {
+    return {p.batch, p.kvHeads, p.group, p.querySeq};
+  }
+
+  /// S = scale * Q Kᵀ + bias, with causal and mask positions set to -inf.
+  Value maskedScores(Value q5, Value k) {
+    SmallVector<IteratorType> iters(5, kPar);
+    iters.push_back(kRed);
+    Value s = contract(q5, map(6, {0, 1, 2, 3, 5}), k, map(6, {0, 1, 4, 5}),
+                       scoreSizes(), map(6, {0, 1, 2, 3, 4}), iters);
+
+    SmallVector<Value> ins = {s};
+    SmallVector<AffineMap> maps = {identity(5)};
+    int biasArg = -1, maskArg = -1;
+    if (p.bias) {
+      auto [v, m] = scoreOperand(p.bias);
+      biasArg = ins.size();
+      ins.push_back(v);
+      maps.push_back(m);
+    }
+    if (p.mask) {
+      auto [v, m] = scoreOperand(p.mask);
+      maskArg = ins.size();
+      ins.push_back(v);
+      maps.push_back(m);
+    }
+    maps.push_back(identity(5));
+    Value diagonal;
+    if (p.causal) {
+      Value n = getValueOrCreateConstantIndexOp(b, p.loc, p.keySeq);
+      Value m = getValueOrCreateConstantIndexOp(b, p.loc, p.querySeq);
+      diagonal = arith::SubIOp::create(b, p.loc, n, m);
+    }
+    Value init = tensor::EmptyOp::create(b, p.loc, scoreSizes(), p.f32);
+    return generic(
+        ins, init, maps, SmallVector<IteratorType>(5, kPar),
+        [&](OpBuilder &nb, Location loc, ValueRange a) -> Value {
+          Value scale =
+              arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(p.scale));
+          Value v = arith::MulFOp::create(nb, loc, a[0], scale);
+          if (biasArg >= 0)
+            v = arith::AddFOp::create(nb, loc, v, ext(nb, loc, a[biasArg]));
+          Value masked;
+          if (p.causal) {
+            Value qi = linalg::IndexOp::create(nb, loc, 3);
+            Value kj = linalg::IndexOp::create(nb, loc, 4);
+            Value last = arith::AddIOp::create(nb, loc, qi, diagonal);
+            masked = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::sgt,
+                                           kj, last);
+          }
+          if (maskArg >= 0) {
+            Value one = arith::ConstantOp::create(nb, loc, nb.getBoolAttr(true));
+            Value hidden = arith::XOrIOp::create(nb, loc, a[maskArg], one);
+            masked = masked ? arith::OrIOp::create(nb, loc, masked, hidden)
+                                  .getResult()
+                            : hidden;
+          }
+          if (masked) {
+            Value ninf = arith::ConstantOp::create(
+                nb, loc,
+                nb.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+            v = arith::SelectOp::create(nb, loc, masked, ninf, v);
+          }
+          return v;
+        });
+  }
+
+  /// Reduction over the key axis (dimension 4) of a grouped score tensor.
+  Value rowReduce(Value scores, double init, bool isMax) {
+    Value acc = filled(rowSizes(), init);
+    SmallVector<IteratorType> iters(4, kPar);
+    iters.push_back(kRed);
+    return generic(scores, acc, {identity(5), map(5, {0, 1, 2, 3})}, iters,
+                   [&](OpBuilder &nb, Location loc, ValueRange a) -> Value {
+                     if (isMax)
+                       return arith::MaximumFOp::create(nb, loc, a[0], a[1]);
+                     return arith::AddFOp::create(nb, loc, a[0], a[1]);
+                   });
+  }
+
+  /// exp(s - row) over the grouped score space, with a -inf row value
+  /// (a fully masked row) treated as `subst` so that no NaN appears.
+  Value expMinusRow(Value scores, Value row, double subst) {
+    Value init = tensor::EmptyOp::create(b, p.loc, scoreSizes(), p.f32);
+    return generic(
+        {scores, row}, init, {identity(5), map(5, {0, 1, 2, 3}), identity(5)},
+        SmallVector<IteratorType>(5, kPar),
+        [&](OpBuilder &nb, Location loc, ValueRange a) -> Value {
+          Value ninf = arith::ConstantOp::create(
+              nb, loc,
+              nb.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+          Value sub = arith::ConstantOp::create(
+              nb, loc, nb.getF32FloatAttr(static_cast<float>(subst)));
+          Value isNinf = arith::CmpFOp::create(
+              nb, loc, arith::CmpFPredicate::OEQ, a[1], ninf);
+          Value r = arith::SelectOp::create(nb, loc, isNinf, sub, a[1]);
+          Value d = arith::SubFOp::create(nb, loc, a[0], r);
+          return math::ExpOp::create(nb, loc, d);
+        });
+  }
+
+  OpBuilder &b;
+  GroupedProblem &p;
+};
+
+OpFoldResult pickDim(OpBuilder &b, Location loc,
+                     ArrayRef<std::pair<Value, int64_t>> candidates) {
+  for (auto [v, d] : candidates) {
+    int64_t size = cast<RankedTensorType>(v.getType()).getDimSize(d);
+    if (!ShapedType::isDynamic(size))
+      return b.getIndexAttr(size);
+  }
+  auto [v, d] = candidates.front();
+  return tensor::DimOp::create(b, loc, v, d).getResult();
+}
+
+template <typename OpTy>
+GroupedProblem makeProblem(OpBuilder &b, OpTy op) {
+  Location loc = op.getLoc();
+  TypedValue<RankedTensorType> q = op.getQuery(), k = op.getKey(),
+                              v = op.getValue();
+  GroupedProblem p{loc, op.getContext(), b.getF32Type(), {}, {}, {}, {},
+                   {},  {},               0,              0,  false,
+                   op.getEffectiveScale(), op.getCausal(), op.getBias(),
+                   op.getMask()};
+  p.batch = pickDim(b, loc, {{q, 0}, {k, 0}, {v, 0}});
+  p.queryHeads = pickDim(b, loc, {{q, 1}});
+  p.kvHeads = pickDim(b, loc, {{k, 1}, {v, 1}});
+  p.querySeq = pickDim(b, loc, {{q, 2}});
+  p.keySeq = pickDim(b, loc, {{k, 2}, {v, 2}});
+  p.headDim = q.getType().getDimSize(3);
+  p.valueDim = v.getType().getDimSize(3);
+  std::optional<int64_t> hq = getConstantIntValue(p.queryHeads);
+  std::optional<int64_t> hkv = getConstantIntValue(p.kvHeads);
+  p.staticGroup = hq && hkv;
+  if (p.staticGroup) {
+    p.group = b.getIndexAttr(*hq / *hkv);
+  } else {
+    Value hqV = getValueOrCreateConstantIndexOp(b, loc, p.queryHeads);
+    Value hkvV = getValueOrCreateConstantIndexOp(b, loc, p.kvHeads);
+    p.group = arith::DivUIOp::create(b, loc, hqV, hkvV).getResult();
+  }
+  return p;
+}
+} // namespace
+
+LogicalResult mlir::flash::decomposeAttention(RewriterBase &rewriter,
+                                              AttentionOp op) {
+  FailureOr<AttentionOp> normalized = normalizeToRank4(rewriter, op);
+  if (failed(normalized))
+    return failure();
+  op = *normalized;
+  rewriter.setInsertionPoint(op);
+  GroupedProblem p = makeProblem(rewriter, op);
+  NaiveBuilder nb(rewriter, p);
+  Type elementType = op.getQuery().getType().getElementType();
+
+  Value q5 = nb.expandHeads(op.getQuery(), 1);
+  Value scores = nb.maskedScores(q5, op.getKey());
+  Value rowMax =
+      nb.rowReduce(scores, -std::numeric_limits<double>::infinity(), true);
+  Value e = nb.expMinusRow(scores, rowMax, 0.0);
+  Value rowSum = nb.rowReduce(e, 0.0, false);
+
+  // P = e / l, and P = 0 where l = 0 (a fully masked row).
+  Value pInit = tensor::EmptyOp::create(rewriter, p.loc, nb.scoreSizes(), p.f32);
+  Value probs = nb.generic(
+      {e, rowSum}, pInit,
+      {nb.identity(5), nb.map(5, {0, 1, 2, 3}), nb.identity(5)},
+      SmallVector<IteratorType>(5, kPar),
+      [&](OpBuilder &b, Location loc, ValueRange a) -> Value {
+        Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+        Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                            a[1], zero);
+        Value div = arith::DivFOp::create(b, loc, a[0], a[1]);
+        return arith::SelectOp::create(b, loc, empty, zero, div);
+      });
+
+  SmallVector<IteratorType> pvIters(5, kPar);
+  pvIters.push_back(kRed);
+  SmallVector<OpFoldResult> outSizes = nb.rowSizes();
+  outSizes.push_back(rewriter.getIndexAttr(p.valueDim));
+  Value out5 = nb.contract(probs, nb.map(6, {0, 1, 2, 3, 5}), op.getValue(),
+                           nb.map(6, {0, 1, 5, 4}), outSizes,
+                           nb.map(6, {0, 1, 2, 3, 4}), pvIters);
+  SmallVector<Value> results = {
+      nb.collapseHeads(nb.finish(out5, elementType), op.getOutput().getType())};
+
+  if (op.getLse()) {
+    // LSE = max + log(l); a fully masked row has l = 0 and gives -inf.
+    Value init = tensor::EmptyOp::create(rewriter, p.loc, nb.rowSizes(), p.f32);
+    Value lse = nb.generic(
+        {rowMax, rowSum}, init,
+        {nb.identity(4), nb.identity(4), nb.identity(4)},
+        SmallVector<IteratorType>(4, kPar),
+        [&](OpBuilder &b, Location loc, ValueRange a) -> Value {
+          Value ninf = arith::ConstantOp::create(
+              b, loc,
+              b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+          Value zero =
+              arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+          Value isNinf = arith::CmpFOp::create(
+              b, loc, arith::CmpFPredicate::OEQ, a[0], ninf);
+          Value m = arith::SelectOp::create(b, loc, isNinf, zero, a[0]);
+          Value log = math::LogOp::create(b, loc, a[1]);
+          return arith::AddFOp::create(b, loc, m, log);
+        });
+    results.push_back(
+        nb.collapseHeads(lse, cast<RankedTensorType>(op.getLse().getType())));
+  }
+  rewriter.replaceOp(op, results);
+  return success();
+}
+
+LogicalResult mlir::flash::decomposeAttentionBackward(RewriterBase &rewriter,
+                                                      AttentionBackwardOp op) {
+  FailureOr<AttentionBackwardOp> normalized = normalizeToRank4(rewriter, op);
+  if (failed(normalized))
+    return failure();
+  op = *normalized;
+  rewriter.setInsertionPoint(op);
+  GroupedProblem p = makeProblem(rewriter, op);
+  NaiveBuilder nb(rewriter, p);
+  Type elementType = op.getQuery().getType().getElementType();
+
+  Value q5 = nb.expandHeads(op.getQuery(), 1);
+  Value o5 = nb.expandHeads(op.getOutput(), 1);
+  Value do5 = nb.expandHeads(op.getGradOutput(), 1);
+  Value lse5 = nb.expandHeads(op.getLse(), 1);
+  Value k = op.getKey(), v = op.getValue();
+
+  // P recomputed from the saved log-sum-exp; fully masked rows give P = 0.
+  Value scores = nb.maskedScores(q5, k);
+  Value probs = nb.expMinusRow(scores, lse5, std::numeric_limits<double>::infinity());
+
+  OpFoldResult d = rewriter.getIndexAttr(p.headDim);
+  OpFoldResult dv = rewriter.getIndexAttr(p.valueDim);
+  SmallVector<IteratorType> par5red(5, kPar);
+  par5red.push_back(kRed);
+  SmallVector<IteratorType> par4red2(4, kPar);
+  par4red2.append({kRed, kRed});
+  SmallVector<IteratorType> par4red(4, kPar);
+  par4red.push_back(kRed);
+
+  // dV[b,hk,n,dv] = sum_{g,m} P[b,hk,g,m,n] dO[b,hk,g,m,dv]
+  Value gradV = nb.contract(probs, nb.map(6, {0, 1, 4, 5, 2}), do5,
+                            nb.map(6, {0, 1, 4, 5, 3}),
+                            {p.batch, p.kvHeads, p.keySeq, dv},
+                            nb.map(6, {0, 1, 2, 3}), par4red2);
+  // dP[b,hk,g,m,n] = sum_dv dO[b,hk,g,m,dv] V[b,hk,n,dv]
+  Value gradP = nb.contract(do5, nb.map(6, {0, 1, 2, 3, 5}), v,
+                            nb.map(6, {0, 1, 4, 5}), nb.scoreSizes(),
+                            nb.map(6, {0, 1, 2, 3, 4}), par5red);
+  // Di[b,hk,g,m] = sum_dv dO O
+  Value rowDot = nb.contract(do5, nb.identity(5), o5, nb.identity(5),
+                             nb.rowSizes(), nb.map(5, {0, 1, 2, 3}), par4red);
+  // dS = P (dP - Di)
+  Value dsInit =
+      tensor::EmptyOp::create(rewriter, p.loc, nb.scoreSizes(), p.f32);
+  Value gradS = nb.generic(
+      {probs, gradP, rowDot}, dsInit,
+      {nb.identity(5), nb.identity(5), nb.map(5, {0, 1, 2, 3}), nb.identity(5)},
+      SmallVector<IteratorType>(5, kPar),
+      [&](OpBuilder &b, Location loc, ValueRange a) -> Value {
+        Value diff = arith::SubFOp::create(b, loc, a[1], a[2]);
+        return arith::MulFOp::create(b, loc, a[0], diff);
+      });
+  // dQ[b,hk,g,m,d] = scale sum_n dS K
+  SmallVector<OpFoldResult> dqSizes = nb.rowSizes();
+  dqSizes.push_back(d);
+  Value gradQ5 = nb.contract(gradS, nb.map(6, {0, 1, 2, 3, 5}), k,
+                             nb.map(6, {0, 1, 5, 4}), dqSizes,
+                             nb.map(6, {0, 1, 2, 3, 4}), par5red);
+  // dK[b,hk,n,d] = scale sum_{g,m} dS Q
+  Value gradK = nb.contract(gradS, nb.map(6, {0, 1, 4, 5, 2}), q5,
+                            nb.map(6, {0, 1, 4, 5, 3}),
+                            {p.batch, p.kvHeads, p.keySeq, d},
+                            nb.map(6, {0, 1, 2, 3}), par4red2);
+
+  auto castTo = [&](Value value, Type type) -> Value {
+    if (value.getType() == type)
+      return value;
+    return tensor::CastOp::create(rewriter, p.loc, type, value);
+  };
+  Value dq = nb.collapseHeads(nb.finish(gradQ5, elementType, p.scale),
+                              op.getGradQuery().getType());
+  Value dk = castTo(nb.finish(gradK, elementType, p.scale),
+                    op.getGradKey().getType());
+  Value dvOut = castTo(nb.finish(gradV, elementType), op.getGradValue().getType());
+  rewriter.replaceOp(op, {dq, dk, dvOut});
+  return success();
+}
+
+namespace {
+struct DecomposeAttentionPattern : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    return decomposeAttention(rewriter, op);
+  }
+};
+
+struct DecomposeAttentionBackwardPattern
+    : OpRewritePattern<AttentionBackwardOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionBackwardOp op,
+                                PatternRewriter &rewriter) const override {
+    return decomposeAttentionBackward(rewriter, op);
+  }
+};
+
+struct FlashDecomposeAttentionPass
+    : flash::impl::FlashDecomposeAttentionPassBase<FlashDecomposeAttentionPass> {
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    SmallVector<Operation *> ops;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<AttentionOp, AttentionBackwardOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      LogicalResult result =
+          TypeSwitch<Operation *, LogicalResult>(op)
+              .Case([&](AttentionOp a) { return decomposeAttention(rewriter, a); })
+              .Case([&](AttentionBackwardOp a) {
+                return decomposeAttentionBackward(rewriter, a);
+              });
+      if (failed(result)) {
+        op->emitError("flash-decompose-attention: cannot decompose this op");
+        return signalPassFailure();
+      }
+    }
+  }
+};
+} // namespace
+
+void mlir::flash::populateDecomposeAttentionPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<DecomposeAttentionPattern, DecomposeAttentionBackwardPattern>(
+      patterns.getContext());
+}

@@ -1,0 +1,353 @@
+"""Executes attention through flash-opt and mlir-runner on the CPU and
+compares the numbers with the float64 reference.
+
+    python3 -m flash_mlir.cpu_check --b 2 --hq 4 --hkv 2 --m 77 --n 33 --d 16 \
+        --dtype f16 --causal --dynamic mn
+
+It writes an MLIR program with random inputs baked in as constants (exact
+bit patterns), compiles it with `flash-opt <passes>` (default
+`--flash-cpu-pipeline`), runs it with mlir-runner, reads the outputs back as
+raw f32 bit patterns and checks them against reference.py. Exit status 0
+means every output is within tolerance. Tools come from $FLASH_OPT,
+$MLIR_RUNNER and $MLIR_RUNNER_LIBS (set by lit), or from PATH.
+"""
+
+import argparse
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from flash_mlir import reference
+
+# Normwise tolerances: |x - ref| <= rtol * (|ref| + max|ref|) elementwise.
+TOLERANCE = {"f32": 1e-5, "f16": 2e-3, "bf16": 1.6e-2}
+
+
+# ----------------------------------------------------------------------------
+# Values
+# ----------------------------------------------------------------------------
+
+def quantize(x, dtype):
+    """Rounds float64 data to `dtype`, returned as float32 holding exact
+    values (bf16 via round-to-nearest-even on the f32 bit pattern)."""
+    x32 = np.asarray(x, dtype=np.float32)
+    if dtype == "f32":
+        return x32
+    if dtype == "f16":
+        return x32.astype(np.float16).astype(np.float32)
+    bits = x32.view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+def hex_bytes(x, dtype):
+    if dtype == "f32":
+        data = np.ascontiguousarray(x, dtype="<f4").tobytes()
+    elif dtype == "f16":
+        data = np.ascontiguousarray(x.astype(np.float16), dtype="<f2").tobytes()
+    else:
+        bits = (np.ascontiguousarray(x, dtype=np.float32).view(np.uint32) >> 16)
+        data = bits.astype("<u2").tobytes()
+    return "0x" + data.hex().upper()
+
+
+def bool_literal(x):
+    if x.ndim == 0:
+        return "true" if bool(x) else "false"
+    return "[" + ", ".join(bool_literal(e) for e in x) + "]"
+
+
+# ----------------------------------------------------------------------------
+# Program
+# ----------------------------------------------------------------------------
+
+def tensor_type(shape, et, dynamic=()):
+    dims = ["?" if d else str(s) for s, d in zip(shape, dynamic)] if dynamic \
+        else [str(s) for s in shape]
+    return "tensor<" + "x".join(dims + [et]) + ">"
+
+
+class Operand:
+    def __init__(self, name, value, et, letters, dyn_letters, literal=None):
+        self.name = name
+        self.value = value
+        self.et = et
+        self.shape = list(value.shape)
+        dynamic = [l is not None and l in dyn_letters for l in letters]
+        self.static_type = tensor_type(self.shape, et)
+        self.type = tensor_type(self.shape, et, dynamic)
+        self.literal = literal
+
+    def constant(self):
+        if self.et == "i1":
+            body = bool_literal(self.value)
+        else:
+            body = '"' + hex_bytes(self.value, self.et) + '"'
+        lines = [f"    %{self.name}_c = arith.constant dense<{body}> : {self.static_type}"]
+        if self.type != self.static_type:
+            lines.append(f"    %{self.name} = tensor.cast %{self.name}_c : "
+                         f"{self.static_type} to {self.type}")
+        return lines
+
+    def ssa(self):
+        return f"%{self.name}" if self.type != self.static_type else f"%{self.name}_c"
+
+
+def result_printer(name, shape, et, dyn_type):
+    """Lines that print result `name` as raw f32 bits through printMemrefI32."""
+    static = tensor_type(shape, et)
+    i32 = tensor_type(shape, "i32")
+    rank = len(shape)
+    ident = "affine_map<(" + ", ".join(f"d{i}" for i in range(rank)) + ") -> (" + \
+        ", ".join(f"d{i}" for i in range(rank)) + ")>"
+    iters = ", ".join(['"parallel"'] * rank)
+    ext = f"      %x = arith.extf %a : {et} to f32\n" if et != "f32" else ""
+    val = "%x" if et != "f32" else "%a"
+    lines = []
+    src = f"%{name}"
+    if dyn_type != static:
+        lines.append(f"    %{name}_s = tensor.cast %{name} : {dyn_type} to {static}")
+        src = f"%{name}_s"
+    lines += [
+        f"    %{name}_e = tensor.empty() : {i32}",
+        f"    %{name}_i = linalg.generic {{indexing_maps = [{ident}, {ident}], "
+        f"iterator_types = [{iters}]}} ins({src} : {static}) outs(%{name}_e : {i32}) {{",
+        f"    ^bb0(%a: {et}, %unused: i32):",
+        ext + f"      %i = arith.bitcast {val} : f32 to i32",
+        "      linalg.yield %i : i32",
+        f"    }} -> {i32}",
+        f"    %{name}_u = tensor.cast %{name}_i : {i32} to tensor<*xi32>",
+        f"    call @printMemrefI32(%{name}_u) : (tensor<*xi32>) -> ()",
+    ]
+    return lines
+
+
+def attrs_text(args):
+    attrs = []
+    if args.causal:
+        attrs.append("causal")
+    if args.scale is not None:
+        attrs.append(f"scale = {args.scale!r} : f32")
+    return (" {" + ", ".join(attrs) + "}") if attrs else ""
+
+
+def build_program(args, ops):
+    """ops: dict of Operands (q, k, v, [do], [bias], [mask])."""
+    q, k, v = ops["q"], ops["k"], ops["v"]
+    rank = len(q.shape)
+    letters_o = ["b", "h", "m", None][4 - rank:]
+    dyn = set(args.dynamic)
+    o_shape = q.shape[:-1] + [v.shape[-1]]
+    o_type = tensor_type(o_shape, args.dtype, [l is not None and l in dyn for l in letters_o])
+    lse_shape = q.shape[:-1]
+    lse_type = tensor_type(lse_shape, "f32", [l is not None and l in dyn for l in letters_o[:-1]])
+    opt = ""
+    if "bias" in ops:
+        opt += f" bias(%bias : {ops['bias'].type})"
+    if "mask" in ops:
+        opt += f" mask(%mask : {ops['mask'].type})"
+    qkv_types = f"{q.type}, {k.type}, {v.type}"
+    params = [o for o in ops.values()]
+    sig = ", ".join(f"%{o.name}: {o.type}" for o in params)
+    fwd = (f"    %o, %lse = flash.attention %q, %k, %v{opt}{attrs_text(args)}\n"
+           f"        : {qkv_types} -> {o_type}, {lse_type}")
+    if args.mode == "fwd":
+        results = [("o", o_shape, args.dtype, o_type), ("lse", lse_shape, "f32", lse_type)]
+        body = fwd + f"\n    return %o, %lse : {o_type}, {lse_type}"
+    else:
+        results = [("dq", q.shape, args.dtype, q.type), ("dk", k.shape, args.dtype, k.type),
+                   ("dv", v.shape, args.dtype, v.type)]
+        body = (fwd + "\n"
+                f"    %dq, %dk, %dv = flash.attention_backward %q, %k, %v, %o, %do, %lse{opt}"
+                f"{attrs_text(args)}\n"
+                f"        : {qkv_types}, {o_type}, {lse_type}\n"
+                f"    return %dq, %dk, %dv : {q.type}, {k.type}, {v.type}")
+    result_types = ", ".join(r[3] for r in results)
+    lines = [
+        "func.func private @printMemrefI32(tensor<*xi32>)",
+        "",
+        f"func.func @attention({sig}) -> ({result_types}) {{",
+        body,
+        "}",
+        "",
+        "func.func @main() {",
+    ]
+    for o in params:
+        lines += o.constant()
+    call_args = ", ".join(o.ssa() for o in params)
+    call_types = ", ".join(o.type for o in params)
+    names = ", ".join(f"%{r[0]}" for r in results)
+    lines.append(f"    {names} = call @attention({call_args}) : ({call_types}) -> ({result_types})")
+    for name, shape, et, dyn_type in results:
+        lines += result_printer(name, shape, et, dyn_type)
+    lines += ["    return", "}"]
+    return "\n".join(lines) + "\n", results
+
+
+# ----------------------------------------------------------------------------
+# Running and parsing
+# ----------------------------------------------------------------------------
+
+def parse_outputs(text, results):
+    blocks = text.split("Unranked Memref")[1:]
+    if len(blocks) != len(results):
+        raise RuntimeError(f"expected {len(results)} printed results, got {len(blocks)}:\n{text}")
+    values = {}
+    for block, (name, shape, _, _) in zip(blocks, results):
+        data = block.split("data =", 1)[1]
+        ints = np.array([int(t) for t in re.findall(r"-?\d+", data)], dtype=np.int64)
+        if ints.size != int(np.prod(shape)):
+            raise RuntimeError(f"{name}: expected {np.prod(shape)} values, got {ints.size}")
+        values[name] = ints.astype(np.int32).view(np.float32).reshape(shape).astype(np.float64)
+    return values
+
+
+def run_program(program, passes, keep=None):
+    flash_opt = os.environ.get("FLASH_OPT", "flash-opt")
+    runner = os.environ.get("MLIR_RUNNER", "mlir-runner")
+    libs = os.environ.get(
+        "MLIR_RUNNER_LIBS",
+        "/usr/lib/llvm-22/lib/libmlir_runner_utils.so,"
+        "/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so")
+    with tempfile.TemporaryDirectory() as tmp:
+        src = keep or os.path.join(tmp, "program.mlir")
+        with open(src, "w") as f:
+            f.write(program)
+        lowered = subprocess.run([flash_opt, src] + shlex.split(passes),
+                                 capture_output=True, text=True)
+        if lowered.returncode != 0:
+            raise RuntimeError(f"flash-opt failed:\n{lowered.stderr}")
+        run = subprocess.run([runner, "-e", "main", "-entry-point-result=void",
+                              f"-shared-libs={libs}"],
+                             input=lowered.stdout, capture_output=True, text=True)
+        if run.returncode != 0:
+            raise RuntimeError(f"mlir-runner failed:\n{run.stderr}")
+        return run.stdout
+
+
+def compare(name, got, want, rtol):
+    """Checks got against want elementwise; -inf must match exactly."""
+    inf_want = np.isinf(want)
+    if not np.array_equal(np.isinf(got), inf_want) or \
+            not np.array_equal(got[inf_want], want[inf_want]):
+        return False, f"{name}: infinities differ"
+    if np.isnan(got).any():
+        return False, f"{name}: NaN in output"
+    g, w = got[~inf_want], want[~inf_want]
+    if g.size == 0:
+        return True, f"{name}: all -inf"
+    scale = np.abs(w).max()
+    err = np.abs(g - w)
+    ok = bool(np.all(err <= rtol * (np.abs(w) + scale)))
+    rel = err.max() / scale if scale > 0 else err.max()
+    return ok, f"{name}: max_abs_err={err.max():.3e} rel_to_max={rel:.3e} tol={rtol:.1e}"
+
+
+# ----------------------------------------------------------------------------
+# Main
+# ----------------------------------------------------------------------------
+
+def parse_shape(text):
+    return [int(s) for s in text.split("x")]
+
+
+def make_inputs(args, rng):
+    b, hq, hkv, m, n, d = args.b, args.hq, args.hkv, args.m, args.n, args.d
+    dv = args.dv or d
+    lead = {4: [], 3: ["b"], 2: ["b", "h"]}[args.rank]
+    if args.rank < 4 and b != 1 or args.rank < 3 and (hq != 1 or hkv != 1):
+        raise SystemExit("rank-3 needs --b 1, rank-2 needs --b 1 --hq 1 --hkv 1")
+    dyn = set(args.dynamic)
+
+    def drop(shape, letters):
+        keep = 4 - args.rank
+        return shape[keep:], letters[keep:]
+
+    def operand(name, shape, letters, et):
+        full = quantize(rng.standard_normal(shape), et)
+        s, l = drop(shape, letters)
+        return Operand(name, full.reshape(s), et, l, dyn), full
+
+    ops, full = {}, {}
+    for name, shape, letters in [("q", [b, hq, m, d], ["b", "h", "m", None]),
+                                 ("k", [b, hkv, n, d], ["b", "h", "n", None]),
+                                 ("v", [b, hkv, n, dv], ["b", "h", "n", None])]:
+        ops[name], full[name] = operand(name, shape, letters, args.dtype)
+    if args.mode == "bwd":
+        ops["do"], full["do"] = operand("do", [b, hq, m, dv], ["b", "h", "m", None], args.dtype)
+    if args.bias:
+        shape = parse_shape(args.bias)
+        x = quantize(rng.standard_normal(shape), args.bias_dtype)
+        ops["bias"] = Operand("bias", x, args.bias_dtype, [None] * len(shape), dyn)
+        full["bias"] = x
+    if args.mask:
+        shape = parse_shape(args.mask)
+        x = rng.random(shape) < 0.8
+        if args.masked_row:
+            x[..., 0, :] = False
+        ops["mask"] = Operand("mask", x, "i1", [None] * len(shape), dyn)
+        full["mask"] = x
+    return ops, full
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--mode", choices=["fwd", "bwd"], default="fwd")
+    for dim, default in [("b", 1), ("hq", 2), ("hkv", None), ("m", 8), ("n", None),
+                         ("d", 16), ("dv", None)]:
+        p.add_argument(f"--{dim}", type=int, default=default)
+    p.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32")
+    p.add_argument("--rank", type=int, choices=[2, 3, 4], default=4)
+    p.add_argument("--causal", action="store_true")
+    p.add_argument("--scale", type=float)
+    p.add_argument("--bias", help="bias shape, e.g. 1x4x77x33 or 77x33")
+    p.add_argument("--bias-dtype", choices=["f32", "f16", "bf16"], default="f32")
+    p.add_argument("--mask", help="i1 mask shape, broadcastable to [B,Hq,M,N]")
+    p.add_argument("--masked-row", action="store_true",
+                   help="make query row 0 of the mask fully masked")
+    p.add_argument("--dynamic", default="", help="letters of dynamic sizes: b, h, m, n")
+    p.add_argument("--passes", default="--flash-cpu-pipeline",
+                   help="flash-opt arguments that lower the program to LLVM")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--emit", action="store_true", help="print the program and stop")
+    p.add_argument("--keep", help="write the program to this path")
+    args = p.parse_args(argv)
+    args.hkv = args.hkv or args.hq
+    args.n = args.n or args.m
+
+    rng = np.random.default_rng(args.seed)
+    ops, full = make_inputs(args, rng)
+    program, results = build_program(args, ops)
+    if args.emit:
+        print(program)
+        return 0
+    scale = args.scale
+    common = dict(scale=scale, causal=args.causal, bias=full.get("bias"),
+                  mask=full.get("mask"))
+    o_ref, lse_ref = reference.attention(full["q"], full["k"], full["v"], **common)
+    if args.mode == "fwd":
+        want = {"o": o_ref, "lse": lse_ref}
+    else:
+        dq, dk, dv = reference.attention_backward(full["q"], full["k"], full["v"],
+                                                  full["do"], o=o_ref, **common)
+        want = {"dq": dq, "dk": dk, "dv": dv}
+
+    got = parse_outputs(run_program(program, args.passes, args.keep), results)
+    all_ok = True
+    lines = []
+    for name, shape, et, _ in results:
+        ok, msg = compare(name, got[name], want[name].reshape(shape), TOLERANCE[et])
+        all_ok &= ok
+        lines.append(msg)
+    print(("PASS " if all_ok else "FAIL ") + "; ".join(lines))
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Float64 reference of flash.attention and flash.attention_backward.
+
+Independent of the compiler: plain numpy on the rank-4 layout
+Q [B, Hq, M, D], K/V [B, Hkv, N, D/Dv]. Inputs of any floating dtype are
+taken at their exact values and computed in float64.
+"""
+
+import numpy as np
+
+
+def _scores(q, k, scale, causal, bias, mask):
+    b, hq, m, d = q.shape
+    hkv, n = k.shape[1], k.shape[2]
+    group = hq // hkv
+    k_rep = np.repeat(k.astype(np.float64), group, axis=1)
+    s = scale * np.einsum("bhmd,bhnd->bhmn", q.astype(np.float64), k_rep)
+    if bias is not None:
+        s = s + np.broadcast_to(bias.astype(np.float64), s.shape)
+    hidden = np.zeros(s.shape, dtype=bool)
+    if causal:
+        i = np.arange(m)[:, None]
+        j = np.arange(n)[None, :]
+        hidden |= np.broadcast_to(j > i + (n - m), s.shape)
+    if mask is not None:
+        hidden |= ~np.broadcast_to(mask.astype(bool), s.shape)
+    s = np.where(hidden, -np.inf, s)
+    return s
+
+
+def _softmax(s):
+    mx = s.max(axis=-1, keepdims=True)
+    safe = np.where(np.isneginf(mx), 0.0, mx)
+    e = np.exp(s - safe)
+    l = e.sum(axis=-1, keepdims=True)
+    p = np.where(l == 0.0, 0.0, e / np.where(l == 0.0, 1.0, l))
+    with np.errstate(divide="ignore"):
+        lse = (safe + np.log(l))[..., 0]
+    return p, lse
+
+
+def default_scale(d):
+    return 1.0 / np.sqrt(d)
+
+
+def attention(q, k, v, scale=None, causal=False, bias=None, mask=None):
+    """Returns (O, LSE) in float64."""
+    if scale is None:
+        scale = default_scale(q.shape[-1])
+    s = _scores(q, k, scale, causal, bias, mask)
+    p, lse = _softmax(s)
+    group = q.shape[1] // k.shape[1]
+    v_rep = np.repeat(v.astype(np.float64), group, axis=1)
+    o = np.einsum("bhmn,bhnd->bhmd", p, v_rep)
+    return o, lse
+
+
+def attention_backward(q, k, v, do, scale=None, causal=False, bias=None,
+                       mask=None, o=None):
+    """Returns (dQ, dK, dV) in float64, the gradient of attention()."""
+    if scale is None:
+        scale = default_scale(q.shape[-1])
+    s = _scores(q, k, scale, causal, bias, mask)
+    p, _ = _softmax(s)
+    b, hq, m, d = q.shape
+    hkv, n = k.shape[1], k.shape[2]
+    group = hq // hkv
+    k_rep = np.repeat(k.astype(np.float64), group, axis=1)
+    v_rep = np.repeat(v.astype(np.float64), group, axis=1)
+    do = do.astype(np.float64)
+    if o is None:
+        o = np.einsum("bhmn,bhnd->bhmd", p, v_rep)
+    o = o.astype(np.float64)
+    dv_rep = np.einsum("bhmn,bhmd->bhnd", p, do)
+    dp = np.einsum("bhmd,bhnd->bhmn", do, v_rep)
+    di = (do * o).sum(axis=-1, keepdims=True)
+    ds = p * (dp - di)
+    dq = scale * np.einsum("bhmn,bhnd->bhmd", ds, k_rep)
+    dk_rep = scale * np.einsum("bhmn,bhmd->bhnd", ds, q.astype(np.float64))
+    dk = dk_rep.reshape(b, hkv, group, n, d).sum(axis=2)
+    dv = dv_rep.reshape(b, hkv, group, n, v.shape[-1]).sum(axis=2)
+    return dq, dk, dv

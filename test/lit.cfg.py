@@ -1,0 +1,36 @@
+# -*- Python -*-
+# lit configuration of the flash-mlir test suite.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "FLASH"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.flash_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%flash_src", config.flash_src_root))
+runner_libs = ",".join(
+    os.path.join(config.llvm_lib_dir, lib)
+    for lib in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so")
+)
+config.substitutions.append(("%mlir_runner_libs", runner_libs))
+# The Python harness of the executing tests finds the tools through these.
+config.environment["FLASH_OPT"] = os.path.join(config.flash_tools_dir, "flash-opt")
+config.environment["MLIR_RUNNER"] = os.path.join(config.llvm_tools_dir, "mlir-runner")
+config.environment["MLIR_RUNNER_LIBS"] = runner_libs
+config.environment["PYTHONPATH"] = os.path.join(config.flash_src_root, "python")
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.flash_tools_dir, config.llvm_tools_dir]
+tools = ["flash-opt", "mlir-runner", ToolSubst("%PYTHON", config.python_executable)]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
