@@ -29,8 +29,10 @@ config.environment["MLIR_RUNNER_LIBS"] = runner_libs
 config.environment["PYTHONPATH"] = os.path.join(config.flash_src_root, "python")
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.flash_tools_dir, append_path=True)
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.flash_tools_dir, config.llvm_tools_dir]
-tools = ["flash-opt", "mlir-runner", ToolSubst("%PYTHON", config.python_executable)]
+tools = ["flash-opt", "mlir-runner"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -300,11 +300,13 @@ FailureOr<AttentionOp> mlir::flash::normalizeToRank4(RewriterBase &rewriter,
   SmallVector<Type> resultTypes;
   for (Value r : op->getResults())
     resultTypes.push_back(withUnitDims(r.getType(), count));
+  Value q = expand(op.getQuery());
+  Value k = expand(op.getKey());
+  Value v = expand(op.getValue());
   // Bias and mask broadcast right-aligned, so they stay as they are.
-  auto newOp = AttentionOp::create(
-      rewriter, loc, resultTypes, expand(op.getQuery()), expand(op.getKey()),
-      expand(op.getValue()), op.getBias(), op.getMask(), op.getScaleAttr(),
-      op.getCausalAttr());
+  auto newOp = AttentionOp::create(rewriter, loc, resultTypes, q, k, v,
+                                   op.getBias(), op.getMask(),
+                                   op.getScaleAttr(), op.getCausalAttr());
   SmallVector<Value> replacements;
   for (auto [oldR, newR] : llvm::zip(op->getResults(), newOp->getResults()))
     replacements.push_back(dropUnitDims(
@@ -323,13 +325,16 @@ mlir::flash::normalizeToRank4(RewriterBase &rewriter, AttentionBackwardOp op) {
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
   auto expand = [&](Value v) { return prependUnitDims(rewriter, loc, v, count); };
-  Value q = expand(op.getQuery()), k = expand(op.getKey()),
-        v = expand(op.getValue());
+  Value q = expand(op.getQuery());
+  Value k = expand(op.getKey());
+  Value v = expand(op.getValue());
+  Value o = expand(op.getOutput());
+  Value gradO = expand(op.getGradOutput());
+  Value lse = expand(op.getLse());
   auto newOp = AttentionBackwardOp::create(
-      rewriter, loc, TypeRange{q.getType(), k.getType(), v.getType()}, q, k,
-      v, expand(op.getOutput()),
-      expand(op.getGradOutput()), expand(op.getLse()), op.getBias(),
-      op.getMask(), op.getScaleAttr(), op.getCausalAttr());
+      rewriter, loc, TypeRange{q.getType(), k.getType(), v.getType()}, q, k, v,
+      o, gradO, lse, op.getBias(), op.getMask(), op.getScaleAttr(),
+      op.getCausalAttr());
   SmallVector<Value> replacements;
   for (auto [oldR, newR] : llvm::zip(op->getResults(), newOp->getResults()))
     replacements.push_back(dropUnitDims(

@@ -1,0 +1,215 @@
+// RUN: flash-opt %s -split-input-file -verify-diagnostics
+
+func.func @rank_mismatch(%q: tensor<2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<2x8x16xf32> {
+  // expected-error @+1 {{expects query, key and value of equal rank 2, 3 or 4, got ranks 3, 4 and 4}}
+  %o = flash.attention %q, %k, %v : tensor<2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<2x8x16xf32>
+  return %o : tensor<2x8x16xf32>
+}
+
+// -----
+
+func.func @rank5(%q: tensor<1x1x2x8x16xf32>) -> tensor<1x1x2x8x16xf32> {
+  // expected-error @+1 {{expects query, key and value of equal rank 2, 3 or 4, got ranks 5, 5 and 5}}
+  %o = flash.attention %q, %q, %q : tensor<1x1x2x8x16xf32>, tensor<1x1x2x8x16xf32>, tensor<1x1x2x8x16xf32> -> tensor<1x1x2x8x16xf32>
+  return %o : tensor<1x1x2x8x16xf32>
+}
+
+// -----
+
+func.func @unranked(%q: tensor<*xf32>, %k: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{operand #0 must be ranked tensor of any type values}}
+  %o = "flash.attention"(%q, %k, %k) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (tensor<*xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  return %o : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @element_type(%q: tensor<8x16xf32>, %k: tensor<8x16xf16>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{expects query, key and value of one element type among f16, bf16 and f32, got 'f32', 'f16' and 'f16'}}
+  %o = flash.attention %q, %k, %k : tensor<8x16xf32>, tensor<8x16xf16>, tensor<8x16xf16> -> tensor<8x16xf32>
+  return %o : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @integer_inputs(%q: tensor<8x16xi8>) -> tensor<8x16xi8> {
+  // expected-error @+1 {{expects query, key and value of one element type among f16, bf16 and f32, got 'i8', 'i8' and 'i8'}}
+  %o = flash.attention %q, %q, %q : tensor<8x16xi8>, tensor<8x16xi8>, tensor<8x16xi8> -> tensor<8x16xi8>
+  return %o : tensor<8x16xi8>
+}
+
+// -----
+
+func.func @dynamic_head_dim(%q: tensor<8x?xf32>) -> tensor<8x?xf32> {
+  // expected-error @+1 {{expects a static head dimension D in query and key}}
+  %o = flash.attention %q, %q, %q : tensor<8x?xf32>, tensor<8x?xf32>, tensor<8x?xf32> -> tensor<8x?xf32>
+  return %o : tensor<8x?xf32>
+}
+
+// -----
+
+func.func @dynamic_value_dim(%q: tensor<8x16xf32>, %v: tensor<8x?xf32>) -> tensor<8x?xf32> {
+  // expected-error @+1 {{expects a static head dimension Dv in value}}
+  %o = flash.attention %q, %q, %v : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x?xf32> -> tensor<8x?xf32>
+  return %o : tensor<8x?xf32>
+}
+
+// -----
+
+func.func @head_dim_mismatch(%q: tensor<1x2x8x64xf16>, %k: tensor<1x2x8x32xf16>) -> tensor<1x2x8x32xf16> {
+  // expected-error @+1 {{expects query and key to share the head dimension D, got 64 and 32}}
+  %o = flash.attention %q, %k, %k : tensor<1x2x8x64xf16>, tensor<1x2x8x32xf16>, tensor<1x2x8x32xf16> -> tensor<1x2x8x32xf16>
+  return %o : tensor<1x2x8x32xf16>
+}
+
+// -----
+
+func.func @kv_mismatch(%q: tensor<1x2x8x16xf16>, %k: tensor<1x2x8x16xf16>, %v: tensor<1x2x9x16xf16>) -> tensor<1x2x8x16xf16> {
+  // expected-error @+1 {{expects key and value to agree in every dimension but the last, got 'tensor<1x2x8x16xf16>' and 'tensor<1x2x9x16xf16>'}}
+  %o = flash.attention %q, %k, %v : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x9x16xf16> -> tensor<1x2x8x16xf16>
+  return %o : tensor<1x2x8x16xf16>
+}
+
+// -----
+
+func.func @batch_mismatch(%q: tensor<2x2x8x16xf16>, %k: tensor<3x2x8x16xf16>) -> tensor<2x2x8x16xf16> {
+  // expected-error @+1 {{expects query and key of the same batch size, got 2 and 3}}
+  %o = flash.attention %q, %k, %k : tensor<2x2x8x16xf16>, tensor<3x2x8x16xf16>, tensor<3x2x8x16xf16> -> tensor<2x2x8x16xf16>
+  return %o : tensor<2x2x8x16xf16>
+}
+
+// -----
+
+func.func @heads_not_multiple(%q: tensor<1x6x8x16xf16>, %k: tensor<1x4x8x16xf16>) -> tensor<1x6x8x16xf16> {
+  // expected-error @+1 {{expects the number of query heads (6) to be a multiple of the number of key/value heads (4)}}
+  %o = flash.attention %q, %k, %k : tensor<1x6x8x16xf16>, tensor<1x4x8x16xf16>, tensor<1x4x8x16xf16> -> tensor<1x6x8x16xf16>
+  return %o : tensor<1x6x8x16xf16>
+}
+
+// -----
+
+func.func @infinite_scale(%q: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{expects a finite scale, got INF}}
+  %o = flash.attention %q, %q, %q {scale = 0x7F800000 : f32} : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
+  return %o : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @mask_not_i1(%q: tensor<8x16xf32>, %m: tensor<8x8xi8>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{expects an i1 mask, got element type 'i8'}}
+  %o = flash.attention %q, %q, %q mask(%m : tensor<8x8xi8>) : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
+  return %o : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @bias_element_type(%q: tensor<8x16xf32>, %b: tensor<8x8xi1>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{expects a bias of element type f16, bf16 or f32, got 'i1'}}
+  %o = flash.attention %q, %q, %q bias(%b : tensor<8x8xi1>) : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
+  return %o : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @bias_rank(%q: tensor<8x16xf32>, %b: tensor<1x8x8xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{expects a bias of rank 1 to 2, got 'tensor<1x8x8xf32>'}}
+  %o = flash.attention %q, %q, %q bias(%b : tensor<1x8x8xf32>) : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
+  return %o : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @bias_scalar(%q: tensor<8x16xf32>, %b: tensor<f32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{expects a bias of rank 1 to 2, got 'tensor<f32>'}}
+  %o = flash.attention %q, %q, %q bias(%b : tensor<f32>) : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
+  return %o : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @bias_not_broadcastable(%q: tensor<2x8x128x64xf16>, %k: tensor<2x8x256x64xf16>, %b: tensor<8x128x128xf32>) -> tensor<2x8x128x64xf16> {
+  // expected-error @+1 {{expects a bias broadcastable to the scores [2, 8, 128, 256], got 'tensor<8x128x128xf32>'}}
+  %o = flash.attention %q, %k, %k bias(%b : tensor<8x128x128xf32>) : tensor<2x8x128x64xf16>, tensor<2x8x256x64xf16>, tensor<2x8x256x64xf16> -> tensor<2x8x128x64xf16>
+  return %o : tensor<2x8x128x64xf16>
+}
+
+// -----
+
+func.func @mask_not_broadcastable(%q: tensor<?x?x?x64xf16>, %k: tensor<?x?x8x64xf16>, %m: tensor<3x1x1x5xi1>) -> tensor<?x?x?x64xf16> {
+  // expected-error @+1 {{expects a mask broadcastable to the scores [?, ?, ?, 8], got 'tensor<3x1x1x5xi1>'}}
+  %o = flash.attention %q, %k, %k mask(%m : tensor<3x1x1x5xi1>) : tensor<?x?x?x64xf16>, tensor<?x?x8x64xf16>, tensor<?x?x8x64xf16> -> tensor<?x?x?x64xf16>
+  return %o : tensor<?x?x?x64xf16>
+}
+
+// -----
+
+func.func @output_shape(%q: tensor<1x2x8x16xf16>, %k: tensor<1x2x9x16xf16>, %v: tensor<1x2x9x32xf16>) -> tensor<1x2x8x16xf16> {
+  // expected-error @+1 {{expects an output of shape [1, 2, 8, 32] and element type 'f16', got 'tensor<1x2x8x16xf16>'}}
+  %o = flash.attention %q, %k, %v : tensor<1x2x8x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x32xf16> -> tensor<1x2x8x16xf16>
+  return %o : tensor<1x2x8x16xf16>
+}
+
+// -----
+
+func.func @output_element_type(%q: tensor<1x2x8x16xf16>) -> tensor<1x2x8x16xf32> {
+  // expected-error @+1 {{expects an output of shape [1, 2, 8, 16] and element type 'f16', got 'tensor<1x2x8x16xf32>'}}
+  %o = flash.attention %q, %q, %q : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+func.func @lse_type(%q: tensor<1x2x8x16xf16>) -> tensor<1x2x8xf16> {
+  // expected-error @+1 {{expects an lse of shape [1, 2, 8] and element type 'f32', got 'tensor<1x2x8xf16>'}}
+  %o, %lse = flash.attention %q, %q, %q : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16> -> tensor<1x2x8x16xf16>, tensor<1x2x8xf16>
+  return %lse : tensor<1x2x8xf16>
+}
+
+// -----
+
+func.func @lse_shape(%q: tensor<1x2x8x16xf16>) -> tensor<1x2x9xf32> {
+  // expected-error @+1 {{expects an lse of shape [1, 2, 8] and element type 'f32', got 'tensor<1x2x9xf32>'}}
+  %o, %lse = flash.attention %q, %q, %q : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16> -> tensor<1x2x8x16xf16>, tensor<1x2x9xf32>
+  return %lse : tensor<1x2x9xf32>
+}
+
+// -----
+
+func.func @backward_heads(%q: tensor<1x6x8x16xf16>, %k: tensor<1x4x8x16xf16>, %lse: tensor<1x6x8xf32>) {
+  // expected-error @+1 {{expects the number of query heads (6) to be a multiple of the number of key/value heads (4)}}
+  %dq, %dk, %dv = flash.attention_backward %q, %k, %k, %q, %q, %lse : tensor<1x6x8x16xf16>, tensor<1x4x8x16xf16>, tensor<1x4x8x16xf16>, tensor<1x6x8x16xf16>, tensor<1x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @backward_output(%q: tensor<1x2x8x16xf16>, %o: tensor<1x2x7x16xf16>, %lse: tensor<1x2x8xf32>) {
+  // expected-error @+1 {{expects an output of shape [1, 2, 8, 16] and element type 'f16', got 'tensor<1x2x7x16xf16>'}}
+  %dq, %dk, %dv = flash.attention_backward %q, %q, %q, %o, %o, %lse : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x7x16xf16>, tensor<1x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @backward_lse(%q: tensor<1x2x8x16xf16>, %lse: tensor<1x2x8xf16>) {
+  // expected-error @+1 {{expects an lse of shape [1, 2, 8] and element type 'f32', got 'tensor<1x2x8xf16>'}}
+  %dq, %dk, %dv = flash.attention_backward %q, %q, %q, %q, %q, %lse : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8xf16>
+  return
+}
+
+// -----
+
+func.func @backward_mask(%q: tensor<1x2x8x16xf16>, %lse: tensor<1x2x8xf32>, %m: tensor<8x8xf32>) {
+  // expected-error @+1 {{expects an i1 mask, got element type 'f32'}}
+  %dq, %dk, %dv = flash.attention_backward %q, %q, %q, %q, %q, %lse mask(%m : tensor<8x8xf32>) : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @backward_result_type(%q: tensor<1x2x8x16xf16>, %lse: tensor<1x2x8xf32>) {
+  // expected-error @+1 {{failed to verify that all of {query, grad_query} have same type}}
+  %r:3 = "flash.attention_backward"(%q, %q, %q, %q, %q, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0>}> : (tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>)
+  return
+}

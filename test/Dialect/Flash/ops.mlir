@@ -1,0 +1,58 @@
+// RUN: flash-opt %s | flash-opt | FileCheck %s
+// RUN: flash-opt %s --mlir-print-op-generic | flash-opt | FileCheck %s
+
+// CHECK-LABEL: func @plain
+// CHECK: %[[O:.*]] = flash.attention %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x8x128x64xf16>, tensor<2x8x256x64xf16>, tensor<2x8x256x64xf16> -> tensor<2x8x128x64xf16>
+func.func @plain(%q: tensor<2x8x128x64xf16>, %k: tensor<2x8x256x64xf16>, %v: tensor<2x8x256x64xf16>) -> tensor<2x8x128x64xf16> {
+  %o = flash.attention %q, %k, %v : tensor<2x8x128x64xf16>, tensor<2x8x256x64xf16>, tensor<2x8x256x64xf16> -> tensor<2x8x128x64xf16>
+  return %o : tensor<2x8x128x64xf16>
+}
+
+// CHECK-LABEL: func @lse_causal_scale_gqa
+// CHECK: %{{.*}}, %{{.*}} = flash.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 1.250000e-01 : f32} : tensor<2x8x128x64xbf16>, tensor<2x2x256x64xbf16>, tensor<2x2x256x32xbf16> -> tensor<2x8x128x32xbf16>, tensor<2x8x128xf32>
+func.func @lse_causal_scale_gqa(%q: tensor<2x8x128x64xbf16>, %k: tensor<2x2x256x64xbf16>, %v: tensor<2x2x256x32xbf16>) -> (tensor<2x8x128x32xbf16>, tensor<2x8x128xf32>) {
+  %o, %lse = flash.attention %q, %k, %v {causal, scale = 0.125 : f32} : tensor<2x8x128x64xbf16>, tensor<2x2x256x64xbf16>, tensor<2x2x256x32xbf16> -> tensor<2x8x128x32xbf16>, tensor<2x8x128xf32>
+  return %o, %lse : tensor<2x8x128x32xbf16>, tensor<2x8x128xf32>
+}
+
+// CHECK-LABEL: func @bias_and_mask
+// CHECK: flash.attention %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}} : tensor<1x8x128x256xf16>) mask(%{{.*}} : tensor<256xi1>) : tensor<2x8x128x64xf32>
+func.func @bias_and_mask(%q: tensor<2x8x128x64xf32>, %k: tensor<2x8x256x64xf32>, %v: tensor<2x8x256x64xf32>, %b: tensor<1x8x128x256xf16>, %m: tensor<256xi1>) -> tensor<2x8x128x64xf32> {
+  %o = flash.attention %q, %k, %v bias(%b : tensor<1x8x128x256xf16>) mask(%m : tensor<256xi1>) : tensor<2x8x128x64xf32>, tensor<2x8x256x64xf32>, tensor<2x8x256x64xf32> -> tensor<2x8x128x64xf32>
+  return %o : tensor<2x8x128x64xf32>
+}
+
+// CHECK-LABEL: func @dynamic
+// CHECK: flash.attention {{.*}} : tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16> -> tensor<?x?x?x64xf16>, tensor<?x?x?xf32>
+func.func @dynamic(%q: tensor<?x?x?x64xf16>, %k: tensor<?x?x?x64xf16>, %v: tensor<?x?x?x64xf16>, %b: tensor<?x?xf32>) -> (tensor<?x?x?x64xf16>, tensor<?x?x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v bias(%b : tensor<?x?xf32>) {causal} : tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16> -> tensor<?x?x?x64xf16>, tensor<?x?x?xf32>
+  return %o, %lse : tensor<?x?x?x64xf16>, tensor<?x?x?xf32>
+}
+
+// CHECK-LABEL: func @rank3
+// CHECK: flash.attention {{.*}} : tensor<8x128x64xf32>, tensor<2x100x64xf32>, tensor<2x100x64xf32> -> tensor<8x128x64xf32>, tensor<8x128xf32>
+func.func @rank3(%q: tensor<8x128x64xf32>, %k: tensor<2x100x64xf32>, %v: tensor<2x100x64xf32>) -> (tensor<8x128x64xf32>, tensor<8x128xf32>) {
+  %o, %lse = flash.attention %q, %k, %v : tensor<8x128x64xf32>, tensor<2x100x64xf32>, tensor<2x100x64xf32> -> tensor<8x128x64xf32>, tensor<8x128xf32>
+  return %o, %lse : tensor<8x128x64xf32>, tensor<8x128xf32>
+}
+
+// CHECK-LABEL: func @rank2
+// CHECK: flash.attention {{.*}} mask(%{{.*}} : tensor<7x9xi1>) {causal} : tensor<7x16xf32>, tensor<9x16xf32>, tensor<9x16xf32> -> tensor<7x16xf32>
+func.func @rank2(%q: tensor<7x16xf32>, %k: tensor<9x16xf32>, %v: tensor<9x16xf32>, %m: tensor<7x9xi1>) -> tensor<7x16xf32> {
+  %o = flash.attention %q, %k, %v mask(%m : tensor<7x9xi1>) {causal} : tensor<7x16xf32>, tensor<9x16xf32>, tensor<9x16xf32> -> tensor<7x16xf32>
+  return %o : tensor<7x16xf32>
+}
+
+// CHECK-LABEL: func @backward
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}} = flash.attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal} : tensor<2x8x128x64xf16>, tensor<2x2x256x64xf16>, tensor<2x2x256x64xf16>, tensor<2x8x128x64xf16>, tensor<2x8x128xf32>
+func.func @backward(%q: tensor<2x8x128x64xf16>, %k: tensor<2x2x256x64xf16>, %v: tensor<2x2x256x64xf16>, %o: tensor<2x8x128x64xf16>, %do: tensor<2x8x128x64xf16>, %lse: tensor<2x8x128xf32>) -> (tensor<2x8x128x64xf16>, tensor<2x2x256x64xf16>, tensor<2x2x256x64xf16>) {
+  %dq, %dk, %dv = flash.attention_backward %q, %k, %v, %o, %do, %lse {causal} : tensor<2x8x128x64xf16>, tensor<2x2x256x64xf16>, tensor<2x2x256x64xf16>, tensor<2x8x128x64xf16>, tensor<2x8x128xf32>
+  return %dq, %dk, %dv : tensor<2x8x128x64xf16>, tensor<2x2x256x64xf16>, tensor<2x2x256x64xf16>
+}
+
+// CHECK-LABEL: func @backward_bias_mask_dynamic
+// CHECK: flash.attention_backward {{.*}} bias(%{{.*}} : tensor<?x?xf32>) mask(%{{.*}} : tensor<1x?x?xi1>) {scale = 5.000000e-01 : f32} : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?xf32>
+func.func @backward_bias_mask_dynamic(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<?x?x64xf32>, %o: tensor<?x?x64xf32>, %do: tensor<?x?x64xf32>, %lse: tensor<?x?xf32>, %b: tensor<?x?xf32>, %m: tensor<1x?x?xi1>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+  %dq, %dk, %dv = flash.attention_backward %q, %k, %v, %o, %do, %lse bias(%b : tensor<?x?xf32>) mask(%m : tensor<1x?x?xi1>) {scale = 0.5 : f32} : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?xf32>
+  return %dq, %dk, %dv : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+}
