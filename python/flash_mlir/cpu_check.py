@@ -133,6 +133,8 @@ def attrs_text(args):
         attrs.append("causal")
     if args.scale is not None:
         attrs.append(f"scale = {args.scale!r} : f32")
+    if args.window is not None:
+        attrs.append(f"window = {args.window} : i64")
     return (" {" + ", ".join(attrs) + "}") if attrs else ""
 
 
@@ -306,6 +308,7 @@ def main(argv=None):
     p.add_argument("--rank", type=int, choices=[2, 3, 4], default=4)
     p.add_argument("--causal", action="store_true")
     p.add_argument("--scale", type=float)
+    p.add_argument("--window", type=int, help="sliding window: keys j >= i + N - M - W")
     p.add_argument("--bias", help="bias shape, e.g. 1x4x77x33 or 77x33")
     p.add_argument("--bias-dtype", choices=["f32", "f16", "bf16"], default="f32")
     p.add_argument("--mask", help="i1 mask shape, broadcastable to [B,Hq,M,N]")
@@ -329,7 +332,7 @@ def main(argv=None):
         return 0
     scale = args.scale
     common = dict(scale=scale, causal=args.causal, bias=full.get("bias"),
-                  mask=full.get("mask"))
+                  mask=full.get("mask"), window=args.window)
     o_ref, lse_ref = reference.attention(full["q"], full["k"], full["v"], **common)
     if args.mode == "fwd":
         want = {"o": o_ref, "lse": lse_ref}

@@ -8,7 +8,7 @@ taken at their exact values and computed in float64.
 import numpy as np
 
 
-def _scores(q, k, scale, causal, bias, mask):
+def _scores(q, k, scale, causal, bias, mask, window=None):
     b, hq, m, d = q.shape
     hkv, n = k.shape[1], k.shape[2]
     group = hq // hkv
@@ -17,10 +17,12 @@ def _scores(q, k, scale, causal, bias, mask):
     if bias is not None:
         s = s + np.broadcast_to(bias.astype(np.float64), s.shape)
     hidden = np.zeros(s.shape, dtype=bool)
+    i = np.arange(m)[:, None]
+    j = np.arange(n)[None, :]
     if causal:
-        i = np.arange(m)[:, None]
-        j = np.arange(n)[None, :]
         hidden |= np.broadcast_to(j > i + (n - m), s.shape)
+    if window is not None:
+        hidden |= np.broadcast_to(j < i + (n - m) - window, s.shape)
     if mask is not None:
         hidden |= ~np.broadcast_to(mask.astype(bool), s.shape)
     s = np.where(hidden, -np.inf, s)
@@ -42,11 +44,12 @@ def default_scale(d):
     return 1.0 / np.sqrt(d)
 
 
-def attention(q, k, v, scale=None, causal=False, bias=None, mask=None):
+def attention(q, k, v, scale=None, causal=False, bias=None, mask=None,
+              window=None):
     """Returns (O, LSE) in float64."""
     if scale is None:
         scale = default_scale(q.shape[-1])
-    s = _scores(q, k, scale, causal, bias, mask)
+    s = _scores(q, k, scale, causal, bias, mask, window)
     p, lse = _softmax(s)
     group = q.shape[1] // k.shape[1]
     v_rep = np.repeat(v.astype(np.float64), group, axis=1)
@@ -55,11 +58,11 @@ def attention(q, k, v, scale=None, causal=False, bias=None, mask=None):
 
 
 def attention_backward(q, k, v, do, scale=None, causal=False, bias=None,
-                       mask=None, o=None):
+                       mask=None, window=None, o=None):
     """Returns (dQ, dK, dV) in float64, the gradient of attention()."""
     if scale is None:
         scale = default_scale(q.shape[-1])
-    s = _scores(q, k, scale, causal, bias, mask)
+    s = _scores(q, k, scale, causal, bias, mask, window)
     p, _ = _softmax(s)
     b, hq, m, d = q.shape
     hkv, n = k.shape[1], k.shape[2]

@@ -138,3 +138,21 @@ func.func @backward_gqa(%q: tensor<1x4x6x8xf32>, %k: tensor<1x2x5x8xf32>, %v: te
   %dq, %dk, %dv = flash.attention_backward %q, %k, %v, %o, %do, %lse : tensor<1x4x6x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>, tensor<1x4x6x8xf32>, tensor<1x4x6xf32>
   return %dq, %dk, %dv : tensor<1x4x6x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>
 }
+
+// -----
+
+// A sliding window hides keys left of i + (N - M) - W.
+
+// CHECK-LABEL: func @window
+// CHECK: %[[DIAG:.*]] = arith.subi %c12, %c8 : index
+// CHECK: %[[START:.*]] = arith.subi %[[DIAG]], %c3 : index
+// CHECK: linalg.generic
+// CHECK: %[[I:.*]] = linalg.index 3 : index
+// CHECK: %[[J:.*]] = linalg.index 4 : index
+// CHECK: %[[FIRST:.*]] = arith.addi %[[I]], %[[START]] : index
+// CHECK: %[[LEFT:.*]] = arith.cmpi slt, %[[J]], %[[FIRST]] : index
+// CHECK: arith.select %[[LEFT]]
+func.func @window(%q: tensor<1x1x8x4xf32>, %k: tensor<1x1x12x4xf32>) -> tensor<1x1x8x4xf32> {
+  %o = flash.attention %q, %k, %k {window = 3 : i64} : tensor<1x1x8x4xf32>, tensor<1x1x12x4xf32>, tensor<1x1x12x4xf32> -> tensor<1x1x8x4xf32>
+  return %o : tensor<1x1x8x4xf32>
+}

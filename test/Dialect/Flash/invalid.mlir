@@ -213,3 +213,11 @@ func.func @backward_result_type(%q: tensor<1x2x8x16xf16>, %lse: tensor<1x2x8xf32
   %r:3 = "flash.attention_backward"(%q, %q, %q, %q, %q, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0>}> : (tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>)
   return
 }
+
+// -----
+
+func.func @negative_window(%q: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{attribute 'window' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  %o = flash.attention %q, %q, %q {window = -1 : i64} : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
+  return %o : tensor<8x16xf32>
+}

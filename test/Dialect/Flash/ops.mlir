@@ -56,3 +56,10 @@ func.func @backward_bias_mask_dynamic(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64x
   %dq, %dk, %dv = flash.attention_backward %q, %k, %v, %o, %do, %lse bias(%b : tensor<?x?xf32>) mask(%m : tensor<1x?x?xi1>) {scale = 0.5 : f32} : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?xf32>
   return %dq, %dk, %dv : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
 }
+
+// CHECK-LABEL: func @sliding_window
+// CHECK: flash.attention {{.*}} {causal, window = 128 : i64} : tensor<1x2x512x64xbf16>
+func.func @sliding_window(%q: tensor<1x2x512x64xbf16>) -> tensor<1x2x512x64xbf16> {
+  %o = flash.attention %q, %q, %q {causal, window = 128 : i64} : tensor<1x2x512x64xbf16>, tensor<1x2x512x64xbf16>, tensor<1x2x512x64xbf16> -> tensor<1x2x512x64xbf16>
+  return %o : tensor<1x2x512x64xbf16>
+}

@@ -306,7 +306,8 @@ FailureOr<AttentionOp> mlir::flash::normalizeToRank4(RewriterBase &rewriter,
   // Bias and mask broadcast right-aligned, so they stay as they are.
   auto newOp = AttentionOp::create(rewriter, loc, resultTypes, q, k, v,
                                    op.getBias(), op.getMask(),
-                                   op.getScaleAttr(), op.getCausalAttr());
+                                   op.getScaleAttr(), op.getCausalAttr(),
+                                   op.getWindowAttr());
   SmallVector<Value> replacements;
   for (auto [oldR, newR] : llvm::zip(op->getResults(), newOp->getResults()))
     replacements.push_back(dropUnitDims(
@@ -334,7 +335,7 @@ mlir::flash::normalizeToRank4(RewriterBase &rewriter, AttentionBackwardOp op) {
   auto newOp = AttentionBackwardOp::create(
       rewriter, loc, TypeRange{q.getType(), k.getType(), v.getType()}, q, k, v,
       o, gradO, lse, op.getBias(), op.getMask(), op.getScaleAttr(),
-      op.getCausalAttr());
+      op.getCausalAttr(), op.getWindowAttr());
   SmallVector<Value> replacements;
   for (auto [oldR, newR] : llvm::zip(op->getResults(), newOp->getResults()))
     replacements.push_back(dropUnitDims(

@@ -47,6 +47,7 @@ struct GroupedProblem {
   bool staticGroup;
   float scale;
   bool causal;
+  std::optional<int64_t> window;
   Value bias, mask;
 };
 
@@ -281,11 +282,15 @@ public:
       maps.push_back(m);
     }
     maps.push_back(identity(5));
-    Value diagonal;
-    if (p.causal) {
+    Value diagonal, windowStart;
+    if (p.causal || p.window) {
       Value n = getValueOrCreateConstantIndexOp(b, p.loc, p.keySeq);
       Value m = getValueOrCreateConstantIndexOp(b, p.loc, p.querySeq);
       diagonal = arith::SubIOp::create(b, p.loc, n, m);
+    }
+    if (p.window) {
+      Value w = arith::ConstantIndexOp::create(b, p.loc, *p.window);
+      windowStart = arith::SubIOp::create(b, p.loc, diagonal, w);
     }
     Value init = tensor::EmptyOp::create(b, p.loc, scoreSizes(), p.f32);
     return generic(
@@ -297,19 +302,28 @@ public:
           if (biasArg >= 0)
             v = arith::AddFOp::create(nb, loc, v, ext(nb, loc, a[biasArg]));
           Value masked;
-          if (p.causal) {
-            Value qi = linalg::IndexOp::create(nb, loc, 3);
-            Value kj = linalg::IndexOp::create(nb, loc, 4);
-            Value last = arith::AddIOp::create(nb, loc, qi, diagonal);
-            masked = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::sgt,
-                                           kj, last);
-          }
-          if (maskArg >= 0) {
-            Value one = arith::ConstantOp::create(nb, loc, nb.getBoolAttr(true));
-            Value hidden = arith::XOrIOp::create(nb, loc, a[maskArg], one);
+          auto orMask = [&](Value hidden) {
             masked = masked ? arith::OrIOp::create(nb, loc, masked, hidden)
                                   .getResult()
                             : hidden;
+          };
+          if (p.causal || p.window) {
+            Value qi = linalg::IndexOp::create(nb, loc, 3);
+            Value kj = linalg::IndexOp::create(nb, loc, 4);
+            if (p.causal) {
+              Value last = arith::AddIOp::create(nb, loc, qi, diagonal);
+              orMask(arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::sgt,
+                                           kj, last));
+            }
+            if (p.window) {
+              Value first = arith::AddIOp::create(nb, loc, qi, windowStart);
+              orMask(arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::slt,
+                                           kj, first));
+            }
+          }
+          if (maskArg >= 0) {
+            Value one = arith::ConstantOp::create(nb, loc, nb.getBoolAttr(true));
+            orMask(arith::XOrIOp::create(nb, loc, a[maskArg], one));
           }
           if (masked) {
             Value ninf = arith::ConstantOp::create(
@@ -377,8 +391,8 @@ GroupedProblem makeProblem(OpBuilder &b, OpTy op) {
                               v = op.getValue();
   GroupedProblem p{loc, op.getContext(), b.getF32Type(), {}, {}, {}, {},
                    {},  {},               0,              0,  false,
-                   op.getEffectiveScale(), op.getCausal(), op.getBias(),
-                   op.getMask()};
+                   op.getEffectiveScale(), op.getCausal(), op.getWindow(),
+                   op.getBias(), op.getMask()};
   p.batch = pickDim(b, loc, {{q, 0}, {k, 0}, {v, 0}});
   p.queryHeads = pickDim(b, loc, {{q, 1}});
   p.kvHeads = pickDim(b, loc, {{k, 1}, {v, 1}});

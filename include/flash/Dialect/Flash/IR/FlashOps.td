@@ -36,6 +36,9 @@ def Flash_AttentionOp : Flash_Op<"attention",
     - `scale` multiplies the scores; it defaults to `1/sqrt(D)`.
     - `causal`: query `i` sees key `j` iff `j <= i + N - M` (the diagonal is
       aligned bottom-right when `M != N`, as in FlashAttention-2).
+    - `window = W` (sliding-window / local attention): query `i` sees key `j`
+      only if `j >= i + N - M - W`; with `causal` this is FlashAttention-2's
+      `window_size = (W, 0)`, without it `(W, -1)`.
     - `bias`: an additive f16/bf16/f32 tensor broadcastable (right-aligned,
       static unit dimensions broadcast) to `[B, Hq, M, N]`.
     - `mask`: an i1 tensor broadcastable to `[B, Hq, M, N]`; `false` masks
@@ -64,7 +67,8 @@ def Flash_AttentionOp : Flash_Op<"attention",
     Optional<AnyRankedTensor>:$bias,
     Optional<AnyRankedTensor>:$mask,
     OptionalAttr<F32Attr>:$scale,
-    UnitAttr:$causal
+    UnitAttr:$causal,
+    OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$window
   );
   let results = (outs
     AnyRankedTensor:$output,
@@ -131,7 +135,8 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     Optional<AnyRankedTensor>:$bias,
     Optional<AnyRankedTensor>:$mask,
     OptionalAttr<F32Attr>:$scale,
-    UnitAttr:$causal
+    UnitAttr:$causal,
+    OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$window
   );
   let results = (outs
     AnyRankedTensor:$grad_query,
