@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -21,7 +22,14 @@ using namespace mlir;
 
 void flash::buildFlashCpuPipeline(OpPassManager &pm,
                                   const FlashCpuPipelineOptions &options) {
-  // Flash ops to linalg on tensors.
+  // Flash ops to loops and linalg on tensors.
+  if (options.tile) {
+    flash::FlashTileAttentionPassOptions tiling;
+    tiling.target = options.target;
+    tiling.blockRows = options.blockRows;
+    tiling.blockCols = options.blockCols;
+    pm.addPass(flash::createFlashTileAttentionPass(tiling));
+  }
   pm.addPass(flash::createFlashDecomposeAttentionPass());
   pm.addPass(flash::createFlashDecomposeAggregatesPass());
   pm.addPass(createCanonicalizerPass());
@@ -34,6 +42,7 @@ void flash::buildFlashCpuPipeline(OpPassManager &pm,
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createForallToForLoopPass());
 
   // Loops, then LLVM. bf16 conversions are expanded to integer arithmetic so
   // that no soft-float runtime routine is needed.

@@ -315,13 +315,23 @@ def main(argv=None):
     p.add_argument("--masked-row", action="store_true",
                    help="make query row 0 of the mask fully masked")
     p.add_argument("--dynamic", default="", help="letters of dynamic sizes: b, h, m, n")
-    p.add_argument("--passes", default="--flash-cpu-pipeline",
-                   help="flash-opt arguments that lower the program to LLVM")
+    p.add_argument("--passes",
+                   help="flash-opt arguments that lower the program to LLVM "
+                        "(default: --flash-cpu-pipeline with the options below)")
+    p.add_argument("--block-rows", type=int, default=0, help="force Br of the tiling")
+    p.add_argument("--block-cols", type=int, default=0, help="force Bc of the tiling")
+    p.add_argument("--no-tile", action="store_true",
+                   help="run flash.attention through the naive decomposition")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--emit", action="store_true", help="print the program and stop")
     p.add_argument("--keep", help="write the program to this path")
     args = p.parse_args(argv)
     args.hkv = args.hkv or args.hq
+    if args.passes is None:
+        opts = f"block-rows={args.block_rows} block-cols={args.block_cols}"
+        if args.no_tile:
+            opts += " tile=false"
+        args.passes = f'--flash-cpu-pipeline="{opts}"'
     args.n = args.n or args.m
 
     rng = np.random.default_rng(args.seed)

@@ -13,11 +13,28 @@
 namespace mlir::flash {
 
 struct FlashCpuPipelineOptions
-    : public PassPipelineOptions<FlashCpuPipelineOptions> {};
+    : public PassPipelineOptions<FlashCpuPipelineOptions> {
+  PassOptions::Option<bool> tile{
+      *this, "tile",
+      llvm::cl::desc("Run flash.attention through --flash-tile-attention "
+                     "(otherwise through the naive decomposition)"),
+      llvm::cl::init(true)};
+  PassOptions::Option<std::string> target{
+      *this, "target", llvm::cl::desc("Tile-size target: cpu, sm_80, sm_90a"),
+      llvm::cl::init("cpu")};
+  PassOptions::Option<int64_t> blockRows{
+      *this, "block-rows", llvm::cl::desc("Force Br (0: from the target)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> blockCols{
+      *this, "block-cols", llvm::cl::desc("Force Bc (0: from the target)"),
+      llvm::cl::init(0)};
+};
 
 /// Lowers a module holding func, linalg (linalg.softmax included), tensor,
 /// arith, math, memref, bufferization and flash ops to the LLVM dialect, ready
-/// for mlir-runner with the MLIR runner-utils libraries.
+/// for mlir-runner with the MLIR runner-utils libraries. flash.attention is
+/// tiled (online softmax) unless `tile=false`; flash.attention_backward and
+/// untiled ops go through the naive decomposition.
 void buildFlashCpuPipeline(OpPassManager &pm,
                            const FlashCpuPipelineOptions &options);
 

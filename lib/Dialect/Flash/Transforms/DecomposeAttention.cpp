@@ -13,6 +13,8 @@
 
 #include "flash/Dialect/Flash/Transforms/Passes.h"
 
+#include "LinalgBuilders.h"
+
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -29,10 +31,10 @@ namespace mlir::flash {
 
 using namespace mlir;
 using namespace mlir::flash;
+using namespace mlir::flash::detail;
 
 namespace {
 using utils::IteratorType;
-using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
 
 constexpr IteratorType kPar = IteratorType::parallel;
 constexpr IteratorType kRed = IteratorType::reduction;
@@ -56,36 +58,19 @@ public:
   NaiveBuilder(OpBuilder &b, GroupedProblem &p) : b(b), p(p) {}
 
   AffineMap map(unsigned numDims, ArrayRef<unsigned> dims) {
-    SmallVector<AffineExpr> exprs;
-    for (unsigned d : dims)
-      exprs.push_back(getAffineDimExpr(d, p.ctx));
-    return AffineMap::get(numDims, 0, exprs, p.ctx);
+    return dimsMap(p.ctx, numDims, dims);
   }
   AffineMap identity(unsigned n) {
     return AffineMap::getMultiDimIdentityMap(n, p.ctx);
   }
 
-  Value toF32(Value v) {
-    if (v.getType() == p.f32)
-      return v;
-    return arith::ExtFOp::create(b, p.loc, p.f32, v);
-  }
-
   Value filled(ArrayRef<OpFoldResult> sizes, double value) {
-    Value empty = tensor::EmptyOp::create(b, p.loc, sizes, p.f32);
-    Value cst = arith::ConstantOp::create(b, p.loc, b.getF32FloatAttr(value));
-    return linalg::FillOp::create(b, p.loc, ValueRange{cst}, ValueRange{empty})
-        .getResult(0);
+    return buildFilled(b, p.loc, sizes, b.getF32Type(), value);
   }
 
   Value generic(ValueRange ins, Value init, ArrayRef<AffineMap> maps,
                 ArrayRef<IteratorType> iters, BodyFn body) {
-    auto op = linalg::GenericOp::create(
-        b, p.loc, TypeRange{init.getType()}, ins, ValueRange{init}, maps, iters,
-        [&](OpBuilder &nb, Location loc, ValueRange args) {
-          linalg::YieldOp::create(nb, loc, body(nb, loc, args));
-        });
-    return op.getResult(0);
+    return buildGeneric(b, p.loc, ins, init, maps, iters, body);
   }
 
   /// out[outMap] += f32(lhs[lhsMap]) * f32(rhs[rhsMap]) over `iters`.
@@ -95,17 +80,11 @@ public:
     Value init = filled(outSizes, 0.0);
     return generic({lhs, rhs}, init, {lhsMap, rhsMap, outMap}, iters,
                    [&](OpBuilder &nb, Location loc, ValueRange a) -> Value {
-                     Value x = ext(nb, loc, a[0]);
-                     Value y = ext(nb, loc, a[1]);
+                     Value x = extendToF32(nb, loc, a[0]);
+                     Value y = extendToF32(nb, loc, a[1]);
                      Value mul = arith::MulFOp::create(nb, loc, x, y);
                      return arith::AddFOp::create(nb, loc, a[2], mul);
                    });
-  }
-
-  Value ext(OpBuilder &nb, Location loc, Value v) {
-    if (v.getType() == p.f32)
-      return v;
-    return arith::ExtFOp::create(nb, loc, p.f32, v);
   }
 
   /// Splits dimension `headIdx` of `value` (of size Hq) into (Hkv, G).
@@ -300,7 +279,8 @@ public:
               arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(p.scale));
           Value v = arith::MulFOp::create(nb, loc, a[0], scale);
           if (biasArg >= 0)
-            v = arith::AddFOp::create(nb, loc, v, ext(nb, loc, a[biasArg]));
+            v = arith::AddFOp::create(nb, loc, v,
+                                      extendToF32(nb, loc, a[biasArg]));
           Value masked;
           auto orMask = [&](Value hidden) {
             masked = masked ? arith::OrIOp::create(nb, loc, masked, hidden)
@@ -326,10 +306,7 @@ public:
             orMask(arith::XOrIOp::create(nb, loc, a[maskArg], one));
           }
           if (masked) {
-            Value ninf = arith::ConstantOp::create(
-                nb, loc,
-                nb.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
-            v = arith::SelectOp::create(nb, loc, masked, ninf, v);
+            v = arith::SelectOp::create(nb, loc, masked, negInfF32(nb, loc), v);
           }
           return v;
         });
@@ -356,9 +333,7 @@ public:
         {scores, row}, init, {identity(5), map(5, {0, 1, 2, 3}), identity(5)},
         SmallVector<IteratorType>(5, kPar),
         [&](OpBuilder &nb, Location loc, ValueRange a) -> Value {
-          Value ninf = arith::ConstantOp::create(
-              nb, loc,
-              nb.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+          Value ninf = negInfF32(nb, loc);
           Value sub = arith::ConstantOp::create(
               nb, loc, nb.getF32FloatAttr(static_cast<float>(subst)));
           Value isNinf = arith::CmpFOp::create(
@@ -464,9 +439,7 @@ LogicalResult mlir::flash::decomposeAttention(RewriterBase &rewriter,
         {nb.identity(4), nb.identity(4), nb.identity(4)},
         SmallVector<IteratorType>(4, kPar),
         [&](OpBuilder &b, Location loc, ValueRange a) -> Value {
-          Value ninf = arith::ConstantOp::create(
-              b, loc,
-              b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+          Value ninf = negInfF32(b, loc);
           Value zero =
               arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
           Value isNinf = arith::CmpFOp::create(

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 
@@ -27,6 +28,11 @@ void populateDecomposeAttentionPatterns(RewritePatternSet &patterns);
 LogicalResult decomposeAttention(RewriterBase &rewriter, AttentionOp op);
 LogicalResult decomposeAttentionBackward(RewriterBase &rewriter,
                                          AttentionBackwardOp op);
+
+/// Tiles one attention op into the FlashAttention-2 loop nest with Br x Bc
+/// tiles; the op is replaced.
+LogicalResult tileAttention(RewriterBase &rewriter, AttentionOp op,
+                            int64_t blockRows, int64_t blockCols);
 
 #define GEN_PASS_REGISTRATION
 #include "flash/Dialect/Flash/Transforms/Passes.h.inc"

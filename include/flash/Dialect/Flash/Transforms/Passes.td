@@ -51,6 +51,62 @@ def FlashDecomposeAttentionPass : Pass<"flash-decompose-attention"> {
   ];
 }
 
+def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
+  let summary = "Tile flash.attention into the FlashAttention-2 online-softmax loop nest";
+  let description = [{
+    Rewrites every `flash.attention` into ordinary upstream IR on tensors:
+
+    ```
+    scf.forall (b, h, query block) in (B, Hq, ceil(M / Br)):   // parallel
+      Q tile [Br, D] (zero-padded at the ragged end)
+      m = -inf, l = 0, acc = 0                                 // [Br], [Br], [Br, Dv]
+      scf.for key block in <blocks left of visible keys that straddle a mask edge>:
+        step(masked)
+      scf.for key block in <fully visible blocks>:
+        step(unmasked)                                         // no mask arithmetic
+      scf.for key block in <blocks that straddle the causal diagonal / end of N>:
+        step(masked)
+      O = acc / l, LSE = m ln 2 + ln l                         // once, at the end
+    step: S = Q Kᵀ (f32) * scale log2(e) (+ bias log2(e), masked -> -inf)
+          m' = max(m, rowmax S); alpha = exp2(m - m'); P = exp2(S - m')
+          l = alpha l + rowsum P; acc = alpha acc + P V (P in V's type)
+    ```
+
+    Only key blocks that a query block can see are visited (causal and
+    sliding window are block-sparse), and only blocks that straddle a mask
+    boundary or the ragged end of N pay for masking. Fully masked rows keep
+    m = -inf (guarded to 0 inside exp2) and end with O = 0, LSE = -inf.
+    The largest tensor in the result is Br x max(Bc, D, Dv): nothing of size
+    M x N is left.
+
+    Tile sizes come from the target (`cpu`: the FlashAttention paper's
+    Bc = ceil(M_sram / 4d), Br = min(Bc, d); `sm_80`/`sm_90a`: the
+    register/shared-memory rule of AttentionTarget.h), or are forced with
+    `block-rows`/`block-cols`. `report` emits a remark per op with the
+    tiles, the on-chip bytes they use and the predicted HBM traffic against
+    the naive algorithm.
+
+    `flash.attention_backward` is left alone.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", "\"cpu\"",
+           "Target whose memory sizes pick the tiles: cpu, sm_80 or sm_90a">,
+    Option<"blockRows", "block-rows", "int64_t", "0",
+           "Query rows per tile (Br); 0 picks it from the target">,
+    Option<"blockCols", "block-cols", "int64_t", "0",
+           "Keys per tile (Bc); 0 picks it from the target">,
+    Option<"report", "report", "bool", "false",
+           "Emit a remark per op: tiles, on-chip bytes, predicted HBM traffic">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def FlashDecomposeAggregatesPass : Pass<"flash-decompose-aggregates"> {
   let summary = "Decompose aggregate linalg ops (linalg.softmax) into generics";
   let description = [{

@@ -1,0 +1,67 @@
+//===- LinalgBuilders.h - small linalg-on-tensors builders -------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+// Shared by the passes that spell attention out as linalg on tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_LIB_TRANSFORMS_LINALGBUILDERS_H
+#define FLASH_LIB_TRANSFORMS_LINALGBUILDERS_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+
+#include <limits>
+
+namespace mlir::flash::detail {
+
+using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+/// A linalg.generic with one result whose body yields `body(args)`.
+inline Value buildGeneric(OpBuilder &b, Location loc, ValueRange ins,
+                          Value init, ArrayRef<AffineMap> maps,
+                          ArrayRef<utils::IteratorType> iters, BodyFn body) {
+  auto op = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, ins, ValueRange{init}, maps, iters,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(nb, nloc, body(nb, nloc, args));
+      });
+  return op.getResult(0);
+}
+
+/// A tensor of `sizes` filled with `value`.
+inline Value buildFilled(OpBuilder &b, Location loc,
+                         ArrayRef<OpFoldResult> sizes, FloatType type,
+                         double value) {
+  Value empty = tensor::EmptyOp::create(b, loc, sizes, type);
+  Value cst = arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+  return linalg::FillOp::create(b, loc, ValueRange{cst}, ValueRange{empty})
+      .getResult(0);
+}
+
+/// `v` converted to f32 (no-op when it already is).
+inline Value extendToF32(OpBuilder &b, Location loc, Value v) {
+  if (v.getType().isF32())
+    return v;
+  return arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+}
+
+inline Value negInfF32(OpBuilder &b, Location loc) {
+  return arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+}
+
+inline AffineMap dimsMap(MLIRContext *ctx, unsigned numDims,
+                         ArrayRef<unsigned> dims) {
+  SmallVector<AffineExpr> exprs;
+  for (unsigned d : dims)
+    exprs.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(numDims, 0, exprs, ctx);
+}
+
+} // namespace mlir::flash::detail
+
+#endif // FLASH_LIB_TRANSFORMS_LINALGBUILDERS_H

@@ -1,0 +1,553 @@
+//===- TileAttention.cpp - FlashAttention-2 online-softmax tiling -*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+// flash.attention -> scf.forall over (batch, query head, query block) around
+// scf.for loops over key blocks that carry the running row max m, the
+// running row sum l and the un-normalised accumulator. Scores are kept in
+// the log2 domain (scale * log2(e) folded in) so every exponential is an
+// exp2, as on GPUs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flash/Dialect/Flash/Transforms/Passes.h"
+#include "flash/Target/AttentionTarget.h"
+
+#include "LinalgBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Utils/Utils.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+namespace mlir::flash {
+#define GEN_PASS_DEF_FLASHTILEATTENTIONPASS
+#include "flash/Dialect/Flash/Transforms/Passes.h.inc"
+} // namespace mlir::flash
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::detail;
+
+namespace {
+using utils::IteratorType;
+constexpr IteratorType kPar = IteratorType::parallel;
+constexpr IteratorType kRed = IteratorType::reduction;
+constexpr double kLog2e = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+
+/// Builds the loop nest of one rank-4 attention op.
+class AttentionTiler {
+public:
+  AttentionTiler(OpBuilder &b, AttentionOp op, int64_t br, int64_t bc)
+      : b(b), op(op), loc(op.getLoc()), ctx(op.getContext()), br(br), bc(bc),
+        f32(b.getF32Type()) {
+    elementType = op.getQuery().getType().getElementType();
+    headDim = op.getQuery().getType().getDimSize(3);
+    valueDim = op.getValue().getType().getDimSize(3);
+  }
+
+  SmallVector<Value> build();
+
+private:
+  // Index arithmetic (signed: block bounds can go below zero before
+  // clamping).
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, Value y) { return b.createOrFold<arith::AddIOp>(loc, x, y); }
+  Value sub(Value x, Value y) { return b.createOrFold<arith::SubIOp>(loc, x, y); }
+  Value mul(Value x, Value y) { return b.createOrFold<arith::MulIOp>(loc, x, y); }
+  Value min(Value x, Value y) { return b.createOrFold<arith::MinSIOp>(loc, x, y); }
+  Value max(Value x, Value y) { return b.createOrFold<arith::MaxSIOp>(loc, x, y); }
+  Value floorDiv(Value x, int64_t y) {
+    return b.createOrFold<arith::FloorDivSIOp>(loc, x, idx(y));
+  }
+  Value ceilDiv(Value x, int64_t y) {
+    return b.createOrFold<arith::CeilDivSIOp>(loc, x, idx(y));
+  }
+  Value dim(Value v, int64_t d) {
+    return b.createOrFold<tensor::DimOp>(loc, v, d);
+  }
+  AffineMap map(unsigned n, ArrayRef<unsigned> dims) {
+    return dimsMap(ctx, n, dims);
+  }
+  AffineMap id(unsigned n) { return AffineMap::getMultiDimIdentityMap(n, ctx); }
+  Value empty(ArrayRef<int64_t> shape, Type t) {
+    return tensor::EmptyOp::create(b, loc, shape, t);
+  }
+  Value filled(ArrayRef<int64_t> shape, double v) {
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t s : shape)
+      sizes.push_back(b.getIndexAttr(s));
+    return buildFilled(b, loc, sizes, f32, v);
+  }
+  Value generic(ValueRange ins, Value init, ArrayRef<AffineMap> maps,
+                ArrayRef<IteratorType> iters, BodyFn body) {
+    return buildGeneric(b, loc, ins, init, maps, iters, body);
+  }
+
+  /// The slice `source[offsets][sizes]` of rank-reduced shape `sliceShape`,
+  /// zero-padded at the high end to the static shape `padded`.
+  Value paddedTile(Value source, ArrayRef<OpFoldResult> offsets,
+                   ArrayRef<OpFoldResult> sizes, ArrayRef<int64_t> sliceShape,
+                   ArrayRef<int64_t> padded);
+
+  /// The slice of a bias or mask operand (right-aligned to [B, Hq, M, N])
+  /// seen by one Br x Bc score tile, and its map from the tile's (i, j).
+  std::pair<Value, AffineMap> scoreOperandTile(Value operand, Value n0,
+                                               Value cols);
+
+  /// One key block: returns the updated (m, l, acc).
+  SmallVector<Value> keyBlockStep(Value kb, ValueRange carried, bool masked);
+
+  /// scf.for over key blocks [lb, ub) doing keyBlockStep.
+  SmallVector<Value> keyBlockLoop(Value lb, Value ub, ValueRange init,
+                                  bool masked);
+
+  OpBuilder &b;
+  AttentionOp op;
+  Location loc;
+  MLIRContext *ctx;
+  int64_t br, bc;
+  FloatType f32;
+  Type elementType;
+  int64_t headDim, valueDim;
+
+  // Per query block, set inside the forall.
+  Value batchIdx, headIdx, kvHeadIdx, rowStart, rows, keySeq, diagonal;
+  Value queryTile;
+};
+} // namespace
+
+Value AttentionTiler::paddedTile(Value source, ArrayRef<OpFoldResult> offsets,
+                                 ArrayRef<OpFoldResult> sizes,
+                                 ArrayRef<int64_t> sliceShape,
+                                 ArrayRef<int64_t> padded) {
+  Type et = cast<RankedTensorType>(source.getType()).getElementType();
+  auto sliceType = RankedTensorType::get(sliceShape, et);
+  SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
+  Value slice = tensor::ExtractSliceOp::create(b, loc, sliceType, source,
+                                               offsets, sizes, strides);
+  auto paddedType = RankedTensorType::get(padded, et);
+  if (paddedType == sliceType)
+    return slice;
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(et));
+  return tensor::createPadHighOp(paddedType, slice, zero, /*nofold=*/false,
+                                 loc, b);
+}
+
+std::pair<Value, AffineMap>
+AttentionTiler::scoreOperandTile(Value operand, Value n0, Value cols) {
+  auto type = cast<RankedTensorType>(operand.getType());
+  int64_t rank = type.getRank();
+  SmallVector<OpFoldResult> offsets, sizes;
+  SmallVector<int64_t> sliceShape, padded;
+  SmallVector<AffineExpr> exprs;
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t logical = 4 - rank + i;
+    bool broadcast = type.getDimSize(i) == 1;
+    if (broadcast) {
+      offsets.push_back(b.getIndexAttr(0));
+      sizes.push_back(b.getIndexAttr(1));
+    } else {
+      Value offset[] = {batchIdx, headIdx, rowStart, n0};
+      Value size[] = {idx(1), idx(1), rows, cols};
+      offsets.push_back(offset[logical]);
+      sizes.push_back(logical < 2 ? OpFoldResult(b.getIndexAttr(1))
+                                  : OpFoldResult(size[logical]));
+    }
+    // The tile keeps the query and key dimensions the operand has.
+    if (logical < 2)
+      continue;
+    unsigned tileDim = logical - 2;
+    if (broadcast) {
+      sliceShape.push_back(1);
+      padded.push_back(1);
+      exprs.push_back(getAffineConstantExpr(0, ctx));
+    } else {
+      sliceShape.push_back(ShapedType::kDynamic);
+      padded.push_back(tileDim == 0 ? br : bc);
+      exprs.push_back(getAffineDimExpr(tileDim, ctx));
+    }
+  }
+  Value tile = paddedTile(operand, offsets, sizes, sliceShape, padded);
+  return {tile, AffineMap::get(2, 0, exprs, ctx)};
+}
+
+SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
+                                                bool masked) {
+  Value m = carried[0], l = carried[1], acc = carried[2];
+  Value keyStart = mul(kb, idx(bc));
+  Value cols = min(idx(bc), sub(keySeq, keyStart));
+  Value k = op.getKey(), v = op.getValue();
+  Value keyTile = paddedTile(
+      k, {batchIdx, kvHeadIdx, keyStart, b.getIndexAttr(0)},
+      {b.getIndexAttr(1), b.getIndexAttr(1), cols, b.getIndexAttr(headDim)},
+      {ShapedType::kDynamic, headDim}, {bc, headDim});
+  Value valueTile = paddedTile(
+      v, {batchIdx, kvHeadIdx, keyStart, b.getIndexAttr(0)},
+      {b.getIndexAttr(1), b.getIndexAttr(1), cols, b.getIndexAttr(valueDim)},
+      {ShapedType::kDynamic, valueDim}, {bc, valueDim});
+
+  // S = Q Kᵀ over the head dimension, in f32.
+  auto multiplyAdd = [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+    Value x = extendToF32(nb, nl, a[0]);
+    Value y = extendToF32(nb, nl, a[1]);
+    Value prod = arith::MulFOp::create(nb, nl, x, y);
+    return arith::AddFOp::create(nb, nl, a[2], prod);
+  };
+  Value scores = generic({queryTile, keyTile}, filled({br, bc}, 0.0),
+                         {map(3, {0, 2}), map(3, {1, 2}), map(3, {0, 1})},
+                         {kPar, kPar, kRed}, multiplyAdd);
+
+  // Scale into the log2 domain, add the bias, mask.
+  SmallVector<Value> ins = {scores};
+  SmallVector<AffineMap> maps = {id(2)};
+  int biasArg = -1, maskArg = -1;
+  if (Value bias = op.getBias()) {
+    auto [tile, tileMap] = scoreOperandTile(bias, keyStart, cols);
+    biasArg = ins.size();
+    ins.push_back(tile);
+    maps.push_back(tileMap);
+  }
+  if (Value mask = op.getMask()) {
+    auto [tile, tileMap] = scoreOperandTile(mask, keyStart, cols);
+    maskArg = ins.size();
+    ins.push_back(tile);
+    maps.push_back(tileMap);
+  }
+  maps.push_back(id(2));
+  std::optional<int64_t> window = op.getWindow();
+  Value windowStart = window ? sub(diagonal, idx(*window)) : Value();
+  float scale = op.getEffectiveScale();
+  Value logits = generic(
+      ins, empty({br, bc}, f32), maps, {kPar, kPar},
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value c = arith::ConstantOp::create(
+            nb, nl, nb.getF32FloatAttr(static_cast<float>(scale * kLog2e)));
+        Value s = arith::MulFOp::create(nb, nl, a[0], c);
+        if (biasArg >= 0) {
+          Value log2e = arith::ConstantOp::create(
+              nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e)));
+          Value bias = arith::MulFOp::create(
+              nb, nl, extendToF32(nb, nl, a[biasArg]), log2e);
+          s = arith::AddFOp::create(nb, nl, s, bias);
+        }
+        Value hidden;
+        auto hide = [&](Value h) {
+          hidden = hidden ? arith::OrIOp::create(nb, nl, hidden, h).getResult()
+                          : h;
+        };
+        if (maskArg >= 0) {
+          Value one = arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true));
+          hide(arith::XOrIOp::create(nb, nl, a[maskArg], one));
+        }
+        if (masked) {
+          Value i = arith::AddIOp::create(
+              nb, nl, rowStart, linalg::IndexOp::create(nb, nl, 0));
+          Value j = arith::AddIOp::create(
+              nb, nl, keyStart, linalg::IndexOp::create(nb, nl, 1));
+          hide(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, j,
+                                     keySeq));
+          if (op.getCausal()) {
+            Value last = arith::AddIOp::create(nb, nl, i, diagonal);
+            hide(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sgt, j,
+                                       last));
+          }
+          if (window) {
+            Value first = arith::AddIOp::create(nb, nl, i, windowStart);
+            hide(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, j,
+                                       first));
+          }
+        }
+        if (hidden)
+          s = arith::SelectOp::create(nb, nl, hidden, negInfF32(nb, nl), s);
+        return s;
+      });
+
+  // The running state is updated in place (outs = the loop-carried value),
+  // so that bufferization keeps one buffer per state across iterations.
+  Value rowMax = generic(logits, filled({br}, -std::numeric_limits<double>::infinity()),
+                         {id(2), map(2, {0})}, {kPar, kRed},
+                         [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                           return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
+                         });
+  // exp2(x - m') with a row that is still fully masked (m' = -inf) taken
+  // relative to 0, so that it stays 0 instead of NaN.
+  auto expRelative = [&](OpBuilder &nb, Location nl, Value x,
+                         Value rowRef) -> Value {
+    Value ninf = negInfF32(nb, nl);
+    Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f));
+    Value empty = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+                                        rowRef, ninf);
+    Value ref = arith::SelectOp::create(nb, nl, empty, zero, rowRef);
+    return math::Exp2Op::create(nb, nl, arith::SubFOp::create(nb, nl, x, ref));
+  };
+  // alpha = exp2(m - m'), m' = max(m, rowmax S).
+  Value alpha = generic({m, rowMax}, empty({br}, f32), {id(1), id(1), id(1)},
+                        {kPar},
+                        [&](OpBuilder &nb, Location nl, ValueRange a) {
+                          Value next =
+                              arith::MaximumFOp::create(nb, nl, a[0], a[1]);
+                          return expRelative(nb, nl, a[0], next);
+                        });
+  Value mNew = generic(rowMax, m, {id(1), id(1)}, {kPar},
+                       [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                         return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
+                       });
+  Value probs = generic({logits, mNew}, empty({br, bc}, f32),
+                        {id(2), map(2, {0}), id(2)}, {kPar, kPar},
+                        [&](OpBuilder &nb, Location nl, ValueRange a) {
+                          return expRelative(nb, nl, a[0], a[1]);
+                        });
+  auto scaleBy = [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+    return arith::MulFOp::create(nb, nl, a[1], a[0]);
+  };
+  // l' = alpha l + rowsum P.
+  Value lScaled = generic(alpha, l, {id(1), id(1)}, {kPar}, scaleBy);
+  Value lNew = generic(probs, lScaled, {id(2), map(2, {0})}, {kPar, kRed},
+                       [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                         return arith::AddFOp::create(nb, nl, a[0], a[1]);
+                       });
+  // acc' = alpha acc + P V, with P rounded to V's element type first.
+  Value accScaled =
+      generic(alpha, acc, {map(2, {0}), id(2)}, {kPar, kPar}, scaleBy);
+  if (elementType != f32) {
+    probs = generic(probs, empty({br, bc}, elementType), {id(2), id(2)},
+                    {kPar, kPar},
+                    [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                      return arith::TruncFOp::create(nb, nl, elementType,
+                                                     a[0]);
+                    });
+  }
+  Value accNew = generic({probs, valueTile}, accScaled,
+                         {map(3, {0, 2}), map(3, {2, 1}), map(3, {0, 1})},
+                         {kPar, kPar, kRed}, multiplyAdd);
+  return {mNew, lNew, accNew};
+}
+
+SmallVector<Value> AttentionTiler::keyBlockLoop(Value lb, Value ub,
+                                                ValueRange init, bool masked) {
+  auto loop = scf::ForOp::create(b, loc, lb, ub, idx(1), init);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  SmallVector<Value> next =
+      keyBlockStep(loop.getInductionVar(), loop.getRegionIterArgs(), masked);
+  scf::YieldOp::create(b, loc, next);
+  return SmallVector<Value>(loop.getResults());
+}
+
+SmallVector<Value> AttentionTiler::build() {
+  Value q = op.getQuery(), k = op.getKey();
+  Value batch = dim(q, 0), heads = dim(q, 1), querySeq = dim(q, 2);
+  keySeq = dim(k, 2);
+  Value group = b.createOrFold<arith::DivUIOp>(loc, heads, dim(k, 1));
+  Value queryBlocks = ceilDiv(querySeq, br);
+
+  // Results: O [B, Hq, M, Dv] and LSE [B, Hq, M] share their leading sizes.
+  SmallVector<Value, 3> leading = {batch, heads, querySeq};
+  SmallVector<Value> outs;
+  for (Value result : op->getResults()) {
+    auto type = cast<RankedTensorType>(result.getType());
+    SmallVector<Value> dynamicSizes;
+    for (auto [i, size] : llvm::enumerate(leading))
+      if (type.isDynamicDim(i))
+        dynamicSizes.push_back(size);
+    outs.push_back(tensor::EmptyOp::create(b, loc, type, dynamicSizes));
+  }
+  diagonal = sub(keySeq, querySeq);
+
+  auto forall = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{batch, heads, queryBlocks}, outs,
+      std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(forall.getTerminator());
+  ValueRange ivs = forall.getInductionVars();
+  batchIdx = ivs[0];
+  headIdx = ivs[1];
+  kvHeadIdx = b.createOrFold<arith::DivUIOp>(loc, headIdx, group);
+  rowStart = mul(ivs[2], idx(br));
+  rows = min(idx(br), sub(querySeq, rowStart));
+  queryTile = paddedTile(
+      q, {batchIdx, headIdx, rowStart, b.getIndexAttr(0)},
+      {b.getIndexAttr(1), b.getIndexAttr(1), rows, b.getIndexAttr(headDim)},
+      {ShapedType::kDynamic, headDim}, {br, headDim});
+
+  // Key blocks the rows [rowStart, lastRow] can see, and among them the
+  // blocks every row sees entirely (no mask needed).
+  Value lastRow = sub(add(rowStart, rows), idx(1));
+  Value lastKey = sub(keySeq, idx(1));
+  std::optional<int64_t> window = op.getWindow();
+  auto lastVisible = [&](Value row) {
+    return op.getCausal() ? min(add(row, diagonal), lastKey) : lastKey;
+  };
+  auto firstVisible = [&](Value row) {
+    return window ? max(sub(add(row, diagonal), idx(*window)), idx(0))
+                  : idx(0);
+  };
+  Value begin = floorDiv(firstVisible(rowStart), bc);
+  Value end = max(ceilDiv(add(lastVisible(lastRow), idx(1)), bc), begin);
+  Value fullBegin =
+      window ? min(max(ceilDiv(firstVisible(lastRow), bc), begin), end) : begin;
+  Value fullEnd =
+      min(max(floorDiv(add(lastVisible(rowStart), idx(1)), bc), fullBegin),
+          end);
+
+  SmallVector<Value> state = {
+      filled({br}, -std::numeric_limits<double>::infinity()),
+      filled({br}, 0.0), filled({br, valueDim}, 0.0)};
+  if (window)
+    state = keyBlockLoop(begin, fullBegin, state, /*masked=*/true);
+  state = keyBlockLoop(fullBegin, fullEnd, state, /*masked=*/false);
+  state = keyBlockLoop(fullEnd, end, state, /*masked=*/true);
+  Value m = state[0], l = state[1], acc = state[2];
+
+  // O = acc / l (0 for a fully masked row), LSE = m ln 2 + ln l.
+  Value outTile = generic(
+      {acc, l}, empty({br, valueDim}, elementType), {id(2), map(2, {0}), id(2)},
+      {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
+        Value none = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+                                           a[1], zero);
+        Value div = arith::DivFOp::create(nb, nl, a[0], a[1]);
+        Value o = arith::SelectOp::create(nb, nl, none, zero, div);
+        if (elementType != f32)
+          o = arith::TruncFOp::create(nb, nl, elementType, o);
+        return o;
+      });
+  SmallVector<Value> tiles = {outTile};
+  if (op.getLse()) {
+    tiles.push_back(generic(
+        {m, l}, empty({br}, f32), {id(1), id(1), id(1)}, {kPar},
+        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value ln2 = arith::ConstantOp::create(
+              nb, nl, nb.getF32FloatAttr(static_cast<float>(kLn2)));
+          Value mNat = arith::MulFOp::create(nb, nl, a[0], ln2);
+          return arith::AddFOp::create(nb, nl, mNat,
+                                       math::LogOp::create(nb, nl, a[1]));
+        }));
+  }
+
+  // The first `rows` rows of each tile are this block's part of the result.
+  SmallVector<Value> parts;
+  for (Value tile : tiles) {
+    auto type = cast<RankedTensorType>(tile.getType());
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes = {rows};
+    SmallVector<int64_t> shape = {ShapedType::kDynamic};
+    if (type.getRank() == 2) {
+      sizes.push_back(b.getIndexAttr(valueDim));
+      shape.push_back(valueDim);
+    }
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+    parts.push_back(tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get(shape, type.getElementType()), tile,
+        offsets, sizes, strides));
+  }
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  for (auto [part, shared] : llvm::zip(parts, forall.getRegionIterArgs())) {
+    auto type = cast<RankedTensorType>(shared.getType());
+    SmallVector<OpFoldResult> offsets = {batchIdx, headIdx, rowStart};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(1),
+                                       rows};
+    if (type.getRank() == 4) {
+      offsets.push_back(b.getIndexAttr(0));
+      sizes.push_back(b.getIndexAttr(valueDim));
+    }
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+    tensor::ParallelInsertSliceOp::create(b, loc, part, shared, offsets, sizes,
+                                          strides);
+  }
+  return SmallVector<Value>(forall.getResults());
+}
+
+LogicalResult mlir::flash::tileAttention(RewriterBase &rewriter,
+                                         AttentionOp op, int64_t blockRows,
+                                         int64_t blockCols) {
+  if (blockRows <= 0 || blockCols <= 0)
+    return op.emitOpError("tile sizes must be positive, got Br = ")
+           << blockRows << ", Bc = " << blockCols;
+  FailureOr<AttentionOp> normalized = normalizeToRank4(rewriter, op);
+  if (failed(normalized))
+    return failure();
+  op = *normalized;
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  SmallVector<Value> results =
+      AttentionTiler(rewriter, op, blockRows, blockCols).build();
+  rewriter.replaceOp(op, results);
+  return success();
+}
+
+namespace {
+struct FlashTileAttentionPass
+    : flash::impl::FlashTileAttentionPassBase<FlashTileAttentionPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    std::optional<AttentionTarget> tgt = lookupAttentionTarget(target);
+    if (!tgt) {
+      emitError(getOperation()->getLoc(),
+                "flash-tile-attention: unknown target '")
+          << target << "'; expected cpu, sm_80 or sm_90a";
+      return signalPassFailure();
+    }
+    if (blockRows < 0 || blockCols < 0) {
+      emitError(getOperation()->getLoc(),
+                "flash-tile-attention: block-rows and block-cols must be "
+                "positive (or 0 for the target's choice)");
+      return signalPassFailure();
+    }
+    SmallVector<AttentionOp> ops;
+    getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
+    IRRewriter rewriter(&getContext());
+    for (AttentionOp op : ops) {
+      int64_t d = op.getQuery().getType().getShape().back();
+      int64_t dv = op.getValue().getType().getShape().back();
+      int64_t bytes =
+          op.getQuery().getType().getElementType().getIntOrFloatBitWidth() / 8;
+      AttentionTiles tiles = chooseAttentionTiles(*tgt, d, dv, bytes);
+      if (blockRows > 0 || blockCols > 0) {
+        tiles.blockRows = blockRows > 0 ? blockRows : tiles.blockRows;
+        tiles.blockCols = blockCols > 0 ? blockCols : tiles.blockCols;
+        tiles.rule = "forced";
+        tiles.sramBytes = attentionTileBytes(*tgt, tiles.blockRows,
+                                             tiles.blockCols, d, dv, bytes);
+      }
+      if (report)
+        emitReport(op, *tgt, tiles, d, dv, bytes);
+      if (failed(tileAttention(rewriter, op, tiles.blockRows, tiles.blockCols)))
+        return signalPassFailure();
+    }
+  }
+
+  void emitReport(AttentionOp op, const AttentionTarget &tgt,
+                  const AttentionTiles &tiles, int64_t d, int64_t dv,
+                  int64_t bytes) {
+    InFlightDiagnostic diag = op.emitRemark();
+    diag << "tiled with Br = " << tiles.blockRows << ", Bc = "
+         << tiles.blockCols << " (" << tiles.rule << " rule, target "
+         << tgt.name << "); tiles use " << tiles.sramBytes << " of "
+         << tgt.sramBytes << " on-chip bytes; ";
+    ArrayRef<int64_t> qShape = op.getQuery().getType().getShape();
+    ArrayRef<int64_t> kShape = op.getKey().getType().getShape();
+    int64_t m = qShape[qShape.size() - 2], n = kShape[kShape.size() - 2];
+    if (ShapedType::isDynamic(m) || ShapedType::isDynamic(n)) {
+      diag << "HBM traffic per (batch, head): Theta(N^2 d^2 / M_sram) tiled "
+              "vs Theta(N d + N^2) naive (sequence lengths are dynamic)";
+      return;
+    }
+    HbmTraffic t = estimateHbmTraffic(m, n, d, dv, tiles.blockRows, bytes);
+    diag << "HBM bytes per (batch, head): " << static_cast<int64_t>(t.tiledBytes)
+         << " tiled vs " << static_cast<int64_t>(t.naiveBytes)
+         << " naive (naive / tiled = "
+         << llvm::formatv("{0:f1}", t.naiveBytes / t.tiledBytes).str() << ")";
+  }
+};
+} // namespace

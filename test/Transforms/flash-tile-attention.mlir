@@ -1,0 +1,123 @@
+// RUN: flash-opt %s --flash-tile-attention="block-rows=32 block-cols=64" -cse -split-input-file | FileCheck %s
+
+// Causal GQA attention with M = 100 < N = 300 (diagonal offset N - M = 200),
+// f16 in, Dv = 32. Tiles are 32 x 64; no M x N tensor is left.
+
+// CHECK-LABEL: func @causal_gqa
+// CHECK-NOT: {{tensor<([0-9]+x)*(100x300|300x100|100x100|300x300)}}
+// CHECK-DAG: %[[C100:.*]] = arith.constant 100 : index
+// CHECK-DAG: %[[C300:.*]] = arith.constant 300 : index
+// CHECK-DAG: %[[DIAG:.*]] = arith.constant 200 : index
+// Parallel over (batch, query head, query block) = (2, 8, ceil(100 / 32)).
+// CHECK: %[[R:.*]]:2 = scf.forall (%[[B:.*]], %[[H:.*]], %[[QB:.*]]) in (%c2, %c8, %c4) shared_outs(%[[O:.*]] = %{{.*}}, %[[L:.*]] = %{{.*}}) -> (tensor<2x8x100x32xf16>, tensor<2x8x100xf32>)
+// Query head h reads KV head h / 4.
+// CHECK: %[[HKV:.*]] = arith.divui %[[H]], %c4 : index
+// CHECK: %[[ROW0:.*]] = arith.muli %[[QB]], %c32 : index
+// CHECK: %[[ROWS:.*]] = arith.minsi %{{.*}}, %c32 : index
+// CHECK: %[[QS:.*]] = tensor.extract_slice %{{.*}}[%[[B]], %[[H]], %[[ROW0]], 0] [1, 1, %[[ROWS]], 64] [1, 1, 1, 1] : tensor<2x8x100x64xf16> to tensor<?x64xf16>
+// CHECK: %[[QT:.*]] = tensor.pad %[[QS]] low[0, 0] high[%{{.*}}, 0]
+// CHECK: } : tensor<?x64xf16> to tensor<32x64xf16>
+// Visible key blocks end at ceil((min(lastRow + 200, 299) + 1) / 64); the
+// blocks every row sees entirely end at floor((min(row0 + 200, 299) + 1) / 64).
+// CHECK: %[[END:.*]] = arith.maxsi %{{.*}}, %c0 : index
+// CHECK: %[[FULLEND:.*]] = arith.minsi %{{.*}}, %[[END]] : index
+// Running max, sum and accumulator.
+// CHECK: %[[M0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<32xf32>)
+// CHECK: %[[ACC0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<32x32xf32>)
+// Unmasked blocks first: no index comparison in the score tile.
+// CHECK: %[[FULL:.*]]:3 = scf.for %[[KB:.*]] = %c0 to %[[FULLEND]] step %c1 iter_args(%{{.*}} = %[[M0]], %{{.*}} = %{{.*}}, %{{.*}} = %[[ACC0]]) -> (tensor<32xf32>, tensor<32xf32>, tensor<32x32xf32>)
+// CHECK: tensor.extract_slice %{{.*}}[%[[B]], %[[HKV]], %{{.*}}, 0] [1, 1, %{{.*}}, 64] [1, 1, 1, 1] : tensor<2x2x300x64xf16> to tensor<?x64xf16>
+// CHECK: } : tensor<?x64xf16> to tensor<64x64xf16>
+// CHECK: tensor.extract_slice %{{.*}}[%[[B]], %[[HKV]], %{{.*}}, 0] [1, 1, %{{.*}}, 32] [1, 1, 1, 1] : tensor<2x2x300x32xf16> to tensor<?x32xf16>
+// CHECK: } : tensor<?x32xf16> to tensor<64x32xf16>
+// S = Q Kᵀ in f32, then scale * log2(e) (0.125 * 1.4427).
+// CHECK: %[[S:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[QT]], %{{.*}} : tensor<32x64xf16>, tensor<64x64xf16>) outs(%{{.*}} : tensor<32x64xf32>)
+// CHECK: %[[LOG:.*]] = linalg.generic {{.*}} ins(%[[S]] : tensor<32x64xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[C:.*]] = arith.constant 0.180336878 : f32
+// CHECK-NEXT: %{{.*}} = arith.mulf %{{.*}}, %[[C]] : f32
+// CHECK-NEXT: linalg.yield
+// m' = max(m, rowmax S), alpha = exp2(m - m'), P = exp2(S - m').
+// CHECK: arith.maximumf
+// CHECK: math.exp2
+// CHECK: math.exp2
+// P in f16 before P V; acc accumulates in f32.
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+// CHECK: %[[PV:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<32x64xf16>, tensor<64x32xf16>) outs(%{{.*}} : tensor<32x32xf32>)
+// CHECK: scf.yield %{{.*}}, %{{.*}}, %[[PV]] : tensor<32xf32>, tensor<32xf32>, tensor<32x32xf32>
+// Then the blocks that straddle the diagonal or the ragged end of N, masked.
+// CHECK: %[[LAST:.*]]:3 = scf.for %{{.*}} = %[[FULLEND]] to %[[END]] step %c1 iter_args(%{{.*}} = %[[FULL]]#0, %{{.*}} = %[[FULL]]#1, %{{.*}} = %[[FULL]]#2)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<32x64xf32>)
+// CHECK: %[[I:.*]] = arith.addi %[[ROW0]], %{{.*}} : index
+// CHECK: %[[J:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// CHECK: arith.cmpi sge, %[[J]], %[[C300]] : index
+// CHECK: %[[LASTKEY:.*]] = arith.addi %[[I]], %[[DIAG]] : index
+// CHECK: arith.cmpi sgt, %[[J]], %[[LASTKEY]] : index
+// CHECK: arith.select
+// CHECK: scf.yield
+// O = acc / l, LSE = m ln 2 + ln l; the valid rows go to the shared outputs.
+// CHECK: arith.divf
+// CHECK: math.log
+// CHECK: %[[OPART:.*]] = tensor.extract_slice %{{.*}}[0, 0] [%[[ROWS]], 32] [1, 1] : tensor<32x32xf16> to tensor<?x32xf16>
+// CHECK: %[[LPART:.*]] = tensor.extract_slice %{{.*}}[0] [%[[ROWS]]] [1] : tensor<32xf32> to tensor<?xf32>
+// CHECK: scf.forall.in_parallel
+// CHECK-NEXT: tensor.parallel_insert_slice %[[OPART]] into %[[O]][%[[B]], %[[H]], %[[ROW0]], 0] [1, 1, %[[ROWS]], 32] [1, 1, 1, 1]
+// CHECK-NEXT: tensor.parallel_insert_slice %[[LPART]] into %[[L]][%[[B]], %[[H]], %[[ROW0]]] [1, 1, %[[ROWS]]] [1, 1, 1]
+// CHECK: return %[[R]]#0, %[[R]]#1
+func.func @causal_gqa(%q: tensor<2x8x100x64xf16>, %k: tensor<2x2x300x64xf16>, %v: tensor<2x2x300x32xf16>) -> (tensor<2x8x100x32xf16>, tensor<2x8x100xf32>) {
+  %o, %l = flash.attention %q, %k, %v {causal} : tensor<2x8x100x64xf16>, tensor<2x2x300x64xf16>, tensor<2x2x300x32xf16> -> tensor<2x8x100x32xf16>, tensor<2x8x100xf32>
+  return %o, %l : tensor<2x8x100x32xf16>, tensor<2x8x100xf32>
+}
+
+// -----
+
+// A sliding window adds a masked loop over the blocks left of the window
+// edge: three loops, masked / unmasked / masked.
+
+// CHECK-LABEL: func @window
+// CHECK: scf.forall
+// CHECK: %[[A:.*]]:3 = scf.for %{{.*}} = %{{.*}} to %[[FB:.*]] step
+// CHECK: arith.cmpi slt
+// CHECK: %[[B:.*]]:3 = scf.for %{{.*}} = %[[FB]] to %[[FE:.*]] step %{{.*}} iter_args(%{{.*}} = %[[A]]#0
+// CHECK-NOT: arith.cmpi
+// CHECK: scf.yield
+// CHECK: scf.for %{{.*}} = %[[FE]] to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[B]]#0
+// CHECK: arith.cmpi sge
+// CHECK: arith.cmpi slt
+func.func @window(%q: tensor<1x2x256x16xf32>) -> tensor<1x2x256x16xf32> {
+  %o = flash.attention %q, %q, %q {window = 100 : i64} : tensor<1x2x256x16xf32>, tensor<1x2x256x16xf32>, tensor<1x2x256x16xf32> -> tensor<1x2x256x16xf32>
+  return %o : tensor<1x2x256x16xf32>
+}
+
+// -----
+
+// Dynamic sizes, bias broadcast over heads and an i1 mask over keys: their
+// tiles are sliced per block and padded to the static tile shape.
+
+// CHECK-DAG: #[[KEYS:.*]] = affine_map<(d0, d1) -> (0, d1)>
+// CHECK-LABEL: func @dynamic_bias_mask
+// CHECK-SAME: %[[BIAS:[^:]*]]: tensor<?x1x?x?xf32>, %[[MASK:[^:]*]]: tensor<1x?xi1>
+// CHECK: %[[M:.*]] = tensor.dim %{{.*}}, %c2 : tensor<?x?x?x16xf32>
+// CHECK: %[[N:.*]] = tensor.dim %{{.*}}, %c2 : tensor<?x?x?x16xf32>
+// CHECK: scf.forall
+// CHECK: scf.for
+// CHECK: %[[BT:.*]] = tensor.extract_slice %[[BIAS]][%{{.*}}, 0, %{{.*}}, %{{.*}}] [1, 1, %{{.*}}, %{{.*}}] [1, 1, 1, 1] : tensor<?x1x?x?xf32> to tensor<?x?xf32>
+// CHECK: } : tensor<?x?xf32> to tensor<32x64xf32>
+// CHECK: %[[MT:.*]] = tensor.extract_slice %[[MASK]][0, %{{.*}}] [1, %{{.*}}] [1, 1] : tensor<1x?xi1> to tensor<1x?xi1>
+// CHECK: } : tensor<1x?xi1> to tensor<1x64xi1>
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #[[KEYS]], #{{.*}}]
+// CHECK: arith.xori
+func.func @dynamic_bias_mask(%q: tensor<?x?x?x16xf32>, %k: tensor<?x?x?x16xf32>, %b: tensor<?x1x?x?xf32>, %m: tensor<1x?xi1>) -> tensor<?x?x?x16xf32> {
+  %o = flash.attention %q, %k, %k bias(%b : tensor<?x1x?x?xf32>) mask(%m : tensor<1x?xi1>) : tensor<?x?x?x16xf32>, tensor<?x?x?x16xf32>, tensor<?x?x?x16xf32> -> tensor<?x?x?x16xf32>
+  return %o : tensor<?x?x?x16xf32>
+}
+
+// -----
+
+// The backward op is not tiled by this pass.
+// CHECK-LABEL: func @backward
+// CHECK: flash.attention_backward
+func.func @backward(%q: tensor<1x2x8x16xf32>, %lse: tensor<1x2x8xf32>) -> tensor<1x2x8x16xf32> {
+  %dq, %dk, %dv = flash.attention_backward %q, %q, %q, %q, %q, %lse : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
+  return %dq : tensor<1x2x8x16xf32>
+}
