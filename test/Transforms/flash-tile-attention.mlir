@@ -121,3 +121,24 @@ func.func @backward(%q: tensor<1x2x8x16xf32>, %lse: tensor<1x2x8xf32>) -> tensor
   %dq, %dk, %dv = flash.attention_backward %q, %q, %q, %q, %q, %lse : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
   return %dq : tensor<1x2x8x16xf32>
 }
+
+// -----
+
+// Plain attention with N = 200 not a multiple of Bc = 64: blocks [0, 3) are
+// unmasked, block 3 (keys 192..199, padded to 64) is masked for j >= N only.
+
+// CHECK-LABEL: func @plain_ragged
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%c1, %c2, %c2)
+// CHECK-DAG: %[[C3:.*]] = arith.constant 3 : index
+// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
+// CHECK: scf.for %{{.*}} = %c0 to %[[C3]] step
+// CHECK-NOT: arith.cmpi
+// CHECK: scf.yield
+// CHECK: scf.for %{{.*}} = %[[C3]] to %[[C4]] step
+// CHECK: arith.cmpi sge
+// CHECK-NOT: arith.cmpi
+// CHECK: scf.yield
+func.func @plain_ragged(%q: tensor<1x2x50x16xf32>, %k: tensor<1x2x200x16xf32>) -> tensor<1x2x50x16xf32> {
+  %o = flash.attention %q, %k, %k : tensor<1x2x50x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x50x16xf32>
+  return %o : tensor<1x2x50x16xf32>
+}
