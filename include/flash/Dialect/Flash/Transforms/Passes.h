@@ -29,6 +29,16 @@ LogicalResult decomposeAttention(RewriterBase &rewriter, AttentionOp op);
 LogicalResult decomposeAttentionBackward(RewriterBase &rewriter,
                                          AttentionBackwardOp op);
 
+/// Patterns raising matmul -> softmax -> matmul chains in linalg into
+/// flash.attention (the rewrites of --flash-fuse-attention), for use in
+/// other compilers' pipelines.
+void populateFuseAttentionPatterns(RewritePatternSet &patterns);
+
+/// Layout folds on flash.attention: [B*H, S, D] operands collapsed from
+/// [B, H, S, D] become the rank-4 op, and K/V repeated to the query heads
+/// become grouped-query attention on the unrepeated tensors.
+void populateFoldIntoAttentionPatterns(RewritePatternSet &patterns);
+
 /// Tiles one attention op into the FlashAttention-2 loop nest with Br x Bc
 /// tiles; the op is replaced.
 LogicalResult tileAttention(RewriterBase &rewriter, AttentionOp op,

@@ -51,6 +51,57 @@ def FlashDecomposeAttentionPass : Pass<"flash-decompose-attention"> {
   ];
 }
 
+def FlashFuseAttentionPass : Pass<"flash-fuse-attention"> {
+  let summary = "Raise matmul -> softmax -> matmul into flash.attention";
+  let description = [{
+    Finds attention by meaning in linalg as frontends emit it (torch-mlir,
+    IREE input, JAX via stablehlo-to-linalg, TOSA after tosa-to-linalg) and
+    replaces it with one `flash.attention`, erasing the N x N scores and
+    probabilities.
+
+    A candidate is a contraction `O = P V` (named `linalg.matmul` /
+    `batch_matmul` / `matmul` with transposing maps, or a `linalg.generic`
+    with a multiply-add body). The producers of P are read as arithmetic over
+    P's index space — elementwise generics and named ops (`linalg.map`,
+    `linalg.broadcast`, `linalg.transpose`), reductions over the key axis
+    (`linalg.reduce` or reduction generics), `linalg.softmax`, and reshapes
+    that only add or drop unit dimensions — and must amount to
+    `softmax(scale * S + bias, masks)` over the axis that `O = P V` reduces,
+    with `S = Q Kᵀ` another multiply-add contraction. Recognised spellings:
+    `linalg.softmax`; max-subtracted or plain `exp`; `exp2` with a folded
+    `log2(e)`; division by the sum or multiplication by its reciprocal;
+    scaling by a constant (multiply or divide); additive bias tensors
+    (broadcast over any dims); masks as `select(c, s, -inf)` or additive
+    `select(c, 0, -inf)` with `c` an i1 tensor or a comparison of the query
+    and key indices (folded to `causal` / `window` when it is the
+    bottom-right diagonal); f16/bf16 operands with f32 softmax and a
+    `truncf` of P. Q, K, V and the result may use any dimension order; K and
+    V may be broadcast over the heads (MQA) or, in a [B, Hkv, G, ...]
+    iteration space, over the group (GQA).
+
+    Nothing is fused unless the fused op computes the same function: the
+    exponentials must be normalised by their own sum over the key axis, the
+    second contraction must reduce that axis, masks must fill with -inf, a
+    causal diagonal must be flash.attention's bottom-right one, and every
+    intermediate must have no other user. The fused op rounds differently
+    (f32 statistics, online softmax after tiling).
+
+    With `report`, every fused op gets a remark saying what was recognised
+    and every rejected candidate (a contraction fed by exponentials) a
+    remark with the reason.
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false",
+           "Emit a remark for every candidate: what was fused, or why not">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::flash::FlashDialect"
+  ];
+}
+
 def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
   let summary = "Tile flash.attention into the FlashAttention-2 online-softmax loop nest";
   let description = [{

@@ -1,0 +1,69 @@
+//===- AttentionMatcher.h - find softmax(Q Kᵀ) V in linalg ------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+// Recognises attention by meaning, not by op names. Starting from a
+// candidate second contraction O = P V, the producers of P are interpreted
+// into a small expression tree over the "canonical" index space of P (its
+// own dimensions): elementwise linalg ops (generic or named) contribute the
+// arithmetic of their bodies, reductions over the key axis become Reduce
+// nodes, linalg.softmax a Softmax node, and everything else is a leaf
+// tensor read through an affine map from the canonical space. The tree is
+// then matched against softmax(scale * S + bias, masks) with S = Q Kᵀ.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_LIB_TRANSFORMS_ATTENTIONMATCHER_H
+#define FLASH_LIB_TRANSFORMS_ATTENTIONMATCHER_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/AffineMap.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::flash::detail {
+
+/// A tensor read through `map` from the extended canonical space: dims
+/// [0, rank) are P's dimensions, dim `rank` is the head (or value) dimension.
+struct TensorAccess {
+  Value tensor;
+  AffineMap map;
+};
+
+struct AttentionMatch {
+  linalg::LinalgOp scores;       // S = Q Kᵀ
+  linalg::LinalgOp output;       // O = P V
+  unsigned rank = 0;             // rank of P
+  unsigned queryDim = 0, keyDim = 0;
+  SmallVector<unsigned> batchDims;
+  TensorAccess query, key, value;
+  /// The result of `output` read from the extended space without the key
+  /// dimension (P's dims with keyDim standing for the value dimension).
+  AffineMap outputMap;
+  double scale = 1.0;
+  /// Additive score terms (read from P's space) and their factors.
+  SmallVector<std::pair<TensorAccess, double>> biases;
+  /// i1 tensors and whether `true` keeps the score.
+  SmallVector<std::pair<TensorAccess, bool>> masks;
+  bool causal = false;
+  std::optional<int64_t> window;
+  bool maxSubtracted = false;
+  bool base2 = false;
+  bool namedSoftmax = false;
+  /// Ops that compute only the fused value (erased after fusion).
+  llvm::SetVector<Operation *> chain;
+};
+
+/// Tries to match attention ending in the contraction `candidate`. On
+/// failure returns nullopt and sets `reason`; `looksLikeAttention` tells
+/// whether the candidate had a softmax-like operand at all (only those are
+/// worth reporting).
+std::optional<AttentionMatch> matchAttention(linalg::LinalgOp candidate,
+                                             std::string &reason,
+                                             bool &looksLikeAttention);
+
+} // namespace mlir::flash::detail
+
+#endif // FLASH_LIB_TRANSFORMS_ATTENTIONMATCHER_H
