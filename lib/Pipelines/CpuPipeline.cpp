@@ -42,6 +42,7 @@ void flash::buildFlashCpuPipeline(OpPassManager &pm,
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createForallToForLoopPass());
 
   // Loops, then LLVM. bf16 conversions are expanded to integer arithmetic so

@@ -162,6 +162,7 @@ Expr *Interpreter::tensor(Value t, AffineMap fromP) {
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(def))
     return linalgResult(linalgOp, cast<OpResult>(t), fromP);
   if (auto softmax = dyn_cast<linalg::SoftmaxOp>(def)) {
+    visited.insert(def);
     AffineExpr axis = fromP.getResult(softmax.getDimension());
     if (axis != getAffineDimExpr(keyDim, ctx))
       return fail("the softmax is not over the key axis that the second "
@@ -169,7 +170,6 @@ Expr *Interpreter::tensor(Value t, AffineMap fromP) {
     Expr *x = tensor(softmax.getInput(), fromP);
     if (!x)
       return nullptr;
-    visited.insert(def);
     return make({Expr::Softmax, {}, {}, 0, {}, "softmax", 0, {x}});
   }
   if (auto cast = dyn_cast<tensor::CastOp>(def)) {
@@ -521,6 +521,49 @@ static TensorAccess lookThroughCopies(TensorAccess access) {
   return access;
 }
 
+/// Folds an elementwise `x * c` or `x / c` producing Q or K into the scale.
+static TensorAccess lookThroughScaling(TensorAccess access, double &scale) {
+  auto op = access.tensor.getDefiningOp<linalg::LinalgOp>();
+  if (!op || op.getNumDpsInputs() < 1 || op->getNumResults() != 1 ||
+      !op.isAllParallelLoops() || !op.hasPureTensorSemantics())
+    return access;
+  auto yield = cast<linalg::YieldOp>(op.getBlock()->getTerminator());
+  Operation *def = yield.getOperand(0).getDefiningOp();
+  if (!isa_and_nonnull<arith::MulFOp, arith::DivFOp>(def))
+    return access;
+  Value input = op.getRegionInputArgs()[0];
+  Value other;
+  if (def->getOperand(0) == input)
+    other = def->getOperand(1);
+  else if (isa<arith::MulFOp>(def) && def->getOperand(1) == input)
+    other = def->getOperand(0);
+  else
+    return access;
+  // The factor: a constant, or a splat-constant second input.
+  auto inputs = op.getRegionInputArgs();
+  if (inputs.size() == 2 && other == inputs[1])
+    other = op.getDpsInputOperand(1)->get();
+  else if (inputs.size() != 1)
+    return access;
+  FloatAttr f;
+  DenseElementsAttr d;
+  double c;
+  if (matchPattern(other, m_Constant(&f)))
+    c = f.getValueAsDouble();
+  else if (matchPattern(other, m_Constant(&d)) && d.isSplat() &&
+           isa<FloatType>(d.getElementType()))
+    c = d.getSplatValue<APFloat>().convertToDouble();
+  else
+    return access;
+  AffineMap in = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  AffineMap out = op.getIndexingMapMatchingResult(op->getResult(0));
+  if (!in.isPermutation() || !out.isPermutation())
+    return access;
+  scale *= isa<arith::DivFOp>(def) ? 1.0 / c : c;
+  return {op.getDpsInputOperand(0)->get(),
+          in.compose(inversePermutation(out)).compose(access.map)};
+}
+
 namespace {
 /// j - i compared with a constant: keep iff lower <= j - i <= upper.
 struct Diagonal {
@@ -645,8 +688,9 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
     Expr *probs = stripCasts(p);
     Expr *e = nullptr, *sum = nullptr;
     AttentionMatch m;
+    bool softmaxLike = false;
     if (probs->kind == Expr::Softmax) {
-      looksLikeAttention = true;
+      softmaxLike = true;
       m.namedSoftmax = true;
       m.maxSubtracted = true;
       e = probs;
@@ -666,12 +710,13 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
     if (e && e->kind != Expr::Softmax) {
       Expr *exp = stripCasts(e);
       if (isOp(exp, "math.exp") || isOp(exp, "math.exp2")) {
-        looksLikeAttention = true;
+        softmaxLike = true;
         m.base2 = exp->name == "math.exp2";
         exponent = exp->args[0];
       }
     }
-    if (!looksLikeAttention) {
+    looksLikeAttention |= softmaxLike;
+    if (!softmaxLike) {
       // An exponential without normalisation, or no exponential at all.
       std::function<bool(Expr *)> hasExp = [&](Expr *x) {
         return isOp(x, "math.exp") || isOp(x, "math.exp2") ||
@@ -789,10 +834,15 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
     for (unsigned d = 0; d < rank; ++d)
       if (d != keyDim && d != *queryDim)
         m.batchDims.push_back(d);
-    m.query = lookThroughCopies(
-        {qk.getDpsInputOperand(firstIsQuery ? 0 : 1)->get(), qMap});
-    m.key = lookThroughCopies(
-        {qk.getDpsInputOperand(firstIsQuery ? 1 : 0)->get(), kMap});
+    double operandScale = 1.0;
+    m.query = lookThroughCopies(lookThroughScaling(
+        lookThroughCopies(
+            {qk.getDpsInputOperand(firstIsQuery ? 0 : 1)->get(), qMap}),
+        operandScale));
+    m.key = lookThroughCopies(lookThroughScaling(
+        lookThroughCopies(
+            {qk.getDpsInputOperand(firstIsQuery ? 1 : 0)->get(), kMap}),
+        operandScale));
 
     // P V: loop -> extended dim (value dim = rank).
     SmallVector<int64_t> pvLoopToExt(pv.getNumLoops(), -1);
@@ -818,7 +868,7 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
     }
     m.value = lookThroughCopies({vOperand->get(), *vMap});
     m.outputMap = *oMap;
-    m.scale = terms.scale;
+    m.scale = terms.scale * operandScale;
 
     // Biases: tensors, or additive masks select(c, 0, -inf).
     bool ok = true;

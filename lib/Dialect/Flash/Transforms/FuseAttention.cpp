@@ -46,7 +46,7 @@ struct Source {
 /// i1). Returns the first source unchanged when it already is that tensor.
 FailureOr<Value> relayout(OpBuilder &b, Location loc, ArrayRef<Source> sources,
                           ArrayRef<unsigned> dims, Type elementType,
-                          std::string &reason) {
+                          std::string &reason, bool allowSuffix = false) {
   MLIRContext *ctx = b.getContext();
   unsigned rank = dims.size();
   // Sizes of the result dims, taken from the sources that read them.
@@ -78,9 +78,21 @@ FailureOr<Value> relayout(OpBuilder &b, Location loc, ArrayRef<Source> sources,
   }
   const Source &first = sources.front();
   auto firstType = cast<RankedTensorType>(first.access.tensor.getType());
-  if (sources.size() == 1 && maps.front().isIdentity() && !first.negate &&
-      first.factor == 1.0 && firstType.getElementType() == elementType)
+  bool plain = sources.size() == 1 && !first.negate && first.factor == 1.0 &&
+               firstType.getElementType() == elementType;
+  if (plain && maps.front().isIdentity())
     return first.access.tensor;
+  // Bias and mask operands broadcast right-aligned: a tensor that reads
+  // the trailing result dims in order is used as it is.
+  if (plain && allowSuffix) {
+    unsigned n = maps.front().getNumResults();
+    bool suffix = n <= rank;
+    for (unsigned i = 0; suffix && i < n; ++i)
+      suffix = maps.front().getResult(i) ==
+               getAffineDimExpr(rank - n + i, ctx);
+    if (suffix)
+      return first.access.tensor;
+  }
   Value init = tensor::EmptyOp::create(b, loc, sizes, elementType);
   maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
   SmallVector<Value> ins;
@@ -245,8 +257,8 @@ LogicalResult fuse(RewriterBase &rewriter, AttentionMatch &m, bool report,
     Type biasType = getElementTypeOrSelf(m.biases.front().first.tensor);
     if (!(biasType.isF16() || biasType.isBF16()) || m.biases.size() > 1)
       biasType = rewriter.getF32Type();
-    FailureOr<Value> r =
-        relayout(rewriter, loc, sources, scoreDims, biasType, reason);
+    FailureOr<Value> r = relayout(rewriter, loc, sources, scoreDims, biasType,
+                                  reason, /*allowSuffix=*/!grouped);
     if (failed(r))
       return failure();
     bias = grouped ? collapseGroups(*r) : *r;
@@ -255,8 +267,9 @@ LogicalResult fuse(RewriterBase &rewriter, AttentionMatch &m, bool report,
     SmallVector<Source> sources;
     for (auto [access, keep] : m.masks)
       sources.push_back({access, 1.0, !keep});
-    FailureOr<Value> r = relayout(rewriter, loc, sources, scoreDims,
-                                  rewriter.getI1Type(), reason);
+    FailureOr<Value> r =
+        relayout(rewriter, loc, sources, scoreDims, rewriter.getI1Type(),
+                 reason, /*allowSuffix=*/!grouped);
     if (failed(r))
       return failure();
     mask = grouped ? collapseGroups(*r) : *r;
@@ -334,9 +347,13 @@ LogicalResult fuse(RewriterBase &rewriter, AttentionMatch &m, bool report,
   AffineMap read = AffineMap::get(resultType.getRank(), 0, exprs, ctx);
   Value replacement = out;
   if (!read.isIdentity() || resultType != out.getType()) {
-    Value init = tensor::EmptyOp::create(
-        rewriter, loc, tensor::getMixedSizes(rewriter, loc, result),
-        resultType.getElementType());
+    // Sizes from the fused value: the old result is defined after here.
+    SmallVector<OpFoldResult> sizes(resultType.getRank());
+    for (unsigned j = 0; j < read.getNumResults(); ++j)
+      sizes[cast<AffineDimExpr>(read.getResult(j)).getPosition()] =
+          tensor::getMixedSize(rewriter, loc, out, j);
+    Value init = tensor::EmptyOp::create(rewriter, loc, sizes,
+                                         resultType.getElementType());
     replacement = buildGeneric(
         rewriter, loc, out, init,
         {read, AffineMap::getMultiDimIdentityMap(resultType.getRank(), ctx)},
