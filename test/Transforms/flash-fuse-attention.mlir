@@ -433,3 +433,51 @@ func.func @mqa_dynamic_f16(%q: tensor<?x4x?x16xf16>, %k: tensor<?x?x16xf16>, %v:
   } -> tensor<?x4x?x16xf16>
   return %oh : tensor<?x4x?x16xf16>
 }
+
+// -----
+
+// Bottom-right causal with M = 6 < N = 10 written as j <= i + 4, a sliding
+// window j >= i + 4 - 3, and a constant triangular i1 mask tensor.
+#id = affine_map<(m, n) -> (m, n)>
+// CHECK-LABEL: func @bottom_right_window_const_mask
+// CHECK: %[[MASK:.*]] = arith.constant dense<
+// CHECK: flash.attention %{{.*}}, %{{.*}}, %{{.*}} mask(%[[MASK]] : tensor<6x10xi1>) {causal, scale = 5.000000e-01 : f32, window = 3 : i64} : tensor<6x4xf32>, tensor<10x4xf32>, tensor<10x4xf32> -> tensor<6x4xf32>
+// CHECK-NOT: linalg.softmax
+func.func @bottom_right_window_const_mask(%q: tensor<6x4xf32>, %k: tensor<10x4xf32>, %v: tensor<10x4xf32>) -> tensor<6x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  %tri = arith.constant dense<[[true, true, true, true, true, false, true, true, true, true],
+                               [true, true, true, true, true, true, true, true, true, true],
+                               [true, false, true, true, true, true, true, true, true, true],
+                               [true, true, true, true, true, true, true, true, true, true],
+                               [true, true, true, true, true, true, true, true, false, true],
+                               [true, true, true, true, true, true, true, true, true, true]]> : tensor<6x10xi1>
+  %s0 = tensor.empty() : tensor<6x10xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<6x10xf32>) -> tensor<6x10xf32>
+  %s = linalg.matmul indexing_maps = [affine_map<(m, n, d) -> (m, d)>, affine_map<(m, n, d) -> (n, d)>, affine_map<(m, n, d) -> (m, n)>]
+      ins(%q, %k : tensor<6x4xf32>, tensor<10x4xf32>) outs(%sz : tensor<6x10xf32>) -> tensor<6x10xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%s, %tri : tensor<6x10xf32>, tensor<6x10xi1>) outs(%s0 : tensor<6x10xf32>) {
+  ^bb0(%a: f32, %t: i1, %o: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %last = arith.addi %i, %c4 : index
+    %first = arith.subi %last, %c1 : index
+    %first3 = arith.subi %first, %c1 : index
+    %first2 = arith.subi %first3, %c1 : index
+    %inside = arith.cmpi sle, %j, %last : index
+    %recent = arith.cmpi sge, %j, %first2 : index
+    %keep0 = arith.andi %inside, %recent : i1
+    %keep = arith.andi %keep0, %t : i1
+    %c = arith.constant 0.5 : f32
+    %sc = arith.mulf %a, %c : f32
+    %r = arith.select %keep, %sc, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<6x10xf32>
+  %p = linalg.softmax dimension(1) ins(%x : tensor<6x10xf32>) outs(%s0 : tensor<6x10xf32>) -> tensor<6x10xf32>
+  %o0 = tensor.empty() : tensor<6x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<6x4xf32>) -> tensor<6x4xf32>
+  %o = linalg.matmul ins(%p, %v : tensor<6x10xf32>, tensor<10x4xf32>) outs(%oz : tensor<6x4xf32>) -> tensor<6x4xf32>
+  return %o : tensor<6x4xf32>
+}
