@@ -7,6 +7,7 @@
 #ifndef FLASH_INITALLFLASH_H
 #define FLASH_INITALLFLASH_H
 
+#include "flash/Conversion/Passes.h"
 #include "flash/Dialect/Flash/IR/FlashDialect.h"
 #include "flash/Dialect/Flash/Transforms/Passes.h"
 #include "flash/Pipelines/Pipelines.h"
@@ -20,6 +21,7 @@ inline void registerAllFlashDialects(DialectRegistry &registry) {
 
 inline void registerAllFlashPasses() {
   registerFlashPasses();
+  registerFlashConversionPasses();
   registerFlashPipelines();
 }
 

@@ -70,4 +70,9 @@ void flash::registerFlashPipelines() {
       "Lower flash ops and the upstream tensor-level dialects to the LLVM "
       "dialect for execution on the CPU with mlir-runner",
       buildFlashCpuPipeline);
+  PassPipelineRegistration<FlashGpuPipelineOptions>(
+      "flash-gpu-pipeline",
+      "Lower flash.attention to GPU kernels (gpu.module -> NVVM -> PTX or "
+      "cubin in gpu.binary)",
+      buildFlashGpuPipeline);
 }

@@ -38,6 +38,41 @@ struct FlashCpuPipelineOptions
 void buildFlashCpuPipeline(OpPassManager &pm,
                            const FlashCpuPipelineOptions &options);
 
+struct FlashGpuPipelineOptions
+    : public PassPipelineOptions<FlashGpuPipelineOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("GPU architecture: sm_80 or sm_90a"),
+      llvm::cl::init("sm_90a")};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("What gpu-module-to-binary produces: isa (PTX) or bin "
+                     "(cubin, through ptxas)"),
+      llvm::cl::init("isa")};
+  PassOptions::Option<int64_t> blockRows{
+      *this, "block-rows", llvm::cl::desc("Query rows per CTA (Br)"),
+      llvm::cl::init(32)};
+  PassOptions::Option<int64_t> blockCols{
+      *this, "block-cols", llvm::cl::desc("Keys per step (Bc)"),
+      llvm::cl::init(32)};
+  PassOptions::Option<int64_t> threads{
+      *this, "threads", llvm::cl::desc("Threads per CTA"), llvm::cl::init(128)};
+};
+
+/// Tiles flash.attention, bufferizes (outputs written in place into
+/// writable arguments through bufferization.materialize_in_destination),
+/// maps the loop nest onto CTAs and threads, outlines the kernels and lowers
+/// them through NVVM to PTX or cubin (gpu.binary): the two halves below.
+void buildFlashGpuPipeline(OpPassManager &pm,
+                           const FlashGpuPipelineOptions &options);
+
+/// Up to outlined gpu.func kernels launched by gpu.launch_func.
+void buildFlashGpuKernelPipeline(OpPassManager &pm,
+                                 const FlashGpuPipelineOptions &options);
+
+/// gpu.module kernels through NVVM to gpu.binary.
+void buildFlashGpuBinaryPipeline(OpPassManager &pm,
+                                 const FlashGpuPipelineOptions &options);
+
 /// Registers every flash pipeline with the global pass registry.
 void registerFlashPipelines();
 

@@ -1,0 +1,27 @@
+//===- Passes.h - flash conversion passes -----------------------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_CONVERSION_PASSES_H
+#define FLASH_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::flash {
+
+#define GEN_PASS_DECL
+#include "flash/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "flash/Conversion/Passes.h.inc"
+
+} // namespace mlir::flash
+
+#endif // FLASH_CONVERSION_PASSES_H

@@ -1,0 +1,44 @@
+//===- Passes.td - flash conversion passes -----------------*- tablegen -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_CONVERSION_PASSES_TD
+#define FLASH_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
+  let summary = "Map the bufferized tiled attention loop nest onto GPU blocks and threads";
+  let description = [{
+    Takes the output of `--flash-tile-attention` after bufferization and
+    `--convert-linalg-to-parallel-loops` and makes it a GPU kernel:
+
+    - the `scf.forall` over (batch, head, query block) becomes a `gpu.launch`
+      with one block per query block (grid x = query blocks, y = heads,
+      z = batch) and `threads` threads;
+    - every tile buffer allocated inside it is carved out of the block's
+      dynamic shared memory (`gpu.dynamic_shared_memory` + `memref.view`);
+    - every `scf.parallel` and `memref.copy` inside is distributed over the
+      block's threads (a thread-strided loop over the linearised iteration
+      space) and followed by `gpu.barrier`;
+    - index computations the body needs from outside are recomputed inside,
+      so that the outlined kernel takes only the tensors' memrefs.
+
+    This is the portable SIMT mapping: the tiles stay in shared memory and
+    every thread does scalar f32 arithmetic. The launch records its shared
+    memory size in `flash.shared_memory_bytes`.
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", "128", "Threads per block">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+#endif // FLASH_CONVERSION_PASSES_TD

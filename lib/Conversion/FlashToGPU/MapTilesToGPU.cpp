@@ -1,0 +1,248 @@
+//===- MapTilesToGPU.cpp - tiled attention onto GPU blocks ------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flash/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace mlir::flash {
+#define GEN_PASS_DEF_FLASHMAPTILESTOGPUPASS
+#include "flash/Conversion/Passes.h.inc"
+} // namespace mlir::flash
+
+using namespace mlir;
+
+namespace {
+class TileMapper {
+public:
+  TileMapper(scf::ForallOp forall, int64_t threads)
+      : forall(forall), loc(forall.getLoc()), threads(threads) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult sinkValuesDefinedAbove(gpu::LaunchOp launch);
+  int64_t carveSharedMemory(gpu::LaunchOp launch);
+  void distribute(Operation *op, OpBuilder &b, Value tid);
+
+  scf::ForallOp forall;
+  Location loc;
+  int64_t threads;
+};
+} // namespace
+
+LogicalResult TileMapper::run() {
+  if (forall.getRank() != 3 || !forall.getOutputs().empty())
+    return forall.emitError("flash-map-tiles-to-gpu expects the bufferized "
+                            "3-D scf.forall (batch, head, query block) of "
+                            "--flash-tile-attention");
+  for (OpFoldResult lb : forall.getMixedLowerBound())
+    if (getConstantIntValue(lb) != 0)
+      return forall.emitError("expected zero lower bounds");
+  for (OpFoldResult st : forall.getMixedStep())
+    if (getConstantIntValue(st) != 1)
+      return forall.emitError("expected unit steps");
+
+  OpBuilder b(forall);
+  SmallVector<Value> ubs = forall.getUpperBound(b);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value blockSize = arith::ConstantIndexOp::create(b, loc, threads);
+  Value smemPlaceholder = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+  auto launch = gpu::LaunchOp::create(b, loc, ubs[2], ubs[1], ubs[0],
+                                      blockSize, one, one, smemPlaceholder);
+  Block &body = launch.getBody().front();
+  Block *src = forall.getBody();
+  body.getOperations().splice(body.end(), src->getOperations(),
+                              src->begin(), std::prev(src->end()));
+  ValueRange ivs = forall.getInductionVars();
+  gpu::KernelDim3 blocks = launch.getBlockIds();
+  ivs[0].replaceAllUsesWith(blocks.z);
+  ivs[1].replaceAllUsesWith(blocks.y);
+  ivs[2].replaceAllUsesWith(blocks.x);
+  OpBuilder end = OpBuilder::atBlockEnd(&body);
+  gpu::TerminatorOp::create(end, loc);
+  forall.erase();
+
+  if (failed(sinkValuesDefinedAbove(launch)))
+    return failure();
+  int64_t bytes = carveSharedMemory(launch);
+  OpBuilder smem(launch);
+  Value size = arith::ConstantOp::create(smem, loc, smem.getI32IntegerAttr(bytes));
+  launch.getDynamicSharedMemorySizeMutable().assign(size);
+  launch->setAttr("flash.shared_memory_bytes", smem.getI64IntegerAttr(bytes));
+  if (smemPlaceholder.use_empty())
+    smemPlaceholder.getDefiningOp()->erase();
+
+  // Work of the block, distributed over its threads.
+  SmallVector<Operation *> work;
+  launch.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (isa<scf::ParallelOp, memref::CopyOp>(op)) {
+      work.push_back(op);
+      return WalkResult::skip();
+    }
+    return WalkResult::advance();
+  });
+  OpBuilder start = OpBuilder::atBlockBegin(&body);
+  Value tid = gpu::ThreadIdOp::create(start, loc, gpu::Dimension::x);
+  for (Operation *op : work) {
+    if (auto par = dyn_cast<scf::ParallelOp>(op); par && par.getNumResults()) 
+      return par.emitError("flash-map-tiles-to-gpu cannot distribute a "
+                           "parallel loop with reductions");
+    OpBuilder ob(op);
+    distribute(op, ob, tid);
+  }
+  return success();
+}
+
+LogicalResult TileMapper::sinkValuesDefinedAbove(gpu::LaunchOp launch) {
+  // Everything but the tensors' memrefs is recomputed inside, so that the
+  // kernel's parameters are exactly the function's memref arguments.
+  llvm::SetVector<Value> above;
+  getUsedValuesDefinedAbove(launch.getBody(), above);
+  Block &body = launch.getBody().front();
+  IRMapping mapping;
+  OpBuilder b = OpBuilder::atBlockBegin(&body);
+  std::function<LogicalResult(Value)> materialize = [&](Value v) -> LogicalResult {
+    if (mapping.contains(v) || isa<BlockArgument>(v))
+      return success();
+    Operation *def = v.getDefiningOp();
+    if (!isMemoryEffectFree(def) || def->getNumRegions())
+      return launch.emitError("flash-map-tiles-to-gpu: the kernel needs ")
+             << v << " which is not a pure computation of its arguments";
+    for (Value operand : def->getOperands())
+      if (failed(materialize(operand)))
+        return failure();
+    b.clone(*def, mapping);
+    return success();
+  };
+  for (Value v : above) {
+    if (isa<MemRefType>(v.getType())) {
+      if (!isa<BlockArgument>(v))
+        return launch.emitError("flash-map-tiles-to-gpu: the kernel reads a "
+                                "buffer that is not a function argument");
+      continue;
+    }
+    if (failed(materialize(v)))
+      return failure();
+  }
+  for (auto [from, to] : mapping.getValueMap())
+    replaceAllUsesInRegionWith(from, to, launch.getBody());
+  return success();
+}
+
+int64_t TileMapper::carveSharedMemory(gpu::LaunchOp launch) {
+  SmallVector<memref::AllocOp> allocs;
+  launch.getBody().walk([&](memref::AllocOp a) { allocs.push_back(a); });
+  if (allocs.empty())
+    return 0;
+  Block &body = launch.getBody().front();
+  OpBuilder b = OpBuilder::atBlockBegin(&body);
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  Value base = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), workgroup));
+  int64_t offset = 0;
+  for (memref::AllocOp alloc : allocs) {
+    MemRefType type = alloc.getType();
+    int64_t bytes = type.getNumElements() *
+                    llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+    offset = llvm::alignTo(offset, 16);
+    Value shift = arith::ConstantIndexOp::create(b, loc, offset);
+    auto shared = MemRefType::get(type.getShape(), type.getElementType(),
+                                  MemRefLayoutAttrInterface(), workgroup);
+    Value view = memref::ViewOp::create(b, loc, shared, base, shift,
+                                        ValueRange{});
+    Value generic = memref::MemorySpaceCastOp::create(b, loc, type, view);
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        user->erase();
+    alloc.replaceAllUsesWith(generic);
+    alloc.erase();
+    offset += bytes;
+  }
+  return offset;
+}
+
+void TileMapper::distribute(Operation *op, OpBuilder &b, Value tid) {
+  // The iteration space: (lower bound, step, count) per dimension.
+  SmallVector<Value> lbs, steps, counts;
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  if (auto par = dyn_cast<scf::ParallelOp>(op)) {
+    for (auto [lb, ub, st] : llvm::zip(par.getLowerBound(), par.getUpperBound(),
+                                       par.getStep())) {
+      Value extent = b.createOrFold<arith::SubIOp>(loc, ub, lb);
+      lbs.push_back(lb);
+      steps.push_back(st);
+      counts.push_back(b.createOrFold<arith::CeilDivUIOp>(loc, extent, st));
+    }
+  } else {
+    auto copy = cast<memref::CopyOp>(op);
+    auto type = cast<MemRefType>(copy.getSource().getType());
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      lbs.push_back(c0);
+      steps.push_back(c1);
+      counts.push_back(b.createOrFold<memref::DimOp>(loc, copy.getSource(), d));
+    }
+  }
+  Value total = c1;
+  for (Value n : counts)
+    total = b.createOrFold<arith::MulIOp>(loc, total, n);
+  Value stride = arith::ConstantIndexOp::create(b, loc, threads);
+  auto loop = scf::ForOp::create(b, loc, tid, total, stride);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> ivs(counts.size());
+    Value rest = loop.getInductionVar();
+    for (int64_t d = counts.size() - 1; d >= 0; --d) {
+      Value idx = counts.size() == 1
+                      ? rest
+                      : b.createOrFold<arith::RemUIOp>(loc, rest, counts[d]);
+      if (d > 0)
+        rest = b.createOrFold<arith::DivUIOp>(loc, rest, counts[d]);
+      Value scaled = b.createOrFold<arith::MulIOp>(loc, idx, steps[d]);
+      ivs[d] = b.createOrFold<arith::AddIOp>(loc, lbs[d], scaled);
+    }
+    if (auto par = dyn_cast<scf::ParallelOp>(op)) {
+      IRMapping mapping;
+      mapping.map(par.getInductionVars(), ivs);
+      for (Operation &inner : par.getBody()->without_terminator())
+        b.clone(inner, mapping);
+    } else {
+      auto copy = cast<memref::CopyOp>(op);
+      Value v = memref::LoadOp::create(b, loc, copy.getSource(), ivs);
+      memref::StoreOp::create(b, loc, v, copy.getTarget(), ivs);
+    }
+  }
+  gpu::BarrierOp::create(b, loc);
+  op->erase();
+}
+
+namespace {
+struct FlashMapTilesToGPUPass
+    : flash::impl::FlashMapTilesToGPUPassBase<FlashMapTilesToGPUPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    SmallVector<scf::ForallOp> foralls;
+    getOperation().walk([&](scf::ForallOp forall) {
+      if (!forall->getParentOfType<scf::ForallOp>())
+        foralls.push_back(forall);
+    });
+    for (scf::ForallOp forall : foralls)
+      if (failed(TileMapper(forall, threads).run()))
+        return signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,67 @@
+//===- GpuPipeline.cpp - --flash-gpu-pipeline -------------------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flash/Conversion/Passes.h"
+#include "flash/Dialect/Flash/Transforms/Passes.h"
+#include "flash/Pipelines/Pipelines.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void flash::buildFlashGpuPipeline(OpPassManager &pm,
+                                  const FlashGpuPipelineOptions &options) {
+  buildFlashGpuKernelPipeline(pm, options);
+  buildFlashGpuBinaryPipeline(pm, options);
+}
+
+void flash::buildFlashGpuKernelPipeline(
+    OpPassManager &pm, const FlashGpuPipelineOptions &options) {
+  flash::FlashTileAttentionPassOptions tiling;
+  tiling.target = options.chip;
+  tiling.blockRows = options.blockRows;
+  tiling.blockCols = options.blockCols;
+  pm.addPass(flash::createFlashTileAttentionPass(tiling));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  // Outputs are written in place into the kernel's arguments; every layout
+  // at the boundary is strided, so [B, H, S, D] and [B, S, H, D] both work.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::FullyDynamicLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(bufferization::createBufferLoopHoistingPass());
+  pm.addPass(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  // CTAs and threads, then the kernels through NVVM.
+  flash::FlashMapTilesToGPUPassOptions mapping;
+  mapping.threads = options.threads;
+  pm.addNestedPass<func::FuncOp>(flash::createFlashMapTilesToGPUPass(mapping));
+  pm.addPass(createGpuKernelOutliningPass());
+}
+
+void flash::buildFlashGpuBinaryPipeline(
+    OpPassManager &pm, const FlashGpuPipelineOptions &options) {
+  gpu::GPUToNVVMPipelineOptions nvvm;
+  nvvm.cubinChip = options.chip;
+  // PTX 8.0 is the first to know sm_90a; ptxas 13.0 accepts it.
+  nvvm.cubinFeatures = "+ptx80";
+  nvvm.cubinFormat = options.format;
+  nvvm.optLevel = 3;
+  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+}

@@ -1,0 +1,142 @@
+"""Checks flash-compile's kernels on a GPU.
+
+    python -m flash_mlir.check DIR
+
+For every kernel in DIR and every case of a shape matrix (ragged M and N,
+M != N causal, GQA, BHSD and BSHD layouts, fully masked rows), runs the
+kernel on random inputs into a NaN-poisoned output and compares it with a
+float64 reference computed from the same quantised inputs; also times
+nothing. Prints, per kernel, the worst relative error, and the RMSE of our
+output and of torch SDPA's FlashAttention-2 backend against float64 (ours
+must not be worse than 1.25x FA2's). Exit status 1 on any failure.
+"""
+
+import argparse
+import math
+import sys
+
+import torch
+import torch.nn.functional as F
+
+from flash_mlir.runtime import load_all
+
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+
+
+def reference(q, k, v, scale, causal, window):
+    """float64 attention on [B, H, M, D] tensors; fully masked rows are 0."""
+    q, k, v = (t.double() for t in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    s = torch.einsum("bhmd,bhnd->bhmn", q, k) * scale
+    m, n = q.shape[2], k.shape[2]
+    i = torch.arange(m, device=q.device)[:, None]
+    j = torch.arange(n, device=q.device)[None, :]
+    hidden = torch.zeros(m, n, dtype=torch.bool, device=q.device)
+    if causal:
+        hidden |= j > i + (n - m)
+    if window is not None:
+        hidden |= j < i + (n - m) - window
+    s = s.masked_fill(hidden, -math.inf)
+    mx = s.amax(dim=-1, keepdim=True)
+    mx = torch.where(torch.isinf(mx), torch.zeros_like(mx), mx)
+    e = torch.exp(s - mx)
+    l = e.sum(dim=-1, keepdim=True)
+    p = torch.where(l == 0, torch.zeros_like(e), e / l.clamp_min(1e-300))
+    return torch.einsum("bhmn,bhnd->bhmd", p, v), hidden
+
+
+def sdpa_flash(q, k, v, scale, hidden):
+    """SDPA's FlashAttention-2 on the same inputs (None if unsupported)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    group = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    m, n = q.shape[2], k.shape[2]
+    causal_top_left = hidden.any() and m == n
+    if hidden.any() and not causal_top_left:
+        return None  # FA2 takes only is_causal (top-left) masks
+    try:
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            return F.scaled_dot_product_attention(
+                q, k, v, is_causal=bool(causal_top_left), scale=scale)
+    except RuntimeError:
+        return None
+
+
+CASES = [
+    # (B, Hq, Hkv, M, N)
+    (2, 4, 4, 128, 128),
+    (1, 4, 4, 77, 200),
+    (2, 4, 4, 200, 77),
+    (1, 8, 2, 130, 130),
+    (3, 2, 1, 33, 1000),
+    (1, 2, 2, 1, 257),
+]
+
+
+def run_case(kernel, case, layout, seed):
+    man = kernel.manifest
+    dtype = DTYPES[man["dtype"]]
+    d, dv = man["head_dim"], man["value_dim"]
+    b, hq, hkv, m, n = case
+    g = torch.Generator(device="cuda").manual_seed(seed)
+
+    def make(h, s, width):
+        if layout == "bshd":
+            t = torch.randn(b, s, h, width, device="cuda", generator=g).to(dtype)
+            return t.transpose(1, 2)  # a [B, H, S, D] view of BSHD memory
+        return torch.randn(b, h, s, width, device="cuda", generator=g).to(dtype)
+
+    q, k, v = make(hq, m, d), make(hkv, n, d), make(hkv, n, dv)
+    o = make(hq, m, dv)
+    o.fill_(float("nan"))
+    kernel(q=q, k=k, v=v, o=o)
+    torch.cuda.synchronize()
+    ref, hidden = reference(q, k, v, man["scale"], man["causal"], man["window"])
+    ours = o.double()
+    if torch.isnan(ours).any():
+        return False, f"{case} {layout}: NaN in output (unwritten or invalid)", None
+    err = (ours - ref).norm() / ref.norm().clamp_min(1e-30)
+    rmse = ((ours - ref) ** 2).mean().sqrt().item()
+    fa2 = sdpa_flash(q.contiguous(), k.contiguous(), v.contiguous(),
+                     man["scale"], hidden)
+    fa2_rmse = None if fa2 is None else ((fa2.double() - ref) ** 2).mean().sqrt().item()
+    tol = {"f32": 1e-5, "f16": 2e-3, "bf16": 1.6e-2}[man["dtype"]]
+    ok = err.item() <= tol
+    if fa2_rmse is not None and rmse > 1.25 * fa2_rmse + 1e-12:
+        ok = False
+    masked_rows = hidden.all(dim=-1)
+    if masked_rows.any() and ours[..., masked_rows, :].abs().max() != 0:
+        ok = False
+    fa2_text = "n/a" if fa2_rmse is None else f"{fa2_rmse:.2e}"
+    return ok, (f"{case} {layout}: rel {err.item():.2e} (tol {tol:.0e}), rmse ours "
+                f"{rmse:.2e} fa2 {fa2_text}"), (rmse, fa2_rmse)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("directory")
+    p.add_argument("-v", "--verbose", action="store_true")
+    args = p.parse_args(argv)
+    failures = 0
+    for kernel in load_all(args.directory):
+        worst, lines, kernel_ok = 0.0, [], True
+        for ci, case in enumerate(CASES):
+            for layout in ("bhsd", "bshd"):
+                ok, msg, _ = run_case(kernel, case, layout, seed=ci)
+                kernel_ok &= ok
+                lines.append(("ok   " if ok else "FAIL ") + msg)
+        failures += 0 if kernel_ok else 1
+        print(f"{'PASS' if kernel_ok else 'FAIL'} {kernel.name}")
+        for line in lines:
+            if args.verbose or not line.startswith("ok"):
+                print("   " + line)
+    print(f"check: {failures} kernel(s) failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

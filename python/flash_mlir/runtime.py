@@ -1,0 +1,117 @@
+"""Loads flash-compile's kernels (PTX or cubin + JSON manifest) through the
+CUDA driver API and launches them on torch tensors. Needs only libcuda and
+torch (for the tensors and the stream); no MLIR at run time.
+
+    k = Kernel.load("kernels/attn_f16_d64.json")
+    k(q=q, k=k_, v=v, o=o)          # [B, H, S, D] views, any strides
+"""
+
+import ctypes
+import json
+import os
+
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+
+_lib = None
+
+
+def _driver():
+    global _lib
+    if _lib is None:
+        _lib = ctypes.CDLL("libcuda.so.1")
+        _check(_lib.cuInit(0), "cuInit")
+    return _lib
+
+
+def _check(rc, what):
+    if rc != 0:
+        name = ctypes.c_char_p()
+        if _lib is not None:
+            _lib.cuGetErrorName(rc, ctypes.byref(name))
+        raise RuntimeError(f"{what} failed: CUDA error {rc} "
+                           f"({name.value.decode() if name.value else '?'})")
+
+
+def _ensure_context(device):
+    """Makes the device's primary context (the one torch uses) current."""
+    lib = _driver()
+    ctx = ctypes.c_void_p()
+    _check(lib.cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
+    if not ctx.value:
+        dev = ctypes.c_int()
+        _check(lib.cuDeviceGet(ctypes.byref(dev), device), "cuDeviceGet")
+        _check(lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev),
+               "cuDevicePrimaryCtxRetain")
+        _check(lib.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+
+
+class Kernel:
+    def __init__(self, manifest, directory, device=0):
+        import torch  # noqa: F401  (initialises the primary context)
+        self.manifest = manifest
+        self.name = manifest["kernel"]
+        lib = _driver()
+        torch.cuda.init()
+        torch.cuda.current_stream(device)
+        _ensure_context(device)
+        image_name = manifest.get("cubin") or manifest["ptx"]
+        with open(os.path.join(directory, image_name), "rb") as f:
+            image = f.read()
+        if image_name.endswith(".ptx"):
+            image += b"\0"
+        self._image = ctypes.create_string_buffer(image, len(image))
+        self.module = ctypes.c_void_p()
+        _check(lib.cuModuleLoadData(ctypes.byref(self.module), self._image),
+               f"cuModuleLoadData({image_name})")
+        self.function = ctypes.c_void_p()
+        _check(lib.cuModuleGetFunction(ctypes.byref(self.function), self.module,
+                                       manifest["entry"].encode()),
+               "cuModuleGetFunction")
+        self.shared = int(manifest["dynamic_shared_memory_bytes"])
+        _check(lib.cuFuncSetAttribute(
+            self.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            ctypes.c_int(self.shared)), "cuFuncSetAttribute")
+
+    @staticmethod
+    def load(manifest_path, device=0):
+        with open(manifest_path) as f:
+            manifest = json.load(f)
+        return Kernel(manifest, os.path.dirname(manifest_path), device)
+
+    def grid(self, tensors):
+        dims = []
+        for g in self.manifest["grid"]:
+            size = tensors[g["tensor"]].shape[g["dim"]]
+            if "ceil_div" in g:
+                size = -(-size // g["ceil_div"])
+            dims.append(int(size))
+        return dims
+
+    def __call__(self, stream=None, **tensors):
+        import torch
+        values = []
+        for p in self.manifest["params"]:
+            t = tensors[p["name"]]
+            if t.dim() != p["rank"]:
+                raise ValueError(f"{p['name']}: expected rank {p['rank']}, got {t.dim()}")
+            ptr = ctypes.c_void_p(t.data_ptr())
+            values += [ptr, ctypes.c_void_p(t.data_ptr()), ctypes.c_int64(0)]
+            values += [ctypes.c_int64(s) for s in t.shape]
+            values += [ctypes.c_int64(s) for s in t.stride()]
+        args = (ctypes.c_void_p * len(values))(
+            *[ctypes.addressof(v) for v in values])
+        gx, gy, gz = self.grid(tensors)
+        bx, by, bz = self.manifest["block"]
+        if stream is None:
+            stream = torch.cuda.current_stream().cuda_stream
+        _check(_driver().cuLaunchKernel(
+            self.function, gx, gy, gz, bx, by, bz, self.shared,
+            ctypes.c_void_p(stream), args, None), f"cuLaunchKernel({self.name})")
+
+
+def load_all(directory, device=0):
+    kernels = []
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(".json"):
+            kernels.append(Kernel.load(os.path.join(directory, name), device))
+    return kernels

@@ -1,0 +1,370 @@
+//===- flash-compile.cpp - attention in a module -> GPU kernels -*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+// flash-compile INPUT.mlir --chip sm_90a -o DIR
+//
+// Fuses the attention in INPUT (--flash-fuse-attention), then for each
+// flash.attention builds a standalone kernel function with dynamic batch,
+// heads and sequence lengths whose outputs are written in place into
+// arguments, runs --flash-gpu-pipeline on it and writes DIR/<kernel>.ptx,
+// DIR/<kernel>.cubin (when ptxas is found) and DIR/<kernel>.json, the
+// manifest a runtime needs to launch it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flash/InitAllFlash.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/Regex.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+using llvm::cl::opt;
+using llvm::formatv;
+using llvm::SmallString;
+using llvm::raw_string_ostream;
+namespace cl = llvm::cl;
+namespace sys = llvm::sys;
+namespace json = llvm::json;
+
+static opt<std::string> inputFile(cl::Positional, cl::Required,
+                                      cl::desc("<input.mlir>"));
+static opt<std::string> outputDir("o", cl::Required,
+                                      cl::desc("Output directory"));
+static opt<std::string> chip("chip", cl::init("sm_90a"),
+                                 cl::desc("sm_80 or sm_90a"));
+static opt<int64_t> blockRows("block-rows", cl::init(32),
+                                  cl::desc("Query rows per CTA"));
+static opt<int64_t> blockCols("block-cols", cl::init(32),
+                                  cl::desc("Keys per step"));
+static opt<int64_t> threads("threads-per-block", cl::init(128),
+                                cl::desc("Threads per CTA"));
+static opt<std::string> ptxas("ptxas",
+                                  cl::init("/usr/local/cuda/bin/ptxas"),
+                                  cl::desc("ptxas used to make cubins"));
+
+namespace {
+struct Param {
+  std::string name;
+  RankedTensorType type;
+};
+
+std::string typeName(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+
+/// Rank-4 [?, ?, ?, last] for Q, K, V, O; [?, ?, ?] for LSE; bias and mask
+/// keep their unit (broadcast) dims.
+RankedTensorType generalise(RankedTensorType t, bool keepLast,
+                            int64_t rank) {
+  SmallVector<int64_t> shape(rank - t.getRank(), 1);
+  llvm::append_range(shape, t.getShape());
+  for (int64_t i = 0; i < rank; ++i) {
+    bool last = i == rank - 1 && keepLast;
+    if (!last)
+      shape[i] = ShapedType::kDynamic;
+  }
+  return RankedTensorType::get(shape, t.getElementType());
+}
+
+RankedTensorType generaliseBroadcast(RankedTensorType t) {
+  SmallVector<int64_t> shape(t.getShape());
+  for (int64_t &d : shape)
+    if (d != 1)
+      d = ShapedType::kDynamic;
+  return RankedTensorType::get(shape, t.getElementType());
+}
+
+/// func @name(q, k, v, [bias], [mask], o, [lse]) writing o and lse in place.
+OwningOpRef<ModuleOp> buildKernelModule(flash::AttentionOp op, StringRef name,
+                                        SmallVectorImpl<Param> &params) {
+  MLIRContext *ctx = op.getContext();
+  Location loc = op.getLoc();
+  OpBuilder b(ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  params.push_back({"q", generalise(op.getQuery().getType(), true, 4)});
+  params.push_back({"k", generalise(op.getKey().getType(), true, 4)});
+  params.push_back({"v", generalise(op.getValue().getType(), true, 4)});
+  if (Value bias = op.getBias())
+    params.push_back(
+        {"bias", generaliseBroadcast(cast<RankedTensorType>(bias.getType()))});
+  if (Value mask = op.getMask())
+    params.push_back(
+        {"mask", generaliseBroadcast(cast<RankedTensorType>(mask.getType()))});
+  size_t firstOutput = params.size();
+  params.push_back({"o", generalise(cast<RankedTensorType>(op.getOutput().getType()),
+                                    true, 4)});
+  if (Value lse = op.getLse())
+    params.push_back(
+        {"lse", generalise(cast<RankedTensorType>(lse.getType()), false, 3)});
+
+  SmallVector<Type> argTypes, resultTypes;
+  for (const Param &p : params)
+    argTypes.push_back(p.type);
+  for (size_t i = firstOutput; i < params.size(); ++i)
+    resultTypes.push_back(params[i].type);
+  auto func = func::FuncOp::create(b, loc, name,
+                                   b.getFunctionType(argTypes, resultTypes));
+  for (size_t i = firstOutput; i < params.size(); ++i)
+    func.setArgAttr(i, "bufferization.writable", b.getBoolAttr(true));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto arg = [&](StringRef n) -> Value {
+    for (auto [i, p] : llvm::enumerate(params))
+      if (p.name == n)
+        return entry->getArgument(i);
+    return Value();
+  };
+  auto fused = flash::AttentionOp::create(
+      b, loc, resultTypes, arg("q"), arg("k"), arg("v"), arg("bias"),
+      arg("mask"), b.getF32FloatAttr(op.getEffectiveScale()),
+      op.getCausalAttr(), op.getWindowAttr());
+  SmallVector<Value> results;
+  for (auto [i, r] : llvm::enumerate(fused->getResults()))
+    results.push_back(bufferization::MaterializeInDestinationOp::create(
+                          b, loc, r, entry->getArgument(firstOutput + i))
+                          .getResult());
+  func::ReturnOp::create(b, loc, results);
+  return module;
+}
+
+struct PtxasReport {
+  bool ran = false;
+  int64_t registers = -1, spillBytes = -1;
+  std::string log;
+};
+
+PtxasReport assemble(StringRef ptxPath, StringRef cubinPath) {
+  PtxasReport report;
+  if (!sys::fs::can_execute(ptxas))
+    return report;
+  SmallString<128> logPath;
+  sys::fs::createTemporaryFile("ptxas", "log", logPath);
+  std::string arch = "-arch=" + chip.getValue();
+  SmallVector<StringRef> args = {ptxas, arch, "-v", "-o", cubinPath, ptxPath};
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath),
+                                          StringRef(logPath)};
+  int rc = sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects);
+  if (auto buf = llvm::MemoryBuffer::getFile(logPath))
+    report.log = (*buf)->getBuffer().str();
+  sys::fs::remove(logPath);
+  report.ran = rc == 0;
+  SmallVector<StringRef> m;
+  if (llvm::Regex("Used ([0-9]+) registers").match(report.log, &m))
+    m[1].getAsInteger(10, report.registers);
+  int64_t stores = 0, loads = 0;
+  SmallVector<StringRef> s;
+  if (llvm::Regex("([0-9]+) bytes spill stores, ([0-9]+) bytes spill loads")
+          .match(report.log, &s)) {
+    s[1].getAsInteger(10, stores);
+    s[2].getAsInteger(10, loads);
+    report.spillBytes = stores + loads;
+  }
+  return report;
+}
+
+LogicalResult writeFile(StringRef path, StringRef data) {
+  std::string error;
+  auto file = openOutputFile(path, &error);
+  if (!file) {
+    llvm::errs() << "flash-compile: " << error << "\n";
+    return failure();
+  }
+  file->os() << data;
+  file->keep();
+  return success();
+}
+
+LogicalResult compileOne(flash::AttentionOp op, StringRef name) {
+  MLIRContext *ctx = op.getContext();
+  SmallVector<Param> params;
+  OwningOpRef<ModuleOp> module = buildKernelModule(op, name, params);
+
+  flash::FlashGpuPipelineOptions options;
+  options.chip = chip;
+  options.format = "isa";
+  options.blockRows = blockRows;
+  options.blockCols = blockCols;
+  options.threads = threads;
+  PassManager kernels(ctx);
+  flash::buildFlashGpuKernelPipeline(kernels, options);
+  if (failed(kernels.run(*module)))
+    return op.emitError("flash-compile: building the kernel failed");
+
+  // Which argument each kernel parameter is, and the launch's constants.
+  gpu::LaunchFuncOp launch;
+  module->walk([&](gpu::LaunchFuncOp l) { launch = l; });
+  if (!launch)
+    return op.emitError("flash-compile: no kernel was produced");
+  json::Array kernelParams;
+  for (Value v : launch.getKernelOperands()) {
+    auto argument = dyn_cast<BlockArgument>(v);
+    if (!argument)
+      return op.emitError("flash-compile: a kernel parameter is not a tensor");
+    const Param &p = params[argument.getArgNumber()];
+    kernelParams.push_back(json::Object{
+        {"name", p.name},
+        {"rank", p.type.getRank()},
+        {"dtype", typeName(p.type.getElementType())},
+        {"abi", "memref: allocated ptr, aligned ptr, i64 offset, i64 sizes[rank], "
+                "i64 strides[rank] (strides in elements)"}});
+  }
+  IntegerAttr smem;
+  if (Value size = launch.getDynamicSharedMemorySize())
+    matchPattern(size, m_Constant(&smem));
+  std::string entry = launch.getKernelName().str();
+  std::string kernelModule = launch.getKernelModuleName().str();
+
+  PassManager binary(ctx);
+  flash::buildFlashGpuBinaryPipeline(binary, options);
+  if (failed(binary.run(*module)))
+    return op.emitError("flash-compile: lowering the kernel to PTX failed");
+  std::string ptx;
+  module->walk([&](gpu::BinaryOp bin) {
+    if (bin.getSymName() != kernelModule)
+      return;
+    auto object = cast<gpu::ObjectAttr>(bin.getObjects()[0]);
+    ptx = object.getObject().getValue().str();
+  });
+  if (ptx.empty())
+    return op.emitError("flash-compile: no PTX was produced");
+
+  SmallString<128> ptxPath(outputDir), cubinPath(outputDir),
+      jsonPath(outputDir);
+  sys::path::append(ptxPath, name + ".ptx");
+  sys::path::append(cubinPath, name + ".cubin");
+  sys::path::append(jsonPath, name + ".json");
+  if (failed(writeFile(ptxPath, ptx)))
+    return failure();
+  PtxasReport ptxasReport = assemble(ptxPath, cubinPath);
+
+  RankedTensorType q = op.getQuery().getType();
+  RankedTensorType v = op.getValue().getType();
+  json::Object manifest{
+      {"kernel", name},
+      {"entry", entry},
+      {"chip", chip.getValue()},
+      {"ptx", (name + ".ptx").str()},
+      {"cubin", ptxasReport.ran ? json::Value((name + ".cubin").str())
+                                : json::Value(nullptr)},
+      {"params", std::move(kernelParams)},
+      // grid = (ceil(M / Br), Hq, B) from the [B, Hq, M, D] query.
+      {"grid", json::Array{json::Object{{"tensor", "q"},
+                                        {"dim", 2},
+                                        {"ceil_div", blockRows.getValue()}},
+                           json::Object{{"tensor", "q"}, {"dim", 1}},
+                           json::Object{{"tensor", "q"}, {"dim", 0}}}},
+      {"block", json::Array{threads.getValue(), 1, 1}},
+      {"dynamic_shared_memory_bytes", smem ? smem.getInt() : 0},
+      {"dtype", typeName(q.getElementType())},
+      {"head_dim", q.getShape().back()},
+      {"value_dim", v.getShape().back()},
+      {"block_rows", blockRows.getValue()},
+      {"block_cols", blockCols.getValue()},
+      {"scale", op.getEffectiveScale()},
+      {"causal", op.getCausal()},
+      {"window", op.getWindow() ? json::Value(*op.getWindow())
+                                : json::Value(nullptr)},
+      {"has_bias", static_cast<bool>(op.getBias())},
+      {"has_mask", static_cast<bool>(op.getMask())},
+      {"has_lse", static_cast<bool>(op.getLse())},
+      {"registers", ptxasReport.registers},
+      {"spill_bytes", ptxasReport.spillBytes},
+  };
+  std::string text;
+  raw_string_ostream os(text);
+  os << formatv("{0:2}", json::Value(std::move(manifest))) << "\n";
+  if (failed(writeFile(jsonPath, text)))
+    return failure();
+  if (sys::fs::can_execute(ptxas) && !ptxasReport.ran) {
+    llvm::errs() << ptxasReport.log;
+    return op.emitError("flash-compile: ptxas rejected ") << ptxPath;
+  }
+  llvm::outs() << name << ": " << ptxPath << ", registers " << ptxasReport.registers
+         << ", spill bytes " << ptxasReport.spillBytes << ", shared memory "
+         << (smem ? smem.getInt() : 0) << " B\n";
+  return success();
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  registerAllPasses();
+  flash::registerAllFlashPasses();
+  cl::ParseCommandLineOptions(argc, argv,
+                              "flash-compile: attention in MLIR -> GPU kernels "
+                              "(PTX, cubin, JSON manifest)\n");
+  if (chip != "sm_80" && chip != "sm_90a") {
+    llvm::errs() << "flash-compile: --chip must be sm_80 or sm_90a\n";
+    return 1;
+  }
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+  flash::registerAllFlashDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+
+  llvm::SourceMgr sources;
+  SourceMgrDiagnosticHandler handler(sources, &ctx);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(inputFile, sources,
+                                                           &ctx);
+  if (!module)
+    return 1;
+  PassManager fuse(&ctx);
+  fuse.addPass(flash::createFlashFuseAttentionPass());
+  if (failed(fuse.run(*module)))
+    return 1;
+  SmallVector<flash::AttentionOp> ops;
+  module->walk([&](flash::AttentionOp op) { ops.push_back(op); });
+  if (ops.empty()) {
+    llvm::errs() << "flash-compile: no attention found in " << inputFile << "\n";
+    return 1;
+  }
+  if (std::error_code ec = sys::fs::create_directories(outputDir)) {
+    llvm::errs() << "flash-compile: cannot create " << outputDir << ": "
+           << ec.message() << "\n";
+    return 1;
+  }
+  // Kernels are named after their function, numbered when it has several.
+  llvm::DenseMap<Operation *, int> perFunction;
+  for (flash::AttentionOp op : ops)
+    ++perFunction[op->getParentOfType<FunctionOpInterface>()];
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    auto func = op->getParentOfType<FunctionOpInterface>();
+    std::string name = (func ? func.getName().str() : std::string("module"));
+    if (!func || perFunction[func] > 1)
+      name += "_" + std::to_string(i);
+    for (char &c : name)
+      if (!llvm::isAlnum(c) && c != '_')
+        c = '_';
+    if (failed(compileOne(op, name)))
+      return 1;
+  }
+  return 0;
+}
