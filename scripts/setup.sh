@@ -30,5 +30,5 @@ if [ ! -f "$FLASH_BUILD/build.ninja" ]; then
     -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=/usr/bin/python3 >/dev/null
 fi
 echo "setup: building (ninja -C $FLASH_BUILD)"
-ninja -C "$FLASH_BUILD" flash-opt | grep -v '^\[' || true
-test -x "$FLASH_BUILD/bin/flash-opt"
+ninja -C "$FLASH_BUILD" flash-opt flash-compile | grep -v '^\[' || true
+test -x "$FLASH_BUILD/bin/flash-opt" && test -x "$FLASH_BUILD/bin/flash-compile"

@@ -28,11 +28,12 @@ config.environment["MLIR_RUNNER"] = os.path.join(config.llvm_tools_dir, "mlir-ru
 config.environment["MLIR_RUNNER_LIBS"] = runner_libs
 config.environment["PYTHONPATH"] = os.path.join(config.flash_src_root, "python")
 
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.with_system_environment(
+    ["HOME", "INCLUDE", "LIB", "TMP", "TEMP", "CUDA_HOME", "CUDA_ROOT", "CUDA_PATH"])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.flash_tools_dir, append_path=True)
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.flash_tools_dir, config.llvm_tools_dir]
-tools = ["flash-opt", "mlir-runner"]
+tools = ["flash-opt", "flash-compile", "mlir-runner"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -15,8 +15,13 @@
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <cstdlib>
 
 using namespace mlir;
+
+static constexpr const char *kDefaultCuda = "/usr/local/cuda";
 
 void flash::buildFlashGpuPipeline(OpPassManager &pm,
                                   const FlashGpuPipelineOptions &options) {
@@ -57,6 +62,12 @@ void flash::buildFlashGpuKernelPipeline(
 
 void flash::buildFlashGpuBinaryPipeline(
     OpPassManager &pm, const FlashGpuPipelineOptions &options) {
+  // gpu-module-to-binary links libdevice from the CUDA toolkit it finds
+  // through CUDA_ROOT / CUDA_HOME / CUDA_PATH; default to the usual place so
+  // that the result does not depend on the caller's environment.
+  if (!std::getenv("CUDA_ROOT") && !std::getenv("CUDA_HOME") &&
+      !std::getenv("CUDA_PATH") && llvm::sys::fs::is_directory(kDefaultCuda))
+    ::setenv("CUDA_HOME", kDefaultCuda, /*overwrite=*/0);
   gpu::GPUToNVVMPipelineOptions nvvm;
   nvvm.cubinChip = options.chip;
   // PTX 8.0 is the first to know sm_90a; ptxas 13.0 accepts it.

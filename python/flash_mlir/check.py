@@ -100,8 +100,10 @@ def run_case(kernel, case, layout, seed):
         return False, f"{case} {layout}: NaN in output (unwritten or invalid)", None
     err = (ours - ref).norm() / ref.norm().clamp_min(1e-30)
     rmse = ((ours - ref) ** 2).mean().sqrt().item()
-    fa2 = sdpa_flash(q.contiguous(), k.contiguous(), v.contiguous(),
-                     man["scale"], hidden)
+    # FA2 through SDPA has no sliding window: compare only where it can run
+    # the same function.
+    fa2 = None if man["window"] is not None else sdpa_flash(
+        q.contiguous(), k.contiguous(), v.contiguous(), man["scale"], hidden)
     fa2_rmse = None if fa2 is None else ((fa2.double() - ref) ** 2).mean().sqrt().item()
     tol = {"f32": 1e-5, "f16": 2e-3, "bf16": 1.6e-2}[man["dtype"]]
     ok = err.item() <= tol

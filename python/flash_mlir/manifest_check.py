@@ -1,0 +1,43 @@
+"""Checks flash-compile manifests without a GPU: every kernel was assembled
+by ptxas (a cubin exists), uses no spill memory, and declares a launch it
+can make (shared memory within the chip's limit).
+
+    python3 -m flash_mlir.manifest_check DIR [DIR...]
+"""
+
+import json
+import os
+import sys
+
+SHARED_LIMIT = {"sm_80": 163 * 1024, "sm_90a": 227 * 1024}
+
+
+def main(argv=None):
+    dirs = (argv if argv is not None else sys.argv[1:])
+    count, problems = 0, []
+    for d in dirs:
+        for name in sorted(os.listdir(d)):
+            if not name.endswith(".json"):
+                continue
+            with open(os.path.join(d, name)) as f:
+                m = json.load(f)
+            count += 1
+            where = f"{d}/{m['kernel']}"
+            if not m.get("cubin") or not os.path.exists(os.path.join(d, m["cubin"])):
+                problems.append(f"{where}: not assembled by ptxas")
+            if m.get("spill_bytes") != 0:
+                problems.append(f"{where}: {m.get('spill_bytes')} spill bytes")
+            if m["dynamic_shared_memory_bytes"] > SHARED_LIMIT[m["chip"]]:
+                problems.append(f"{where}: {m['dynamic_shared_memory_bytes']} B of "
+                                f"shared memory exceeds {m['chip']}'s limit")
+            print(f"{where}: registers {m['registers']}, spill {m['spill_bytes']} B, "
+                  f"shared {m['dynamic_shared_memory_bytes']} B")
+    for p in problems:
+        print("ERROR " + p)
+    print(f"{count} kernels assembled, {len(problems)} spill" if not problems
+          else f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

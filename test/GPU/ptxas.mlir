@@ -1,0 +1,11 @@
+// Every GPU kernel variant assembles with ptxas for sm_90a and sm_80, and none
+// spills: flash-compile fails on a ptxas error, manifest_check on a spill.
+// RUN: rm -rf %t && flash-compile %flash_src/examples/gpu/variants.mlir --chip sm_90a -o %t/sm_90a | FileCheck %s
+// RUN: flash-compile %flash_src/examples/gpu/variants.mlir --chip sm_80 -o %t/sm_80 | FileCheck %s
+// RUN: %python -m flash_mlir.manifest_check %t/sm_90a %t/sm_80 | FileCheck %s --check-prefix=MANIFEST
+
+// CHECK: attn_f16_d64: {{.*}}.ptx, registers {{[0-9]+}}, spill bytes 0
+// CHECK: attn_f16_d128_causal: {{.*}}, spill bytes 0
+// CHECK: attn_bf16_d128_causal: {{.*}}, spill bytes 0
+// CHECK: attn_f16_d96_window: {{.*}}, spill bytes 0
+// MANIFEST: 18 kernels assembled, 0 spill
