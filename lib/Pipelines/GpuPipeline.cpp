@@ -49,13 +49,12 @@ void flash::buildFlashGpuKernelPipeline(
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(bufferization::createBufferLoopHoistingPass());
-  pm.addPass(createConvertLinalgToParallelLoopsPass());
-  pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
   // CTAs and threads, then the kernels through NVVM.
   flash::FlashMapTilesToGPUPassOptions mapping;
   mapping.threads = options.threads;
+  mapping.tensorCores = options.tensorCores;
   pm.addNestedPass<func::FuncOp>(flash::createFlashMapTilesToGPUPass(mapping));
   pm.addPass(createGpuKernelOutliningPass());
 }

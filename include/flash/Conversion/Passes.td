@@ -20,6 +20,10 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
       z = batch) and `threads` threads;
     - every tile buffer allocated inside it is carved out of the block's
       dynamic shared memory (`gpu.dynamic_shared_memory` + `memref.view`);
+    - f16 tile contractions (Q Kᵀ and P V) with 16-multiple shapes run on
+      tensor cores: each warp accumulates 16x16 tiles of the result with
+      WMMA fragments (`gpu.subgroup_mma_*`); other linalg ops become
+      parallel loops;
     - every `scf.parallel` and `memref.copy` inside is distributed over the
       block's threads (a thread-strided loop over the linearised iteration
       space) and followed by `gpu.barrier`;
@@ -31,7 +35,10 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
     memory size in `flash.shared_memory_bytes`.
   }];
   let options = [
-    Option<"threads", "threads", "int64_t", "128", "Threads per block">
+    Option<"threads", "threads", "int64_t", "128", "Threads per block">,
+    Option<"tensorCores", "tensor-cores", "bool", "true",
+           "Run f16 x f16 -> f32 tile contractions on tensor cores (WMMA "
+           "16x16x16 per warp)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -56,6 +56,10 @@ struct FlashGpuPipelineOptions
       llvm::cl::init(32)};
   PassOptions::Option<int64_t> threads{
       *this, "threads", llvm::cl::desc("Threads per CTA"), llvm::cl::init(128)};
+  PassOptions::Option<bool> tensorCores{
+      *this, "tensor-cores",
+      llvm::cl::desc("f16 tile contractions on tensor cores (WMMA)"),
+      llvm::cl::init(true)};
 };
 
 /// Tiles flash.attention, bufferizes (outputs written in place into

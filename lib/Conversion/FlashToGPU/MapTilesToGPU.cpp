@@ -8,6 +8,9 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
@@ -24,8 +27,9 @@ using namespace mlir;
 namespace {
 class TileMapper {
 public:
-  TileMapper(scf::ForallOp forall, int64_t threads)
-      : forall(forall), loc(forall.getLoc()), threads(threads) {}
+  TileMapper(scf::ForallOp forall, int64_t threads, bool tensorCores)
+      : forall(forall), loc(forall.getLoc()), threads(threads),
+        tensorCores(tensorCores) {}
 
   LogicalResult run();
 
@@ -33,10 +37,13 @@ private:
   LogicalResult sinkValuesDefinedAbove(gpu::LaunchOp launch);
   int64_t carveSharedMemory(gpu::LaunchOp launch);
   void distribute(Operation *op, OpBuilder &b, Value tid);
+  LogicalResult lowerLinalg(gpu::LaunchOp launch, Value tid);
+  bool emitWarpMatmul(linalg::GenericOp op, Value tid);
 
   scf::ForallOp forall;
   Location loc;
   int64_t threads;
+  bool tensorCores;
 };
 } // namespace
 
@@ -82,6 +89,11 @@ LogicalResult TileMapper::run() {
   if (smemPlaceholder.use_empty())
     smemPlaceholder.getDefiningOp()->erase();
 
+  OpBuilder start = OpBuilder::atBlockBegin(&body);
+  Value tid = gpu::ThreadIdOp::create(start, loc, gpu::Dimension::x);
+  if (failed(lowerLinalg(launch, tid)))
+    return failure();
+
   // Work of the block, distributed over its threads.
   SmallVector<Operation *> work;
   launch.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
@@ -91,8 +103,6 @@ LogicalResult TileMapper::run() {
     }
     return WalkResult::advance();
   });
-  OpBuilder start = OpBuilder::atBlockBegin(&body);
-  Value tid = gpu::ThreadIdOp::create(start, loc, gpu::Dimension::x);
   for (Operation *op : work) {
     if (auto par = dyn_cast<scf::ParallelOp>(op); par && par.getNumResults()) 
       return par.emitError("flash-map-tiles-to-gpu cannot distribute a "
@@ -157,7 +167,8 @@ int64_t TileMapper::carveSharedMemory(gpu::LaunchOp launch) {
     MemRefType type = alloc.getType();
     int64_t bytes = type.getNumElements() *
                     llvm::divideCeil(type.getElementTypeBitWidth(), 8);
-    offset = llvm::alignTo(offset, 16);
+    // 128 B: WMMA fragment loads need at least 32-byte aligned rows.
+    offset = llvm::alignTo(offset, 128);
     Value shift = arith::ConstantIndexOp::create(b, loc, offset);
     auto shared = MemRefType::get(type.getShape(), type.getElementType(),
                                   MemRefLayoutAttrInterface(), workgroup);
@@ -230,6 +241,126 @@ void TileMapper::distribute(Operation *op, OpBuilder &b, Value tid) {
   op->erase();
 }
 
+/// The operands of `C += A * B` for a 2-D multiply-add generic with 16-multiple
+/// static shapes on identity-layout buffers: (A, B, C, B read transposed).
+static std::optional<std::tuple<Value, Value, Value, bool>>
+matchWarpMatmul(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      op.getNumLoops() != 3 || op.getNumReductionLoops() != 1 ||
+      !op.hasPureBufferSemantics())
+    return std::nullopt;
+  Block *body = op.getBody();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return std::nullopt;
+  MLIRContext *ctx = op.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  auto map = [&](std::initializer_list<AffineExpr> e) {
+    return AffineMap::get(3, 0, e, ctx);
+  };
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (op.getIteratorTypesArray()[2] != utils::IteratorType::reduction ||
+      maps[2] != map({d(0), d(1)}))
+    return std::nullopt;
+  Value a = op.getDpsInputOperand(0)->get(), b = op.getDpsInputOperand(1)->get();
+  Value c = op.getDpsInitOperand(0)->get();
+  bool transposeB;
+  if (maps[0] == map({d(0), d(2)}) && maps[1] == map({d(1), d(2)}))
+    transposeB = true;
+  else if (maps[0] == map({d(0), d(2)}) && maps[1] == map({d(2), d(1)}))
+    transposeB = false;
+  else
+    return std::nullopt;
+  for (Value v : {a, b, c}) {
+    auto t = dyn_cast<MemRefType>(v.getType());
+    if (!t || !t.hasStaticShape() || !t.getLayout().isIdentity() ||
+        llvm::any_of(t.getShape(), [](int64_t s) { return s % 16 != 0; }))
+      return std::nullopt;
+  }
+  Type in = cast<MemRefType>(a.getType()).getElementType();
+  if (!in.isF16() || cast<MemRefType>(b.getType()).getElementType() != in ||
+      !cast<MemRefType>(c.getType()).getElementType().isF32())
+    return std::nullopt;
+  return std::make_tuple(a, b, c, transposeB);
+}
+
+/// C += A * B on tensor cores: each warp takes 16x16 tiles of C in turn and
+/// accumulates over K in steps of 16 with WMMA fragments.
+bool TileMapper::emitWarpMatmul(linalg::GenericOp op, Value tid) {
+  auto operands = matchWarpMatmul(op);
+  if (!operands)
+    return false;
+  auto [a, bm, c, transposeB] = *operands;
+  auto aType = cast<MemRefType>(a.getType());
+  auto cType = cast<MemRefType>(c.getType());
+  int64_t m = cType.getDimSize(0), n = cType.getDimSize(1),
+          k = aType.getDimSize(1);
+  int64_t ldb = cast<MemRefType>(bm.getType()).getDimSize(1);
+  OpBuilder b(op);
+  Type f16 = b.getF16Type(), f32 = b.getF32Type();
+  auto frag = [&](Type t, StringRef kind) {
+    return gpu::MMAMatrixType::get({16, 16}, t, kind);
+  };
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
+  int64_t tilesN = n / 16;
+  auto tiles = scf::ForOp::create(b, loc, warp, idx((m / 16) * tilesN),
+                                  idx(threads / 32));
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(tiles.getBody());
+    Value t = tiles.getInductionVar();
+    Value row = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, t, idx(tilesN)), idx(16));
+    Value col = arith::MulIOp::create(
+        b, loc, arith::RemUIOp::create(b, loc, t, idx(tilesN)), idx(16));
+    Value acc = gpu::SubgroupMmaLoadMatrixOp::create(
+        b, loc, frag(f32, "COp"), c, ValueRange{row, col},
+        b.getIndexAttr(n), UnitAttr());
+    // K is a compile-time multiple of 16: the steps are unrolled (fragments
+    // cannot be loop-carried through the NVVM lowering).
+    for (int64_t step = 0; step < k; step += 16) {
+      Value kk = idx(step);
+      Value fa = gpu::SubgroupMmaLoadMatrixOp::create(
+          b, loc, frag(f16, "AOp"), a, ValueRange{row, kk}, b.getIndexAttr(k),
+          UnitAttr());
+      // B[kk.., col..] of a [K, N] buffer, or of an [N, K] buffer read
+      // column-major when the contraction uses Bᵀ.
+      Value fb = transposeB
+                     ? gpu::SubgroupMmaLoadMatrixOp::create(
+                           b, loc, frag(f16, "BOp"), bm, ValueRange{col, kk},
+                           b.getIndexAttr(ldb), b.getUnitAttr())
+                     : gpu::SubgroupMmaLoadMatrixOp::create(
+                           b, loc, frag(f16, "BOp"), bm, ValueRange{kk, col},
+                           b.getIndexAttr(ldb), UnitAttr());
+      acc = gpu::SubgroupMmaComputeOp::create(b, loc, fa, fb, acc, UnitAttr(),
+                                              UnitAttr());
+    }
+    gpu::SubgroupMmaStoreMatrixOp::create(b, loc, acc, c, ValueRange{row, col},
+                                          b.getIndexAttr(n), UnitAttr());
+  }
+  gpu::BarrierOp::create(b, loc);
+  op->erase();
+  return true;
+}
+
+LogicalResult TileMapper::lowerLinalg(gpu::LaunchOp launch, Value tid) {
+  SmallVector<linalg::LinalgOp> ops;
+  launch.getBody().walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+  IRRewriter rewriter(launch.getContext());
+  for (linalg::LinalgOp op : ops) {
+    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+    if (tensorCores && generic && emitWarpMatmul(generic, tid))
+      continue;
+    rewriter.setInsertionPoint(op);
+    if (failed(linalg::linalgOpToParallelLoops(rewriter, op)))
+      return op.emitError("flash-map-tiles-to-gpu: cannot lower to loops");
+    rewriter.eraseOp(op);
+  }
+  return success();
+}
+
 namespace {
 struct FlashMapTilesToGPUPass
     : flash::impl::FlashMapTilesToGPUPassBase<FlashMapTilesToGPUPass> {
@@ -241,7 +372,7 @@ struct FlashMapTilesToGPUPass
         foralls.push_back(forall);
     });
     for (scf::ForallOp forall : foralls)
-      if (failed(TileMapper(forall, threads).run()))
+      if (failed(TileMapper(forall, threads, tensorCores).run()))
         return signalPassFailure();
   }
 };
