@@ -4,7 +4,7 @@
 // RUN: flash-compile %flash_src/examples/gpu/variants.mlir --chip sm_80 -o %t/sm_80 | FileCheck %s
 // RUN: %python -m flash_mlir.manifest_check %t/sm_90a %t/sm_80 | FileCheck %s --check-prefix=MANIFEST
 
-// CHECK: attn_f16_d64: {{.*}}.ptx, registers {{[0-9]+}}, spill bytes 0
+// CHECK: attn_f16_d64: {{.*}}.ptx, tiles {{[0-9]+}}x{{[0-9]+}}, {{[0-9]+}} threads, registers {{[0-9]+}}, spill bytes 0
 // CHECK: attn_f16_d128_causal: {{.*}}, spill bytes 0
 // CHECK: attn_bf16_d128_causal: {{.*}}, spill bytes 0
 // CHECK: attn_f16_d96_window: {{.*}}, spill bytes 0

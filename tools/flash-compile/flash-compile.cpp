@@ -53,12 +53,12 @@ static opt<std::string> outputDir("o", cl::Required,
                                       cl::desc("Output directory"));
 static opt<std::string> chip("chip", cl::init("sm_90a"),
                                  cl::desc("sm_80 or sm_90a"));
-static opt<int64_t> blockRows("block-rows", cl::init(32),
-                                  cl::desc("Query rows per CTA"));
-static opt<int64_t> blockCols("block-cols", cl::init(32),
-                                  cl::desc("Keys per step"));
-static opt<int64_t> threads("threads-per-block", cl::init(128),
-                                cl::desc("Threads per CTA"));
+static opt<int64_t> blockRows("block-rows", cl::init(0),
+                               cl::desc("Query rows per CTA (0: choose)"));
+static opt<int64_t> blockCols("block-cols", cl::init(0),
+                              cl::desc("Keys per step (0: choose)"));
+static opt<int64_t> threads("threads-per-block", cl::init(0),
+                            cl::desc("Threads per CTA (0: choose)"));
 static opt<std::string> ptxas("ptxas",
                                   cl::init("/usr/local/cuda/bin/ptxas"),
                                   cl::desc("ptxas used to make cubins"));
@@ -199,17 +199,31 @@ LogicalResult writeFile(StringRef path, StringRef data) {
   return success();
 }
 
-LogicalResult compileOne(flash::AttentionOp op, StringRef name) {
+/// Shared memory one CTA may use on each chip.
+int64_t sharedMemoryLimit() { return chip == "sm_80" ? 163 * 1024 : 227 * 1024; }
+
+struct Config {
+  int64_t rows, cols, threads;
+};
+
+struct Kernel {
+  std::string ptx, entry;
+  json::Array params;
+  int64_t sharedMemory = 0;
+};
+
+/// Builds the kernel of `op` with `config` and lowers it to PTX.
+FailureOr<Kernel> build(flash::AttentionOp op, StringRef name,
+                        const Config &config) {
   MLIRContext *ctx = op.getContext();
   SmallVector<Param> params;
   OwningOpRef<ModuleOp> module = buildKernelModule(op, name, params);
-
   flash::FlashGpuPipelineOptions options;
   options.chip = chip;
   options.format = "isa";
-  options.blockRows = blockRows;
-  options.blockCols = blockCols;
-  options.threads = threads;
+  options.blockRows = config.rows;
+  options.blockCols = config.cols;
+  options.threads = config.threads;
   PassManager kernels(ctx);
   flash::buildFlashGpuKernelPipeline(kernels, options);
   if (failed(kernels.run(*module)))
@@ -220,94 +234,127 @@ LogicalResult compileOne(flash::AttentionOp op, StringRef name) {
   module->walk([&](gpu::LaunchFuncOp l) { launch = l; });
   if (!launch)
     return op.emitError("flash-compile: no kernel was produced");
-  json::Array kernelParams;
+  Kernel kernel;
   for (Value v : launch.getKernelOperands()) {
     auto argument = dyn_cast<BlockArgument>(v);
     if (!argument)
       return op.emitError("flash-compile: a kernel parameter is not a tensor");
     const Param &p = params[argument.getArgNumber()];
-    kernelParams.push_back(json::Object{
+    kernel.params.push_back(json::Object{
         {"name", p.name},
         {"rank", p.type.getRank()},
         {"dtype", typeName(p.type.getElementType())},
-        {"abi", "memref: allocated ptr, aligned ptr, i64 offset, i64 sizes[rank], "
-                "i64 strides[rank] (strides in elements)"}});
+        {"abi", "memref: allocated ptr, aligned ptr, i64 offset, i64 "
+                "sizes[rank], i64 strides[rank] (strides in elements)"}});
   }
   IntegerAttr smem;
   if (Value size = launch.getDynamicSharedMemorySize())
     matchPattern(size, m_Constant(&smem));
-  std::string entry = launch.getKernelName().str();
+  kernel.sharedMemory = smem ? smem.getInt() : 0;
+  kernel.entry = launch.getKernelName().str();
   std::string kernelModule = launch.getKernelModuleName().str();
 
   PassManager binary(ctx);
   flash::buildFlashGpuBinaryPipeline(binary, options);
   if (failed(binary.run(*module)))
     return op.emitError("flash-compile: lowering the kernel to PTX failed");
-  std::string ptx;
   module->walk([&](gpu::BinaryOp bin) {
-    if (bin.getSymName() != kernelModule)
-      return;
-    auto object = cast<gpu::ObjectAttr>(bin.getObjects()[0]);
-    ptx = object.getObject().getValue().str();
+    if (bin.getSymName() == kernelModule)
+      kernel.ptx = cast<gpu::ObjectAttr>(bin.getObjects()[0])
+                       .getObject()
+                       .getValue()
+                       .str();
   });
-  if (ptx.empty())
+  if (kernel.ptx.empty())
     return op.emitError("flash-compile: no PTX was produced");
+  return kernel;
+}
+
+LogicalResult compileOne(flash::AttentionOp op, StringRef name) {
+  // Forced tiles, or the first of these that fits the chip's shared memory
+  // without spilling (measured on the H200, docs/GPU-NOTES.md: more query
+  // rows per CTA and 8 warps win while the tiles fit).
+  SmallVector<Config> configs;
+  if (blockRows || blockCols || threads)
+    configs.push_back({blockRows ? blockRows.getValue() : 32,
+                       blockCols ? blockCols.getValue() : 32,
+                       threads ? threads.getValue() : 128});
+  else
+    configs = {{128, 32, 256}, {64, 32, 256}, {32, 32, 128}, {16, 16, 128}};
 
   SmallString<128> ptxPath(outputDir), cubinPath(outputDir),
       jsonPath(outputDir);
   sys::path::append(ptxPath, name + ".ptx");
   sys::path::append(cubinPath, name + ".cubin");
   sys::path::append(jsonPath, name + ".json");
-  if (failed(writeFile(ptxPath, ptx)))
-    return failure();
-  PtxasReport ptxasReport = assemble(ptxPath, cubinPath);
+  for (auto [i, config] : llvm::enumerate(configs)) {
+    bool last = i + 1 == configs.size();
+    FailureOr<Kernel> kernel = build(op, name, config);
+    if (failed(kernel))
+      return failure();
+    if (kernel->sharedMemory > sharedMemoryLimit()) {
+      if (last)
+        return op.emitError("flash-compile: the tiles need ")
+               << kernel->sharedMemory << " B of shared memory, more than "
+               << chip << " has";
+      continue;
+    }
+    if (failed(writeFile(ptxPath, kernel->ptx)))
+      return failure();
+    PtxasReport ptxasReport = assemble(ptxPath, cubinPath);
+    if (sys::fs::can_execute(ptxas) && !ptxasReport.ran) {
+      llvm::errs() << ptxasReport.log;
+      return op.emitError("flash-compile: ptxas rejected ") << ptxPath;
+    }
+    if (ptxasReport.spillBytes > 0 && !last)
+      continue;
 
-  RankedTensorType q = op.getQuery().getType();
-  RankedTensorType v = op.getValue().getType();
-  json::Object manifest{
-      {"kernel", name},
-      {"entry", entry},
-      {"chip", chip.getValue()},
-      {"ptx", (name + ".ptx").str()},
-      {"cubin", ptxasReport.ran ? json::Value((name + ".cubin").str())
-                                : json::Value(nullptr)},
-      {"params", std::move(kernelParams)},
-      // grid = (ceil(M / Br), Hq, B) from the [B, Hq, M, D] query.
-      {"grid", json::Array{json::Object{{"tensor", "q"},
-                                        {"dim", 2},
-                                        {"ceil_div", blockRows.getValue()}},
-                           json::Object{{"tensor", "q"}, {"dim", 1}},
-                           json::Object{{"tensor", "q"}, {"dim", 0}}}},
-      {"block", json::Array{threads.getValue(), 1, 1}},
-      {"dynamic_shared_memory_bytes", smem ? smem.getInt() : 0},
-      {"dtype", typeName(q.getElementType())},
-      {"head_dim", q.getShape().back()},
-      {"value_dim", v.getShape().back()},
-      {"block_rows", blockRows.getValue()},
-      {"block_cols", blockCols.getValue()},
-      {"scale", op.getEffectiveScale()},
-      {"causal", op.getCausal()},
-      {"window", op.getWindow() ? json::Value(*op.getWindow())
-                                : json::Value(nullptr)},
-      {"has_bias", static_cast<bool>(op.getBias())},
-      {"has_mask", static_cast<bool>(op.getMask())},
-      {"has_lse", static_cast<bool>(op.getLse())},
-      {"registers", ptxasReport.registers},
-      {"spill_bytes", ptxasReport.spillBytes},
-  };
-  std::string text;
-  raw_string_ostream os(text);
-  os << formatv("{0:2}", json::Value(std::move(manifest))) << "\n";
-  if (failed(writeFile(jsonPath, text)))
-    return failure();
-  if (sys::fs::can_execute(ptxas) && !ptxasReport.ran) {
-    llvm::errs() << ptxasReport.log;
-    return op.emitError("flash-compile: ptxas rejected ") << ptxPath;
+    RankedTensorType q = op.getQuery().getType();
+    RankedTensorType v = op.getValue().getType();
+    json::Object manifest{
+        {"kernel", name},
+        {"entry", kernel->entry},
+        {"chip", chip.getValue()},
+        {"ptx", (name + ".ptx").str()},
+        {"cubin", ptxasReport.ran ? json::Value((name + ".cubin").str())
+                                  : json::Value(nullptr)},
+        {"params", std::move(kernel->params)},
+        // grid = (ceil(M / Br), Hq, B) from the [B, Hq, M, D] query.
+        {"grid", json::Array{json::Object{{"tensor", "q"},
+                                          {"dim", 2},
+                                          {"ceil_div", config.rows}},
+                             json::Object{{"tensor", "q"}, {"dim", 1}},
+                             json::Object{{"tensor", "q"}, {"dim", 0}}}},
+        {"block", json::Array{config.threads, 1, 1}},
+        {"dynamic_shared_memory_bytes", kernel->sharedMemory},
+        {"dtype", typeName(q.getElementType())},
+        {"head_dim", q.getShape().back()},
+        {"value_dim", v.getShape().back()},
+        {"block_rows", config.rows},
+        {"block_cols", config.cols},
+        {"scale", op.getEffectiveScale()},
+        {"causal", op.getCausal()},
+        {"window", op.getWindow() ? json::Value(*op.getWindow())
+                                  : json::Value(nullptr)},
+        {"has_bias", static_cast<bool>(op.getBias())},
+        {"has_mask", static_cast<bool>(op.getMask())},
+        {"has_lse", static_cast<bool>(op.getLse())},
+        {"registers", ptxasReport.registers},
+        {"spill_bytes", ptxasReport.spillBytes},
+    };
+    std::string text;
+    raw_string_ostream os(text);
+    os << formatv("{0:2}", json::Value(std::move(manifest))) << "\n";
+    if (failed(writeFile(jsonPath, text)))
+      return failure();
+    llvm::outs() << name << ": " << ptxPath << ", tiles " << config.rows
+                 << "x" << config.cols << ", " << config.threads
+                 << " threads, registers " << ptxasReport.registers
+                 << ", spill bytes " << ptxasReport.spillBytes
+                 << ", shared memory " << kernel->sharedMemory << " B\n";
+    return success();
   }
-  llvm::outs() << name << ": " << ptxPath << ", registers " << ptxasReport.registers
-         << ", spill bytes " << ptxasReport.spillBytes << ", shared memory "
-         << (smem ? smem.getInt() : 0) << " B\n";
-  return success();
+  return failure();
 }
 } // namespace
 
