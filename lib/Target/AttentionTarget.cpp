@@ -28,21 +28,20 @@ int64_t flash::attentionTileBytes(const AttentionTarget &target,
                                   int64_t blockRows, int64_t blockCols,
                                   int64_t headDim, int64_t valueDim,
                                   int64_t elementBytes) {
-  int64_t bytes = blockRows * headDim * elementBytes +
-                  target.kvStages * blockCols * (headDim + valueDim) *
-                      elementBytes;
+  int64_t bytes =
+      blockRows * headDim * elementBytes +
+      target.kvStages * blockCols * (headDim + valueDim) * elementBytes;
   // Without tensor cores the f32 score tile and accumulator are in memory too.
   if (!target.tensorCores)
     bytes += 4 * blockRows * (blockCols + valueDim);
   return bytes;
 }
 
-AttentionTiles flash::paperTiles(const AttentionTarget &target,
-                                 int64_t headDim, int64_t valueDim,
-                                 int64_t elementBytes) {
+AttentionTiles flash::paperTiles(const AttentionTarget &target, int64_t headDim,
+                                 int64_t valueDim, int64_t elementBytes) {
   int64_t sramElements = target.sramBytes / elementBytes;
-  int64_t bc = std::max<int64_t>(1, (sramElements + 4 * headDim - 1) /
-                                        (4 * headDim));
+  int64_t bc =
+      std::max<int64_t>(1, (sramElements + 4 * headDim - 1) / (4 * headDim));
   int64_t br = std::min(bc, headDim);
   return {br, bc, "paper",
           attentionTileBytes(target, br, bc, headDim, valueDim, elementBytes)};
@@ -58,8 +57,8 @@ flash::tensorCoreTiles(const AttentionTarget &target, int64_t headDim,
   for (int64_t br : {128, 64, 32, 16}) {
     for (int64_t bc : {128, 64, 32, 16}) {
       int64_t regs = (br * valueDim + br * bc) / target.threadsPerBlock;
-      int64_t bytes = attentionTileBytes(target, br, bc, headDim, valueDim,
-                                         elementBytes);
+      int64_t bytes =
+          attentionTileBytes(target, br, bc, headDim, valueDim, elementBytes);
       if (regs <= budget && bytes <= target.sramBytes)
         return AttentionTiles{br, bc, "tensor-core", bytes};
     }
@@ -79,8 +78,7 @@ AttentionTiles flash::chooseAttentionTiles(const AttentionTarget &target,
 HbmTraffic flash::estimateHbmTraffic(int64_t querySeq, int64_t keySeq,
                                      int64_t headDim, int64_t valueDim,
                                      int64_t blockRows, int64_t elementBytes) {
-  double m = querySeq, n = keySeq, d = headDim, dv = valueDim,
-         e = elementBytes;
+  double m = querySeq, n = keySeq, d = headDim, dv = valueDim, e = elementBytes;
   double io = (m * d + n * d + n * dv + m * dv) * e;
   double naive = io + 4.0 * m * n * e;
   double queryBlocks = (querySeq + blockRows - 1) / blockRows;

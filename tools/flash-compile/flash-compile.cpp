@@ -39,29 +39,28 @@
 #include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
-using llvm::cl::opt;
 using llvm::formatv;
-using llvm::SmallString;
 using llvm::raw_string_ostream;
+using llvm::SmallString;
+using llvm::cl::opt;
 namespace cl = llvm::cl;
 namespace sys = llvm::sys;
 namespace json = llvm::json;
 
 static opt<std::string> inputFile(cl::Positional, cl::Required,
-                                      cl::desc("<input.mlir>"));
+                                  cl::desc("<input.mlir>"));
 static opt<std::string> outputDir("o", cl::Required,
-                                      cl::desc("Output directory"));
+                                  cl::desc("Output directory"));
 static opt<std::string> chip("chip", cl::init("sm_90a"),
-                                 cl::desc("sm_80 or sm_90a"));
+                             cl::desc("sm_80 or sm_90a"));
 static opt<int64_t> blockRows("block-rows", cl::init(0),
-                               cl::desc("Query rows per CTA (0: choose)"));
+                              cl::desc("Query rows per CTA (0: choose)"));
 static opt<int64_t> blockCols("block-cols", cl::init(0),
                               cl::desc("Keys per step (0: choose)"));
 static opt<int64_t> threads("threads-per-block", cl::init(0),
                             cl::desc("Threads per CTA (0: choose)"));
-static opt<std::string> ptxas("ptxas",
-                                  cl::init("/usr/local/cuda/bin/ptxas"),
-                                  cl::desc("ptxas used to make cubins"));
+static opt<std::string> ptxas("ptxas", cl::init("/usr/local/cuda/bin/ptxas"),
+                              cl::desc("ptxas used to make cubins"));
 
 namespace {
 struct Param {
@@ -78,8 +77,7 @@ std::string typeName(Type t) {
 
 /// Rank-4 [?, ?, ?, last] for Q, K, V, O; [?, ?, ?] for LSE; bias and mask
 /// keep their unit (broadcast) dims.
-RankedTensorType generalise(RankedTensorType t, bool keepLast,
-                            int64_t rank) {
+RankedTensorType generalise(RankedTensorType t, bool keepLast, int64_t rank) {
   SmallVector<int64_t> shape(rank - t.getRank(), 1);
   llvm::append_range(shape, t.getShape());
   for (int64_t i = 0; i < rank; ++i) {
@@ -116,8 +114,9 @@ OwningOpRef<ModuleOp> buildKernelModule(flash::AttentionOp op, StringRef name,
     params.push_back(
         {"mask", generaliseBroadcast(cast<RankedTensorType>(mask.getType()))});
   size_t firstOutput = params.size();
-  params.push_back({"o", generalise(cast<RankedTensorType>(op.getOutput().getType()),
-                                    true, 4)});
+  params.push_back(
+      {"o",
+       generalise(cast<RankedTensorType>(op.getOutput().getType()), true, 4)});
   if (Value lse = op.getLse())
     params.push_back(
         {"lse", generalise(cast<RankedTensorType>(lse.getType()), false, 3)});
@@ -200,7 +199,9 @@ LogicalResult writeFile(StringRef path, StringRef data) {
 }
 
 /// Shared memory one CTA may use on each chip.
-int64_t sharedMemoryLimit() { return chip == "sm_80" ? 163 * 1024 : 227 * 1024; }
+int64_t sharedMemoryLimit() {
+  return chip == "sm_80" ? 163 * 1024 : 227 * 1024;
+}
 
 struct Config {
   int64_t rows, cols, threads;
@@ -334,8 +335,8 @@ LogicalResult compileOne(flash::AttentionOp op, StringRef name) {
         {"block_cols", config.cols},
         {"scale", op.getEffectiveScale()},
         {"causal", op.getCausal()},
-        {"window", op.getWindow() ? json::Value(*op.getWindow())
-                                  : json::Value(nullptr)},
+        {"window",
+         op.getWindow() ? json::Value(*op.getWindow()) : json::Value(nullptr)},
         {"has_bias", static_cast<bool>(op.getBias())},
         {"has_mask", static_cast<bool>(op.getMask())},
         {"has_lse", static_cast<bool>(op.getLse())},
@@ -347,8 +348,8 @@ LogicalResult compileOne(flash::AttentionOp op, StringRef name) {
     os << formatv("{0:2}", json::Value(std::move(manifest))) << "\n";
     if (failed(writeFile(jsonPath, text)))
       return failure();
-    llvm::outs() << name << ": " << ptxPath << ", tiles " << config.rows
-                 << "x" << config.cols << ", " << config.threads
+    llvm::outs() << name << ": " << ptxPath << ", tiles " << config.rows << "x"
+                 << config.cols << ", " << config.threads
                  << " threads, registers " << ptxasReport.registers
                  << ", spill bytes " << ptxasReport.spillBytes
                  << ", shared memory " << kernel->sharedMemory << " B\n";
@@ -379,8 +380,8 @@ int main(int argc, char **argv) {
 
   llvm::SourceMgr sources;
   SourceMgrDiagnosticHandler handler(sources, &ctx);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(inputFile, sources,
-                                                           &ctx);
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(inputFile, sources, &ctx);
   if (!module)
     return 1;
   PassManager fuse(&ctx);
@@ -390,12 +391,13 @@ int main(int argc, char **argv) {
   SmallVector<flash::AttentionOp> ops;
   module->walk([&](flash::AttentionOp op) { ops.push_back(op); });
   if (ops.empty()) {
-    llvm::errs() << "flash-compile: no attention found in " << inputFile << "\n";
+    llvm::errs() << "flash-compile: no attention found in " << inputFile
+                 << "\n";
     return 1;
   }
   if (std::error_code ec = sys::fs::create_directories(outputDir)) {
     llvm::errs() << "flash-compile: cannot create " << outputDir << ": "
-           << ec.message() << "\n";
+                 << ec.message() << "\n";
     return 1;
   }
   // Kernels are named after their function, numbered when it has several.

@@ -35,6 +35,6 @@ int main(int argc, char **argv) {
        << "  built with LLVM/MLIR " LLVM_VERSION_STRING "\n";
   });
 
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "flash-mlir optimizer driver\n", registry));
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "flash-mlir optimizer driver\n", registry));
 }

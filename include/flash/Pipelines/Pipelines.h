@@ -51,9 +51,9 @@ struct FlashGpuPipelineOptions
   PassOptions::Option<int64_t> blockRows{
       *this, "block-rows", llvm::cl::desc("Query rows per CTA (Br)"),
       llvm::cl::init(32)};
-  PassOptions::Option<int64_t> blockCols{
-      *this, "block-cols", llvm::cl::desc("Keys per step (Bc)"),
-      llvm::cl::init(32)};
+  PassOptions::Option<int64_t> blockCols{*this, "block-cols",
+                                         llvm::cl::desc("Keys per step (Bc)"),
+                                         llvm::cl::init(32)};
   PassOptions::Option<int64_t> threads{
       *this, "threads", llvm::cl::desc("Threads per CTA"), llvm::cl::init(128)};
   PassOptions::Option<bool> tensorCores{

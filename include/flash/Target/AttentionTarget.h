@@ -54,8 +54,7 @@ AttentionTiles paperTiles(const AttentionTarget &target, int64_t headDim,
 /// `kvStages` K/V tiles the shared memory; the largest Br wins (K/V are
 /// re-read once per query block), then the largest Bc.
 std::optional<AttentionTiles> tensorCoreTiles(const AttentionTarget &target,
-                                              int64_t headDim,
-                                              int64_t valueDim,
+                                              int64_t headDim, int64_t valueDim,
                                               int64_t elementBytes);
 
 /// The target's default choice: tensorCoreTiles where it applies, else
@@ -66,8 +65,8 @@ AttentionTiles chooseAttentionTiles(const AttentionTarget &target,
 
 /// On-chip bytes of a Br x Bc choice on `target`.
 int64_t attentionTileBytes(const AttentionTarget &target, int64_t blockRows,
-                           int64_t blockCols, int64_t headDim,
-                           int64_t valueDim, int64_t elementBytes);
+                           int64_t blockCols, int64_t headDim, int64_t valueDim,
+                           int64_t elementBytes);
 
 /// HBM bytes moved for one (batch, head) of dense attention: the naive
 /// algorithm (Q, K, V, O plus S and P written and read back, Theta(Nd + N^2))
@@ -77,9 +76,9 @@ struct HbmTraffic {
   double naiveBytes;
   double tiledBytes;
 };
-HbmTraffic estimateHbmTraffic(int64_t querySeq, int64_t keySeq,
-                              int64_t headDim, int64_t valueDim,
-                              int64_t blockRows, int64_t elementBytes);
+HbmTraffic estimateHbmTraffic(int64_t querySeq, int64_t keySeq, int64_t headDim,
+                              int64_t valueDim, int64_t blockRows,
+                              int64_t elementBytes);
 
 } // namespace mlir::flash
 

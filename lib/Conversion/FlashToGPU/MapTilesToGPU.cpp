@@ -10,10 +10,10 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
-#include "mlir/IR/PatternMatch.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 
@@ -63,13 +63,12 @@ LogicalResult TileMapper::run() {
   SmallVector<Value> ubs = forall.getUpperBound(b);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value blockSize = arith::ConstantIndexOp::create(b, loc, threads);
-  Value smemPlaceholder = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
-  auto launch = gpu::LaunchOp::create(b, loc, ubs[2], ubs[1], ubs[0],
-                                      blockSize, one, one, smemPlaceholder);
+  auto launch = gpu::LaunchOp::create(b, loc, ubs[2], ubs[1], ubs[0], blockSize,
+                                      one, one);
   Block &body = launch.getBody().front();
   Block *src = forall.getBody();
-  body.getOperations().splice(body.end(), src->getOperations(),
-                              src->begin(), std::prev(src->end()));
+  body.getOperations().splice(body.end(), src->getOperations(), src->begin(),
+                              std::prev(src->end()));
   ValueRange ivs = forall.getInductionVars();
   gpu::KernelDim3 blocks = launch.getBlockIds();
   ivs[0].replaceAllUsesWith(blocks.z);
@@ -83,11 +82,10 @@ LogicalResult TileMapper::run() {
     return failure();
   int64_t bytes = carveSharedMemory(launch);
   OpBuilder smem(launch);
-  Value size = arith::ConstantOp::create(smem, loc, smem.getI32IntegerAttr(bytes));
+  Value size =
+      arith::ConstantOp::create(smem, loc, smem.getI32IntegerAttr(bytes));
   launch.getDynamicSharedMemorySizeMutable().assign(size);
   launch->setAttr("flash.shared_memory_bytes", smem.getI64IntegerAttr(bytes));
-  if (smemPlaceholder.use_empty())
-    smemPlaceholder.getDefiningOp()->erase();
 
   OpBuilder start = OpBuilder::atBlockBegin(&body);
   Value tid = gpu::ThreadIdOp::create(start, loc, gpu::Dimension::x);
@@ -104,7 +102,7 @@ LogicalResult TileMapper::run() {
     return WalkResult::advance();
   });
   for (Operation *op : work) {
-    if (auto par = dyn_cast<scf::ParallelOp>(op); par && par.getNumResults()) 
+    if (auto par = dyn_cast<scf::ParallelOp>(op); par && par.getNumResults())
       return par.emitError("flash-map-tiles-to-gpu cannot distribute a "
                            "parallel loop with reductions");
     OpBuilder ob(op);
@@ -121,7 +119,8 @@ LogicalResult TileMapper::sinkValuesDefinedAbove(gpu::LaunchOp launch) {
   Block &body = launch.getBody().front();
   IRMapping mapping;
   OpBuilder b = OpBuilder::atBlockBegin(&body);
-  std::function<LogicalResult(Value)> materialize = [&](Value v) -> LogicalResult {
+  std::function<LogicalResult(Value)> materialize =
+      [&](Value v) -> LogicalResult {
     if (mapping.contains(v) || isa<BlockArgument>(v))
       return success();
     Operation *def = v.getDefiningOp();
@@ -156,8 +155,8 @@ int64_t TileMapper::carveSharedMemory(gpu::LaunchOp launch) {
     return 0;
   Block &body = launch.getBody().front();
   OpBuilder b = OpBuilder::atBlockBegin(&body);
-  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
-                                              gpu::AddressSpace::Workgroup);
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   Value base = gpu::DynamicSharedMemoryOp::create(
       b, loc,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
@@ -172,8 +171,8 @@ int64_t TileMapper::carveSharedMemory(gpu::LaunchOp launch) {
     Value shift = arith::ConstantIndexOp::create(b, loc, offset);
     auto shared = MemRefType::get(type.getShape(), type.getElementType(),
                                   MemRefLayoutAttrInterface(), workgroup);
-    Value view = memref::ViewOp::create(b, loc, shared, base, shift,
-                                        ValueRange{});
+    Value view =
+        memref::ViewOp::create(b, loc, shared, base, shift, ValueRange{});
     Value generic = memref::MemorySpaceCastOp::create(b, loc, type, view);
     for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
       if (isa<memref::DeallocOp>(user))
@@ -191,8 +190,8 @@ void TileMapper::distribute(Operation *op, OpBuilder &b, Value tid) {
   Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
   Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
   if (auto par = dyn_cast<scf::ParallelOp>(op)) {
-    for (auto [lb, ub, st] : llvm::zip(par.getLowerBound(), par.getUpperBound(),
-                                       par.getStep())) {
+    for (auto [lb, ub, st] :
+         llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
       Value extent = b.createOrFold<arith::SubIOp>(loc, ub, lb);
       lbs.push_back(lb);
       steps.push_back(st);
@@ -263,7 +262,8 @@ matchWarpMatmul(linalg::GenericOp op) {
   if (op.getIteratorTypesArray()[2] != utils::IteratorType::reduction ||
       maps[2] != map({d(0), d(1)}))
     return std::nullopt;
-  Value a = op.getDpsInputOperand(0)->get(), b = op.getDpsInputOperand(1)->get();
+  Value a = op.getDpsInputOperand(0)->get(),
+        b = op.getDpsInputOperand(1)->get();
   Value c = op.getDpsInitOperand(0)->get();
   bool transposeB;
   if (maps[0] == map({d(0), d(2)}) && maps[1] == map({d(1), d(2)}))
@@ -302,7 +302,9 @@ bool TileMapper::emitWarpMatmul(linalg::GenericOp op, Value tid) {
   auto frag = [&](Type t, StringRef kind) {
     return gpu::MMAMatrixType::get({16, 16}, t, kind);
   };
-  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  auto idx = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
   Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
   int64_t tilesN = n / 16;
   auto tiles = scf::ForOp::create(b, loc, warp, idx((m / 16) * tilesN),
@@ -316,8 +318,8 @@ bool TileMapper::emitWarpMatmul(linalg::GenericOp op, Value tid) {
     Value col = arith::MulIOp::create(
         b, loc, arith::RemUIOp::create(b, loc, t, idx(tilesN)), idx(16));
     Value acc = gpu::SubgroupMmaLoadMatrixOp::create(
-        b, loc, frag(f32, "COp"), c, ValueRange{row, col},
-        b.getIndexAttr(n), UnitAttr());
+        b, loc, frag(f32, "COp"), c, ValueRange{row, col}, b.getIndexAttr(n),
+        UnitAttr());
     // K is a compile-time multiple of 16: the steps are unrolled (fragments
     // cannot be loop-carried through the NVVM lowering).
     for (int64_t step = 0; step < k; step += 16) {

@@ -51,7 +51,9 @@ static bool compatible(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
 }
 
-static bool isAttentionFloat(Type t) { return t.isF16() || t.isBF16() || t.isF32(); }
+static bool isAttentionFloat(Type t) {
+  return t.isF16() || t.isBF16() || t.isF32();
+}
 
 /// Size of logical dimension `fromEnd` (0 = last) of `type`, or 1 when the
 /// type has fewer dimensions.
@@ -60,9 +62,9 @@ static int64_t dimFromEnd(RankedTensorType type, int64_t fromEnd) {
   return idx < 0 ? 1 : type.getDimSize(idx);
 }
 
-static FailureOr<AttentionSizes>
-verifyQKV(Operation *op, RankedTensorType q, RankedTensorType k,
-          RankedTensorType v) {
+static FailureOr<AttentionSizes> verifyQKV(Operation *op, RankedTensorType q,
+                                           RankedTensorType k,
+                                           RankedTensorType v) {
   int64_t rank = q.getRank();
   if (rank < 2 || rank > 4 || k.getRank() != rank || v.getRank() != rank)
     return op->emitOpError("expects query, key and value of equal rank 2, 3 "
@@ -86,8 +88,10 @@ verifyQKV(Operation *op, RankedTensorType q, RankedTensorType k,
   s.kvHeads = dimFromEnd(k, 2);
   s.batch = dimFromEnd(q, 3);
 
-  if (ShapedType::isDynamic(s.headDim) || ShapedType::isDynamic(dimFromEnd(k, 0)))
-    return op->emitOpError("expects a static head dimension D in query and key");
+  if (ShapedType::isDynamic(s.headDim) ||
+      ShapedType::isDynamic(dimFromEnd(k, 0)))
+    return op->emitOpError(
+        "expects a static head dimension D in query and key");
   if (ShapedType::isDynamic(s.valueDim))
     return op->emitOpError("expects a static head dimension Dv in value");
   if (s.headDim != dimFromEnd(k, 0))
@@ -175,42 +179,50 @@ static LogicalResult verifyShapedLike(Operation *op, Type type,
   return success();
 }
 
-static float effectiveScale(std::optional<float> scale, Value query) {
-  if (scale)
-    return *scale;
-  int64_t d = cast<RankedTensorType>(query.getType()).getShape().back();
+/// 1/sqrt(D) unless the op has a `scale` attribute.
+template <typename OpTy> static float effectiveScale(OpTy op) {
+  if (std::optional<APFloat> scale = op.getScale())
+    return scale->convertToFloat();
+  int64_t d = op.getQuery().getType().getShape().back();
   return 1.0f / std::sqrt(static_cast<float>(d));
+}
+
+/// The checks both ops share: Q/K/V, scale, bias, mask and the output O
+/// (the result of the forward, an operand of the backward). Returns the
+/// problem sizes for the op-specific rest.
+template <typename OpTy>
+static FailureOr<AttentionSizes> verifyAttention(OpTy op, Type outputType) {
+  FailureOr<AttentionSizes> s =
+      verifyQKV(op, op.getQuery().getType(), op.getKey().getType(),
+                op.getValue().getType());
+  if (failed(s))
+    return failure();
+  std::optional<float> scale;
+  if (std::optional<APFloat> attr = op.getScale())
+    scale = attr->convertToFloat();
+  if (failed(verifyScale(op, scale)) ||
+      failed(verifyScoreOperand(op, op.getBias(), "bias", *s)) ||
+      failed(verifyScoreOperand(op, op.getMask(), "mask", *s)) ||
+      failed(verifyShapedLike(op, outputType, outputShape(*s),
+                              op.getQuery().getType().getElementType(),
+                              "an output")))
+    return failure();
+  return s;
 }
 
 //===----------------------------------------------------------------------===//
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
-float AttentionOp::getEffectiveScale() {
-  return effectiveScale(getScale() ? std::optional<float>(getScale()->convertToFloat()) : std::nullopt, getQuery());
-}
+float AttentionOp::getEffectiveScale() { return effectiveScale(*this); }
 
 LogicalResult AttentionOp::verify() {
-  FailureOr<AttentionSizes> s =
-      verifyQKV(*this, getQuery().getType(), getKey().getType(),
-                getValue().getType());
+  FailureOr<AttentionSizes> s = verifyAttention(*this, getOutput().getType());
   if (failed(s))
     return failure();
-  std::optional<float> scale;
-  if (getScale())
-    scale = getScale()->convertToFloat();
-  if (failed(verifyScale(*this, scale)) ||
-      failed(verifyScoreOperand(*this, getBias(), "bias", *s)) ||
-      failed(verifyScoreOperand(*this, getMask(), "mask", *s)))
-    return failure();
-  if (failed(verifyShapedLike(*this, getOutput().getType(), outputShape(*s),
-                              getQuery().getType().getElementType(),
-                              "an output")))
-    return failure();
-  if (getLse() &&
-      failed(verifyShapedLike(*this, getLse().getType(), lseShape(*s),
-                              Float32Type::get(getContext()), "an lse")))
-    return failure();
+  if (getLse())
+    return verifyShapedLike(*this, getLse().getType(), lseShape(*s),
+                            Float32Type::get(getContext()), "an lse");
   return success();
 }
 
@@ -218,26 +230,11 @@ LogicalResult AttentionOp::verify() {
 // AttentionBackwardOp
 //===----------------------------------------------------------------------===//
 
-float AttentionBackwardOp::getEffectiveScale() {
-  return effectiveScale(getScale() ? std::optional<float>(getScale()->convertToFloat()) : std::nullopt, getQuery());
-}
+float AttentionBackwardOp::getEffectiveScale() { return effectiveScale(*this); }
 
 LogicalResult AttentionBackwardOp::verify() {
-  FailureOr<AttentionSizes> s =
-      verifyQKV(*this, getQuery().getType(), getKey().getType(),
-                getValue().getType());
+  FailureOr<AttentionSizes> s = verifyAttention(*this, getOutput().getType());
   if (failed(s))
-    return failure();
-  std::optional<float> scale;
-  if (getScale())
-    scale = getScale()->convertToFloat();
-  if (failed(verifyScale(*this, scale)) ||
-      failed(verifyScoreOperand(*this, getBias(), "bias", *s)) ||
-      failed(verifyScoreOperand(*this, getMask(), "mask", *s)))
-    return failure();
-  if (failed(verifyShapedLike(*this, getOutput().getType(), outputShape(*s),
-                              getQuery().getType().getElementType(),
-                              "an output")))
     return failure();
   return verifyShapedLike(*this, getLse().getType(), lseShape(*s),
                           Float32Type::get(getContext()), "an lse");
@@ -287,6 +284,17 @@ static Type withUnitDims(Type type, int64_t count) {
   return RankedTensorType::get(shape, tensor.getElementType());
 }
 
+/// Replaces `op` by the results of `newOp` with `count` unit dims dropped.
+static void replaceWithCollapsed(RewriterBase &rewriter, Operation *op,
+                                 Operation *newOp, int64_t count) {
+  SmallVector<Value> replacements;
+  for (auto [oldR, newR] : llvm::zip(op->getResults(), newOp->getResults()))
+    replacements.push_back(dropUnitDims(rewriter, op->getLoc(), newR,
+                                        cast<RankedTensorType>(oldR.getType()),
+                                        count));
+  rewriter.replaceOp(op, replacements);
+}
+
 FailureOr<AttentionOp> mlir::flash::normalizeToRank4(RewriterBase &rewriter,
                                                      AttentionOp op) {
   int64_t count = 4 - op.getQuery().getType().getRank();
@@ -296,7 +304,9 @@ FailureOr<AttentionOp> mlir::flash::normalizeToRank4(RewriterBase &rewriter,
     return failure();
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
-  auto expand = [&](Value v) { return prependUnitDims(rewriter, loc, v, count); };
+  auto expand = [&](Value v) {
+    return prependUnitDims(rewriter, loc, v, count);
+  };
   SmallVector<Type> resultTypes;
   for (Value r : op->getResults())
     resultTypes.push_back(withUnitDims(r.getType(), count));
@@ -304,15 +314,10 @@ FailureOr<AttentionOp> mlir::flash::normalizeToRank4(RewriterBase &rewriter,
   Value k = expand(op.getKey());
   Value v = expand(op.getValue());
   // Bias and mask broadcast right-aligned, so they stay as they are.
-  auto newOp = AttentionOp::create(rewriter, loc, resultTypes, q, k, v,
-                                   op.getBias(), op.getMask(),
-                                   op.getScaleAttr(), op.getCausalAttr(),
-                                   op.getWindowAttr());
-  SmallVector<Value> replacements;
-  for (auto [oldR, newR] : llvm::zip(op->getResults(), newOp->getResults()))
-    replacements.push_back(dropUnitDims(
-        rewriter, loc, newR, cast<RankedTensorType>(oldR.getType()), count));
-  rewriter.replaceOp(op, replacements);
+  auto newOp = AttentionOp::create(
+      rewriter, loc, resultTypes, q, k, v, op.getBias(), op.getMask(),
+      op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr());
+  replaceWithCollapsed(rewriter, op, newOp, count);
   return newOp;
 }
 
@@ -325,7 +330,9 @@ mlir::flash::normalizeToRank4(RewriterBase &rewriter, AttentionBackwardOp op) {
     return failure();
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
-  auto expand = [&](Value v) { return prependUnitDims(rewriter, loc, v, count); };
+  auto expand = [&](Value v) {
+    return prependUnitDims(rewriter, loc, v, count);
+  };
   Value q = expand(op.getQuery());
   Value k = expand(op.getKey());
   Value v = expand(op.getValue());
@@ -336,11 +343,7 @@ mlir::flash::normalizeToRank4(RewriterBase &rewriter, AttentionBackwardOp op) {
       rewriter, loc, TypeRange{q.getType(), k.getType(), v.getType()}, q, k, v,
       o, gradO, lse, op.getBias(), op.getMask(), op.getScaleAttr(),
       op.getCausalAttr(), op.getWindowAttr());
-  SmallVector<Value> replacements;
-  for (auto [oldR, newR] : llvm::zip(op->getResults(), newOp->getResults()))
-    replacements.push_back(dropUnitDims(
-        rewriter, loc, newR, cast<RankedTensorType>(oldR.getType()), count));
-  rewriter.replaceOp(op, replacements);
+  replaceWithCollapsed(rewriter, op, newOp, count);
   return newOp;
 }
 

@@ -76,11 +76,11 @@ static bool isMulAddContraction(linalg::LinalgOp op) {
 namespace {
 struct Expr {
   enum Kind { Leaf, Scalar, Const, Index, Op, Reduce, Softmax } kind;
-  Value value;          // Leaf: tensor, Scalar: value
-  AffineMap map;        // Leaf: P's space -> tensor dims
-  double constant = 0;  // Const
-  AffineExpr index;     // Index: affine in P's dims
-  StringRef name;       // Op: op name; Reduce: "sum" or "max"
+  Value value;         // Leaf: tensor, Scalar: value
+  AffineMap map;       // Leaf: P's space -> tensor dims
+  double constant = 0; // Const
+  AffineExpr index;    // Index: affine in P's dims
+  StringRef name;      // Op: op name; Reduce: "sum" or "max"
   int64_t predicate = 0;
   SmallVector<Expr *, 3> args;
 };
@@ -138,8 +138,14 @@ Expr *Interpreter::scalar(Value v) {
   if (matchPattern(v, m_Constant(&i))) {
     if (v.getType().isInteger(1))
       return constant(i.getValue().getBoolValue());
-    return make({Expr::Index, {}, {}, 0,
-                 getAffineConstantExpr(i.getInt(), ctx), {}, 0, {}});
+    return make({Expr::Index,
+                 {},
+                 {},
+                 0,
+                 getAffineConstantExpr(i.getInt(), ctx),
+                 {},
+                 0,
+                 {}});
   }
   return make({Expr::Scalar, v, {}, 0, {}, {}, 0, {}});
 }
@@ -252,18 +258,18 @@ Expr *Interpreter::linalgResult(linalg::LinalgOp op, OpResult result,
   Operation *combine = yielded.getDefiningOp();
   if (!combine || combine->getNumOperands() != 2)
     return fail("reduction over the key axis is not a sum or a max");
-  StringRef kind = llvm::TypeSwitch<Operation *, StringRef>(combine)
-                       .Case<arith::AddFOp>([](auto) { return "sum"; })
-                       .Case<arith::MaximumFOp, arith::MaxNumFOp>(
-                           [](auto) { return "max"; })
-                       .Default([](auto) { return ""; });
+  StringRef kind =
+      llvm::TypeSwitch<Operation *, StringRef>(combine)
+          .Case<arith::AddFOp>([](auto) { return "sum"; })
+          .Case<arith::MaximumFOp, arith::MaxNumFOp>([](auto) { return "max"; })
+          .Default([](auto) { return ""; });
   if (kind.empty())
     return fail("reduction over the key axis combines with " +
                 combine->getName().getStringRef() + ", not addf or a max");
   Value term = combine->getOperand(0) == acc ? combine->getOperand(1)
                                              : combine->getOperand(0);
-  if (term == acc || (combine->getOperand(0) != acc &&
-                      combine->getOperand(1) != acc))
+  if (term == acc ||
+      (combine->getOperand(0) != acc && combine->getOperand(1) != acc))
     return fail("reduction over the key axis does not accumulate");
   body.accumulator = acc;
   Expr *f = bodyValue(term, body);
@@ -275,12 +281,11 @@ Expr *Interpreter::linalgResult(linalg::LinalgOp op, OpResult result,
   if (!init || init->kind != Expr::Const)
     return fail("reduction over the key axis starts from a non-constant");
   double c = init->constant;
-  bool identity =
-      kind == "sum"
-          ? c == 0.0
-          : (c == -std::numeric_limits<double>::infinity() ||
-             c <= -std::numeric_limits<float>::max() ||
-             (std::isnan(c) && isa<arith::MaxNumFOp>(combine)));
+  bool identity = kind == "sum"
+                      ? c == 0.0
+                      : (c == -std::numeric_limits<double>::infinity() ||
+                         c <= -std::numeric_limits<float>::max() ||
+                         (std::isnan(c) && isa<arith::MaxNumFOp>(combine)));
   if (!identity)
     return fail("reduction over the key axis starts from " + std::to_string(c) +
                 ", not its identity");
@@ -315,8 +320,14 @@ Expr *Interpreter::bodyValue(Value v, Body &body) {
 
 Expr *Interpreter::bodyOp(Operation *op, Body &body) {
   if (auto index = dyn_cast<linalg::IndexOp>(op))
-    return make({Expr::Index, {}, {}, 0,
-                 body.loopsFromP.getResult(index.getDim()), {}, 0, {}});
+    return make({Expr::Index,
+                 {},
+                 {},
+                 0,
+                 body.loopsFromP.getResult(index.getDim()),
+                 {},
+                 0,
+                 {}});
   if (matchPattern(op, m_Constant()))
     return scalar(op->getResult(0));
   SmallVector<Expr *, 3> args;
@@ -345,10 +356,10 @@ Expr *Interpreter::bodyOp(Operation *op, Body &body) {
   }
   bool supported =
       isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
-          arith::MaximumFOp, arith::MaxNumFOp, arith::NegFOp,
-          arith::SelectOp, arith::CmpFOp, arith::CmpIOp, arith::ExtFOp,
-          arith::TruncFOp, arith::AndIOp, arith::OrIOp, arith::XOrIOp,
-          math::ExpOp, math::Exp2Op>(op);
+          arith::MaximumFOp, arith::MaxNumFOp, arith::NegFOp, arith::SelectOp,
+          arith::CmpFOp, arith::CmpIOp, arith::ExtFOp, arith::TruncFOp,
+          arith::AndIOp, arith::OrIOp, arith::XOrIOp, math::ExpOp,
+          math::Exp2Op>(op);
   if (!supported)
     return fail("unsupported operation " + op->getName().getStringRef() +
                 " in the softmax chain");
@@ -357,8 +368,8 @@ Expr *Interpreter::bodyOp(Operation *op, Body &body) {
     predicate = static_cast<int64_t>(cmp.getPredicate());
   if (auto cmp = dyn_cast<arith::CmpFOp>(op))
     predicate = static_cast<int64_t>(cmp.getPredicate());
-  return make({Expr::Op, {}, {}, 0, {}, op->getName().getStringRef(),
-               predicate, args});
+  return make(
+      {Expr::Op, {}, {}, 0, {}, op->getName().getStringRef(), predicate, args});
 }
 
 //===----------------------------------------------------------------------===//
@@ -617,10 +628,10 @@ static LogicalResult parseIndexCompare(Expr *cmp, bool keep, unsigned rank,
     reason = "an index mask compares for equality";
     return failure();
   }
-  bool greater = pred == P::sgt || pred == P::ugt || pred == P::sge ||
-                 pred == P::uge;
-  bool strict = pred == P::sgt || pred == P::ugt || pred == P::slt ||
-                pred == P::ult;
+  bool greater =
+      pred == P::sgt || pred == P::ugt || pred == P::sge || pred == P::uge;
+  bool strict =
+      pred == P::sgt || pred == P::ugt || pred == P::slt || pred == P::ult;
   if (!keep) {
     greater = !greater;
     strict = !strict;
@@ -643,7 +654,7 @@ static LogicalResult parseIndexCompare(Expr *cmp, bool keep, unsigned rank,
 
 std::optional<AttentionMatch>
 mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
-                       bool &looksLikeAttention) {
+                                    bool &looksLikeAttention) {
   looksLikeAttention = false;
   if (!isMulAddContraction(pv) || !pv.hasPureTensorSemantics())
     return std::nullopt;
@@ -775,8 +786,8 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
 
     // Q Kᵀ: which operand is Q (it carries the query axis).
     auto qk = cast<linalg::LinalgOp>(terms.scores->value.getDefiningOp());
-    AffineMap sMap = qk.getIndexingMapMatchingResult(
-        cast<OpResult>(terms.scores->value));
+    AffineMap sMap =
+        qk.getIndexingMapMatchingResult(cast<OpResult>(terms.scores->value));
     unsigned headLoop = firstReductionDim(qk);
     // qk loop -> extended dim (P's dims, head = rank).
     SmallVector<int64_t> qkLoopToExt(qk.getNumLoops(), -1);
@@ -787,8 +798,8 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
       qkLoopToExt[loop] = pDim;
     }
     qkLoopToExt[headLoop] = rank;
-    auto toExt = [&](AffineMap map, ArrayRef<int64_t> loopToExt)
-        -> std::optional<AffineMap> {
+    auto toExt = [&](AffineMap map,
+                     ArrayRef<int64_t> loopToExt) -> std::optional<AffineMap> {
       SmallVector<AffineExpr> exprs;
       for (AffineExpr r : map.getResults()) {
         auto dim = dyn_cast<AffineDimExpr>(r);
@@ -909,15 +920,15 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
         m.masks.push_back({{c->value, c->map}, keep});
       } else if (isOp(c, "arith.xori") &&
                  (isConst(c->args[1], 1.0) || isConst(c->args[0], 1.0))) {
-        masks.push_back({isConst(c->args[1], 1.0) ? c->args[0] : c->args[1],
-                         !keep});
+        masks.push_back(
+            {isConst(c->args[1], 1.0) ? c->args[0] : c->args[1], !keep});
       } else if ((isOp(c, "arith.andi") && keep) ||
                  (isOp(c, "arith.ori") && !keep)) {
         masks.push_back({c->args[0], keep});
         masks.push_back({c->args[1], keep});
       } else if (isOp(c, "arith.cmpi")) {
-        ok = succeeded(parseIndexCompare(c, keep, rank, *queryDim, keyDim,
-                                         ctx, diag, reason));
+        ok = succeeded(parseIndexCompare(c, keep, rank, *queryDim, keyDim, ctx,
+                                         diag, reason));
       } else {
         reason = "a mask condition is neither an i1 tensor nor a diagonal on "
                  "the query and key indices";
@@ -944,10 +955,11 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
           continue;
         }
         if (*diag.upper != *offset) {
-          reason = "the causal diagonal j - i <= " +
-                   std::to_string(*diag.upper) +
-                   " is not flash.attention's bottom-right alignment "
-                   "(N - M = " + std::to_string(*offset) + ")";
+          reason =
+              "the causal diagonal j - i <= " + std::to_string(*diag.upper) +
+              " is not flash.attention's bottom-right alignment "
+              "(N - M = " +
+              std::to_string(*offset) + ")";
           continue;
         }
         m.causal = true;

@@ -33,9 +33,9 @@ struct TensorAccess {
 };
 
 struct AttentionMatch {
-  linalg::LinalgOp scores;       // S = Q Kᵀ
-  linalg::LinalgOp output;       // O = P V
-  unsigned rank = 0;             // rank of P
+  linalg::LinalgOp scores; // S = Q Kᵀ
+  linalg::LinalgOp output; // O = P V
+  unsigned rank = 0;       // rank of P
   unsigned queryDim = 0, keyDim = 0;
   SmallVector<unsigned> batchDims;
   TensorAccess query, key, value;

@@ -34,10 +34,6 @@ using namespace mlir::flash;
 using namespace mlir::flash::detail;
 
 namespace {
-using utils::IteratorType;
-
-constexpr IteratorType kPar = IteratorType::parallel;
-constexpr IteratorType kRed = IteratorType::reduction;
 
 /// Sizes and options of one rank-4 attention problem in the grouped space.
 struct GroupedProblem {
@@ -135,27 +131,28 @@ public:
       }
       sizes.push_back(srcSizes[i]);
     }
-    Value init = tensor::EmptyOp::create(b, p.loc, sizes, type.getElementType());
+    Value init =
+        tensor::EmptyOp::create(b, p.loc, sizes, type.getElementType());
     unsigned rank = sizes.size();
     Value group = getValueOrCreateConstantIndexOp(b, p.loc, p.group);
-    return generic(
-        ValueRange{}, init, {identity(rank)},
-        SmallVector<IteratorType>(rank, kPar),
-        [&](OpBuilder &nb, Location loc, ValueRange) -> Value {
-          SmallVector<Value> indices;
-          for (unsigned i = 0; i < rank; ++i) {
-            if (i == static_cast<unsigned>(headIdx) + 1)
-              continue;
-            Value idx = linalg::IndexOp::create(nb, loc, i);
-            if (i == static_cast<unsigned>(headIdx)) {
-              Value g = linalg::IndexOp::create(nb, loc, i + 1);
-              Value base = arith::MulIOp::create(nb, loc, idx, group);
-              idx = arith::AddIOp::create(nb, loc, base, g);
-            }
-            indices.push_back(idx);
-          }
-          return tensor::ExtractOp::create(nb, loc, value, indices);
-        });
+    return generic(ValueRange{}, init, {identity(rank)},
+                   SmallVector<IteratorType>(rank, kPar),
+                   [&](OpBuilder &nb, Location loc, ValueRange) -> Value {
+                     SmallVector<Value> indices;
+                     for (unsigned i = 0; i < rank; ++i) {
+                       if (i == static_cast<unsigned>(headIdx) + 1)
+                         continue;
+                       Value idx = linalg::IndexOp::create(nb, loc, i);
+                       if (i == static_cast<unsigned>(headIdx)) {
+                         Value g = linalg::IndexOp::create(nb, loc, i + 1);
+                         Value base =
+                             arith::MulIOp::create(nb, loc, idx, group);
+                         idx = arith::AddIOp::create(nb, loc, base, g);
+                       }
+                       indices.push_back(idx);
+                     }
+                     return tensor::ExtractOp::create(nb, loc, value, indices);
+                   });
   }
 
   /// Merges dimensions (1, 2) = (Hkv, G) of `value` back into Hq and gives
@@ -283,9 +280,10 @@ public:
                                       extendToF32(nb, loc, a[biasArg]));
           Value masked;
           auto orMask = [&](Value hidden) {
-            masked = masked ? arith::OrIOp::create(nb, loc, masked, hidden)
-                                  .getResult()
-                            : hidden;
+            masked =
+                masked
+                    ? arith::OrIOp::create(nb, loc, masked, hidden).getResult()
+                    : hidden;
           };
           if (p.causal || p.window) {
             Value qi = linalg::IndexOp::create(nb, loc, 3);
@@ -302,7 +300,8 @@ public:
             }
           }
           if (maskArg >= 0) {
-            Value one = arith::ConstantOp::create(nb, loc, nb.getBoolAttr(true));
+            Value one =
+                arith::ConstantOp::create(nb, loc, nb.getBoolAttr(true));
             orMask(arith::XOrIOp::create(nb, loc, a[maskArg], one));
           }
           if (masked) {
@@ -359,15 +358,27 @@ OpFoldResult pickDim(OpBuilder &b, Location loc,
   return tensor::DimOp::create(b, loc, v, d).getResult();
 }
 
-template <typename OpTy>
-GroupedProblem makeProblem(OpBuilder &b, OpTy op) {
+template <typename OpTy> GroupedProblem makeProblem(OpBuilder &b, OpTy op) {
   Location loc = op.getLoc();
   TypedValue<RankedTensorType> q = op.getQuery(), k = op.getKey(),
-                              v = op.getValue();
-  GroupedProblem p{loc, op.getContext(), b.getF32Type(), {}, {}, {}, {},
-                   {},  {},               0,              0,  false,
-                   op.getEffectiveScale(), op.getCausal(), op.getWindow(),
-                   op.getBias(), op.getMask()};
+                               v = op.getValue();
+  GroupedProblem p{loc,
+                   op.getContext(),
+                   b.getF32Type(),
+                   {},
+                   {},
+                   {},
+                   {},
+                   {},
+                   {},
+                   0,
+                   0,
+                   false,
+                   op.getEffectiveScale(),
+                   op.getCausal(),
+                   op.getWindow(),
+                   op.getBias(),
+                   op.getMask()};
   p.batch = pickDim(b, loc, {{q, 0}, {k, 0}, {v, 0}});
   p.queryHeads = pickDim(b, loc, {{q, 1}});
   p.kvHeads = pickDim(b, loc, {{k, 1}, {v, 1}});
@@ -408,7 +419,8 @@ LogicalResult mlir::flash::decomposeAttention(RewriterBase &rewriter,
   Value rowSum = nb.rowReduce(e, 0.0, false);
 
   // P = e / l, and P = 0 where l = 0 (a fully masked row).
-  Value pInit = tensor::EmptyOp::create(rewriter, p.loc, nb.scoreSizes(), p.f32);
+  Value pInit =
+      tensor::EmptyOp::create(rewriter, p.loc, nb.scoreSizes(), p.f32);
   Value probs = nb.generic(
       {e, rowSum}, pInit,
       {nb.identity(5), nb.map(5, {0, 1, 2, 3}), nb.identity(5)},
@@ -474,7 +486,8 @@ LogicalResult mlir::flash::decomposeAttentionBackward(RewriterBase &rewriter,
 
   // P recomputed from the saved log-sum-exp; fully masked rows give P = 0.
   Value scores = nb.maskedScores(q5, k);
-  Value probs = nb.expMinusRow(scores, lse5, std::numeric_limits<double>::infinity());
+  Value probs =
+      nb.expMinusRow(scores, lse5, std::numeric_limits<double>::infinity());
 
   OpFoldResult d = rewriter.getIndexAttr(p.headDim);
   OpFoldResult dv = rewriter.getIndexAttr(p.valueDim);
@@ -486,14 +499,13 @@ LogicalResult mlir::flash::decomposeAttentionBackward(RewriterBase &rewriter,
   par4red.push_back(kRed);
 
   // dV[b,hk,n,dv] = sum_{g,m} P[b,hk,g,m,n] dO[b,hk,g,m,dv]
-  Value gradV = nb.contract(probs, nb.map(6, {0, 1, 4, 5, 2}), do5,
-                            nb.map(6, {0, 1, 4, 5, 3}),
-                            {p.batch, p.kvHeads, p.keySeq, dv},
-                            nb.map(6, {0, 1, 2, 3}), par4red2);
+  Value gradV = nb.contract(
+      probs, nb.map(6, {0, 1, 4, 5, 2}), do5, nb.map(6, {0, 1, 4, 5, 3}),
+      {p.batch, p.kvHeads, p.keySeq, dv}, nb.map(6, {0, 1, 2, 3}), par4red2);
   // dP[b,hk,g,m,n] = sum_dv dO[b,hk,g,m,dv] V[b,hk,n,dv]
-  Value gradP = nb.contract(do5, nb.map(6, {0, 1, 2, 3, 5}), v,
-                            nb.map(6, {0, 1, 4, 5}), nb.scoreSizes(),
-                            nb.map(6, {0, 1, 2, 3, 4}), par5red);
+  Value gradP =
+      nb.contract(do5, nb.map(6, {0, 1, 2, 3, 5}), v, nb.map(6, {0, 1, 4, 5}),
+                  nb.scoreSizes(), nb.map(6, {0, 1, 2, 3, 4}), par5red);
   // Di[b,hk,g,m] = sum_dv dO O
   Value rowDot = nb.contract(do5, nb.identity(5), o5, nb.identity(5),
                              nb.rowSizes(), nb.map(5, {0, 1, 2, 3}), par4red);
@@ -511,14 +523,13 @@ LogicalResult mlir::flash::decomposeAttentionBackward(RewriterBase &rewriter,
   // dQ[b,hk,g,m,d] = scale sum_n dS K
   SmallVector<OpFoldResult> dqSizes = nb.rowSizes();
   dqSizes.push_back(d);
-  Value gradQ5 = nb.contract(gradS, nb.map(6, {0, 1, 2, 3, 5}), k,
-                             nb.map(6, {0, 1, 5, 4}), dqSizes,
-                             nb.map(6, {0, 1, 2, 3, 4}), par5red);
+  Value gradQ5 =
+      nb.contract(gradS, nb.map(6, {0, 1, 2, 3, 5}), k, nb.map(6, {0, 1, 5, 4}),
+                  dqSizes, nb.map(6, {0, 1, 2, 3, 4}), par5red);
   // dK[b,hk,n,d] = scale sum_{g,m} dS Q
-  Value gradK = nb.contract(gradS, nb.map(6, {0, 1, 4, 5, 2}), q5,
-                            nb.map(6, {0, 1, 4, 5, 3}),
-                            {p.batch, p.kvHeads, p.keySeq, d},
-                            nb.map(6, {0, 1, 2, 3}), par4red2);
+  Value gradK = nb.contract(
+      gradS, nb.map(6, {0, 1, 4, 5, 2}), q5, nb.map(6, {0, 1, 4, 5, 3}),
+      {p.batch, p.kvHeads, p.keySeq, d}, nb.map(6, {0, 1, 2, 3}), par4red2);
 
   auto castTo = [&](Value value, Type type) -> Value {
     if (value.getType() == type)
@@ -527,9 +538,10 @@ LogicalResult mlir::flash::decomposeAttentionBackward(RewriterBase &rewriter,
   };
   Value dq = nb.collapseHeads(nb.finish(gradQ5, elementType, p.scale),
                               op.getGradQuery().getType());
-  Value dk = castTo(nb.finish(gradK, elementType, p.scale),
-                    op.getGradKey().getType());
-  Value dvOut = castTo(nb.finish(gradV, elementType), op.getGradValue().getType());
+  Value dk =
+      castTo(nb.finish(gradK, elementType, p.scale), op.getGradKey().getType());
+  Value dvOut =
+      castTo(nb.finish(gradV, elementType), op.getGradValue().getType());
   rewriter.replaceOp(op, {dq, dk, dvOut});
   return success();
 }
@@ -553,7 +565,8 @@ struct DecomposeAttentionBackwardPattern
 };
 
 struct FlashDecomposeAttentionPass
-    : flash::impl::FlashDecomposeAttentionPassBase<FlashDecomposeAttentionPass> {
+    : flash::impl::FlashDecomposeAttentionPassBase<
+          FlashDecomposeAttentionPass> {
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
     SmallVector<Operation *> ops;
@@ -564,7 +577,9 @@ struct FlashDecomposeAttentionPass
     for (Operation *op : ops) {
       LogicalResult result =
           TypeSwitch<Operation *, LogicalResult>(op)
-              .Case([&](AttentionOp a) { return decomposeAttention(rewriter, a); })
+              .Case([&](AttentionOp a) {
+                return decomposeAttention(rewriter, a);
+              })
               .Case([&](AttentionBackwardOp a) {
                 return decomposeAttentionBackward(rewriter, a);
               });

@@ -37,8 +37,8 @@ namespace {
 /// space, and how its elements enter the result.
 struct Source {
   TensorAccess access;
-  double factor = 1.0;  // float sources: multiplied
-  bool negate = false;  // i1 sources: inverted
+  double factor = 1.0; // float sources: multiplied
+  bool negate = false; // i1 sources: inverted
 };
 
 /// Builds the tensor of the extended dims `dims` (unit size where no source
@@ -88,8 +88,7 @@ FailureOr<Value> relayout(OpBuilder &b, Location loc, ArrayRef<Source> sources,
     unsigned n = maps.front().getNumResults();
     bool suffix = n <= rank;
     for (unsigned i = 0; suffix && i < n; ++i)
-      suffix = maps.front().getResult(i) ==
-               getAffineDimExpr(rank - n + i, ctx);
+      suffix = maps.front().getResult(i) == getAffineDimExpr(rank - n + i, ctx);
     if (suffix)
       return first.access.tensor;
   }
@@ -120,8 +119,8 @@ FailureOr<Value> relayout(OpBuilder &b, Location loc, ArrayRef<Source> sources,
                     ? arith::ExtFOp::create(nb, nl, ft, v).getResult()
                     : arith::TruncFOp::create(nb, nl, ft, v).getResult();
           if (s.factor != 1.0) {
-            Value f = arith::ConstantOp::create(
-                nb, nl, nb.getFloatAttr(ft, s.factor));
+            Value f = arith::ConstantOp::create(nb, nl,
+                                                nb.getFloatAttr(ft, s.factor));
             v = arith::MulFOp::create(nb, nl, v, f);
           }
           acc = acc ? arith::AddFOp::create(nb, nl, acc, v).getResult() : v;
@@ -134,8 +133,7 @@ std::string describe(const AttentionMatch &m, Type et, int64_t groups) {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "fused attention: scale = " << m.scale << ", softmax = "
-     << (m.namedSoftmax ? "linalg.softmax"
-                        : (m.base2 ? "exp2" : "exp"))
+     << (m.namedSoftmax ? "linalg.softmax" : (m.base2 ? "exp2" : "exp"))
      << (m.maxSubtracted ? " (max-subtracted)" : " (no max subtraction)")
      << ", mask = ";
   SmallVector<std::string> masks;
@@ -146,8 +144,8 @@ std::string describe(const AttentionMatch &m, Type et, int64_t groups) {
   if (!m.masks.empty())
     masks.push_back(std::to_string(m.masks.size()) + " i1 tensor(s)");
   os << (masks.empty() ? "none" : llvm::join(masks, " + "))
-     << ", bias = " << m.biases.size() << " tensor(s), batch dims = "
-     << m.batchDims.size() << ", GQA ratio = "
+     << ", bias = " << m.biases.size()
+     << " tensor(s), batch dims = " << m.batchDims.size() << ", GQA ratio = "
      << (groups > 0 ? std::to_string(groups) : std::string("dynamic"))
      << ", Q/K/V " << et;
   return s;
@@ -221,8 +219,7 @@ LogicalResult fuse(RewriterBase &rewriter, AttentionMatch &m, bool report,
       withTail(grouped ? kvBatch : ArrayRef<unsigned>(m.batchDims), m.keyDim);
   FailureOr<Value> q = relayout(rewriter, loc, {{m.query}}, qDims, et, reason);
   FailureOr<Value> k = relayout(rewriter, loc, {{m.key}}, kvDims, et, reason);
-  FailureOr<Value> v =
-      relayout(rewriter, loc, {{m.value}}, kvDims, et, reason);
+  FailureOr<Value> v = relayout(rewriter, loc, {{m.value}}, kvDims, et, reason);
   if (failed(q) || failed(k) || failed(v))
     return failure();
   auto collapseGroups = [&](Value t) -> Value {
@@ -241,8 +238,8 @@ LogicalResult fuse(RewriterBase &rewriter, AttentionMatch &m, bool report,
     // A bias or mask over (kv head, group) merges into Hq only if it reads
     // both or neither.
     for (const TensorAccess &a :
-         llvm::concat<const TensorAccess>(
-             llvm::make_first_range(m.biases), llvm::make_first_range(m.masks))) {
+         llvm::concat<const TensorAccess>(llvm::make_first_range(m.biases),
+                                          llvm::make_first_range(m.masks))) {
       if (reads(a, m.batchDims[1]) != reads(a, m.batchDims[2])) {
         reason = "a bias or mask varies over only one of (kv head, group)";
         return failure();
@@ -308,8 +305,7 @@ LogicalResult fuse(RewriterBase &rewriter, AttentionMatch &m, bool report,
   outDims.append({m.queryDim, head});
   if (grouped) {
     auto kType = cast<RankedTensorType>(k->getType());
-    SmallVector<OpFoldResult> sizes =
-        tensor::getMixedSizes(rewriter, loc, *q);
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(rewriter, loc, *q);
     auto groupsOf = [&]() -> OpFoldResult {
       std::optional<int64_t> hq = getConstantIntValue(sizes[1]);
       if (hq && !kType.isDynamicDim(1))
@@ -318,12 +314,9 @@ LogicalResult fuse(RewriterBase &rewriter, AttentionMatch &m, bool report,
       Value hkv = tensor::DimOp::create(rewriter, loc, *k, 1);
       return arith::DivUIOp::create(rewriter, loc, hqV, hkv).getResult();
     };
-    SmallVector<OpFoldResult> expanded = {sizes[0],
-                                          tensor::getMixedSize(rewriter, loc,
-                                                               *k, 1),
-                                          groupsOf(), sizes[2],
-                                          rewriter.getIndexAttr(
-                                              outShape.back())};
+    SmallVector<OpFoldResult> expanded = {
+        sizes[0], tensor::getMixedSize(rewriter, loc, *k, 1), groupsOf(),
+        sizes[2], rewriter.getIndexAttr(outShape.back())};
     SmallVector<int64_t> shape;
     for (OpFoldResult s : expanded)
       shape.push_back(getConstantIntValue(s).value_or(ShapedType::kDynamic));
@@ -419,8 +412,9 @@ struct FoldCollapsedBatch : OpRewritePattern<AttentionOp> {
     auto q = cast<RankedTensorType>(sources[0].getType());
     auto k = cast<RankedTensorType>(sources[1].getType());
     // The split of B*H must be the same batch for Q and K/V.
-    bool sameBatch = (!q.isDynamicDim(0) && q.getDimSize(0) == k.getDimSize(0)) ||
-                     sources[0] == sources[1];
+    bool sameBatch =
+        (!q.isDynamicDim(0) && q.getDimSize(0) == k.getDimSize(0)) ||
+        sources[0] == sources[1];
     if (!sameBatch)
       return failure();
     for (Value t : {op.getBias(), op.getMask()}) {
@@ -437,18 +431,18 @@ struct FoldCollapsedBatch : OpRewritePattern<AttentionOp> {
       llvm::append_range(shape, type.getShape().drop_front());
       types.push_back(RankedTensorType::get(shape, type.getElementType()));
     }
-    auto fused = AttentionOp::create(
-        rewriter, op.getLoc(), types, sources[0], sources[1], sources[2],
-        op.getBias(), op.getMask(), op.getScaleAttr(), op.getCausalAttr(),
-        op.getWindowAttr());
+    auto fused = AttentionOp::create(rewriter, op.getLoc(), types, sources[0],
+                                     sources[1], sources[2], op.getBias(),
+                                     op.getMask(), op.getScaleAttr(),
+                                     op.getCausalAttr(), op.getWindowAttr());
     SmallVector<Value> results;
     for (auto [old, now] : llvm::zip(op->getResults(), fused->getResults())) {
       SmallVector<ReassociationIndices> r = {{0, 1}};
       for (int64_t i = 2; i < cast<RankedTensorType>(now.getType()).getRank();
            ++i)
         r.push_back({i});
-      results.push_back(tensor::CollapseShapeOp::create(
-          rewriter, op.getLoc(), old.getType(), now, r));
+      results.push_back(tensor::CollapseShapeOp::create(rewriter, op.getLoc(),
+                                                        old.getType(), now, r));
     }
     rewriter.replaceOp(op, results);
     return success();
@@ -509,8 +503,7 @@ struct FoldRepeatedKeyValue : OpRewritePattern<AttentionOp> {
   }
 };
 
-struct FuseAttentionPattern
-    : OpInterfaceRewritePattern<linalg::LinalgOp> {
+struct FuseAttentionPattern : OpInterfaceRewritePattern<linalg::LinalgOp> {
   using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
   LogicalResult matchAndRewrite(linalg::LinalgOp op,
                                 PatternRewriter &rewriter) const override {
@@ -560,8 +553,7 @@ struct FlashFuseAttentionPass
     populateFoldIntoAttentionPatterns(patterns);
     tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns,
                                                          &getContext());
-    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns,
-                                                       &getContext());
+    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }
@@ -575,6 +567,5 @@ void mlir::flash::populateFuseAttentionPatterns(RewritePatternSet &patterns) {
 
 void mlir::flash::populateFoldIntoAttentionPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<FoldCollapsedBatch, FoldRepeatedKeyValue>(
-      patterns.getContext());
+  patterns.add<FoldCollapsedBatch, FoldRepeatedKeyValue>(patterns.getContext());
 }

@@ -1,4 +1,5 @@
-//===- LinalgBuilders.h - small linalg-on-tensors builders -------*- C++ -*-===//
+//===- LinalgBuilders.h - small linalg-on-tensors builders -------*- C++
+//-*-===//
 //
 // Part of the flash-mlir project.
 //
@@ -19,6 +20,9 @@
 namespace mlir::flash::detail {
 
 using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
+using utils::IteratorType;
+constexpr IteratorType kPar = IteratorType::parallel;
+constexpr IteratorType kRed = IteratorType::reduction;
 
 /// A linalg.generic with one result whose body yields `body(args)`.
 inline Value buildGeneric(OpBuilder &b, Location loc, ValueRange ins,

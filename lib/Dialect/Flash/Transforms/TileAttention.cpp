@@ -1,4 +1,5 @@
-//===- TileAttention.cpp - FlashAttention-2 online-softmax tiling -*- C++ -*-===//
+//===- TileAttention.cpp - FlashAttention-2 online-softmax tiling -*- C++
+//-*-===//
 //
 // Part of the flash-mlir project.
 //
@@ -37,9 +38,6 @@ using namespace mlir::flash;
 using namespace mlir::flash::detail;
 
 namespace {
-using utils::IteratorType;
-constexpr IteratorType kPar = IteratorType::parallel;
-constexpr IteratorType kRed = IteratorType::reduction;
 constexpr double kLog2e = 1.4426950408889634;
 constexpr double kLn2 = 0.6931471805599453;
 
@@ -60,11 +58,21 @@ private:
   // Index arithmetic (signed: block bounds can go below zero before
   // clamping).
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, Value y) { return b.createOrFold<arith::AddIOp>(loc, x, y); }
-  Value sub(Value x, Value y) { return b.createOrFold<arith::SubIOp>(loc, x, y); }
-  Value mul(Value x, Value y) { return b.createOrFold<arith::MulIOp>(loc, x, y); }
-  Value min(Value x, Value y) { return b.createOrFold<arith::MinSIOp>(loc, x, y); }
-  Value max(Value x, Value y) { return b.createOrFold<arith::MaxSIOp>(loc, x, y); }
+  Value add(Value x, Value y) {
+    return b.createOrFold<arith::AddIOp>(loc, x, y);
+  }
+  Value sub(Value x, Value y) {
+    return b.createOrFold<arith::SubIOp>(loc, x, y);
+  }
+  Value mul(Value x, Value y) {
+    return b.createOrFold<arith::MulIOp>(loc, x, y);
+  }
+  Value min(Value x, Value y) {
+    return b.createOrFold<arith::MinSIOp>(loc, x, y);
+  }
+  Value max(Value x, Value y) {
+    return b.createOrFold<arith::MaxSIOp>(loc, x, y);
+  }
   Value floorDiv(Value x, int64_t y) {
     return b.createOrFold<arith::FloorDivSIOp>(loc, x, idx(y));
   }
@@ -138,8 +146,8 @@ Value AttentionTiler::paddedTile(Value source, ArrayRef<OpFoldResult> offsets,
   if (paddedType == sliceType)
     return slice;
   Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(et));
-  return tensor::createPadHighOp(paddedType, slice, zero, /*nofold=*/false,
-                                 loc, b);
+  return tensor::createPadHighOp(paddedType, slice, zero, /*nofold=*/false, loc,
+                                 b);
 }
 
 std::pair<Value, AffineMap>
@@ -241,18 +249,18 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
         }
         Value hidden;
         auto hide = [&](Value h) {
-          hidden = hidden ? arith::OrIOp::create(nb, nl, hidden, h).getResult()
-                          : h;
+          hidden =
+              hidden ? arith::OrIOp::create(nb, nl, hidden, h).getResult() : h;
         };
         if (maskArg >= 0) {
           Value one = arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true));
           hide(arith::XOrIOp::create(nb, nl, a[maskArg], one));
         }
         if (masked) {
-          Value i = arith::AddIOp::create(
-              nb, nl, rowStart, linalg::IndexOp::create(nb, nl, 0));
-          Value j = arith::AddIOp::create(
-              nb, nl, keyStart, linalg::IndexOp::create(nb, nl, 1));
+          Value i = arith::AddIOp::create(nb, nl, rowStart,
+                                          linalg::IndexOp::create(nb, nl, 0));
+          Value j = arith::AddIOp::create(nb, nl, keyStart,
+                                          linalg::IndexOp::create(nb, nl, 1));
           hide(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, j,
                                      keySeq));
           if (op.getCausal()) {
@@ -273,26 +281,26 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
 
   // The running state is updated in place (outs = the loop-carried value),
   // so that bufferization keeps one buffer per state across iterations.
-  Value rowMax = generic(logits, filled({br}, -std::numeric_limits<double>::infinity()),
-                         {id(2), map(2, {0})}, {kPar, kRed},
-                         [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                           return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
-                         });
+  Value rowMax =
+      generic(logits, filled({br}, -std::numeric_limits<double>::infinity()),
+              {id(2), map(2, {0})}, {kPar, kRed},
+              [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
+              });
   // exp2(x - m') with a row that is still fully masked (m' = -inf) taken
   // relative to 0, so that it stays 0 instead of NaN.
   auto expRelative = [&](OpBuilder &nb, Location nl, Value x,
                          Value rowRef) -> Value {
     Value ninf = negInfF32(nb, nl);
     Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f));
-    Value empty = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
-                                        rowRef, ninf);
+    Value empty =
+        arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, rowRef, ninf);
     Value ref = arith::SelectOp::create(nb, nl, empty, zero, rowRef);
     return math::Exp2Op::create(nb, nl, arith::SubFOp::create(nb, nl, x, ref));
   };
   // alpha = exp2(m - m'), m' = max(m, rowmax S).
   Value alpha = generic({m, rowMax}, empty({br}, f32), {id(1), id(1), id(1)},
-                        {kPar},
-                        [&](OpBuilder &nb, Location nl, ValueRange a) {
+                        {kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
                           Value next =
                               arith::MaximumFOp::create(nb, nl, a[0], a[1]);
                           return expRelative(nb, nl, a[0], next);
@@ -301,11 +309,11 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
                        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
                          return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
                        });
-  Value probs = generic({logits, mNew}, empty({br, bc}, f32),
-                        {id(2), map(2, {0}), id(2)}, {kPar, kPar},
-                        [&](OpBuilder &nb, Location nl, ValueRange a) {
-                          return expRelative(nb, nl, a[0], a[1]);
-                        });
+  Value probs =
+      generic({logits, mNew}, empty({br, bc}, f32), {id(2), map(2, {0}), id(2)},
+              {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+                return expRelative(nb, nl, a[0], a[1]);
+              });
   auto scaleBy = [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
     return arith::MulFOp::create(nb, nl, a[1], a[0]);
   };
@@ -322,8 +330,7 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
     probs = generic(probs, empty({br, bc}, elementType), {id(2), id(2)},
                     {kPar, kPar},
                     [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                      return arith::TruncFOp::create(nb, nl, elementType,
-                                                     a[0]);
+                      return arith::TruncFOp::create(nb, nl, elementType, a[0]);
                     });
   }
   Value accNew = generic({probs, valueTile}, accScaled,
@@ -388,20 +395,18 @@ SmallVector<Value> AttentionTiler::build() {
     return op.getCausal() ? min(add(row, diagonal), lastKey) : lastKey;
   };
   auto firstVisible = [&](Value row) {
-    return window ? max(sub(add(row, diagonal), idx(*window)), idx(0))
-                  : idx(0);
+    return window ? max(sub(add(row, diagonal), idx(*window)), idx(0)) : idx(0);
   };
   Value begin = floorDiv(firstVisible(rowStart), bc);
   Value end = max(ceilDiv(add(lastVisible(lastRow), idx(1)), bc), begin);
   Value fullBegin =
       window ? min(max(ceilDiv(firstVisible(lastRow), bc), begin), end) : begin;
-  Value fullEnd =
-      min(max(floorDiv(add(lastVisible(rowStart), idx(1)), bc), fullBegin),
-          end);
+  Value fullEnd = min(
+      max(floorDiv(add(lastVisible(rowStart), idx(1)), bc), fullBegin), end);
 
   SmallVector<Value> state = {
-      filled({br}, -std::numeric_limits<double>::infinity()),
-      filled({br}, 0.0), filled({br, valueDim}, 0.0)};
+      filled({br}, -std::numeric_limits<double>::infinity()), filled({br}, 0.0),
+      filled({br, valueDim}, 0.0)};
   if (window)
     state = keyBlockLoop(begin, fullBegin, state, /*masked=*/true);
   state = keyBlockLoop(fullBegin, fullEnd, state, /*masked=*/false);
@@ -423,15 +428,15 @@ SmallVector<Value> AttentionTiler::build() {
       });
   SmallVector<Value> tiles = {outTile};
   if (op.getLse()) {
-    tiles.push_back(generic(
-        {m, l}, empty({br}, f32), {id(1), id(1), id(1)}, {kPar},
-        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-          Value ln2 = arith::ConstantOp::create(
-              nb, nl, nb.getF32FloatAttr(static_cast<float>(kLn2)));
-          Value mNat = arith::MulFOp::create(nb, nl, a[0], ln2);
-          return arith::AddFOp::create(nb, nl, mNat,
-                                       math::LogOp::create(nb, nl, a[1]));
-        }));
+    tiles.push_back(
+        generic({m, l}, empty({br}, f32), {id(1), id(1), id(1)}, {kPar},
+                [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                  Value ln2 = arith::ConstantOp::create(
+                      nb, nl, nb.getF32FloatAttr(static_cast<float>(kLn2)));
+                  Value mNat = arith::MulFOp::create(nb, nl, a[0], ln2);
+                  return arith::AddFOp::create(
+                      nb, nl, mNat, math::LogOp::create(nb, nl, a[1]));
+                }));
   }
 
   // The first `rows` rows of each tile are this block's part of the result.
@@ -467,9 +472,8 @@ SmallVector<Value> AttentionTiler::build() {
   return SmallVector<Value>(forall.getResults());
 }
 
-LogicalResult mlir::flash::tileAttention(RewriterBase &rewriter,
-                                         AttentionOp op, int64_t blockRows,
-                                         int64_t blockCols) {
+LogicalResult mlir::flash::tileAttention(RewriterBase &rewriter, AttentionOp op,
+                                         int64_t blockRows, int64_t blockCols) {
   if (blockRows <= 0 || blockCols <= 0)
     return op.emitOpError("tile sizes must be positive, got Br = ")
            << blockRows << ", Bc = " << blockCols;
@@ -531,10 +535,10 @@ struct FlashTileAttentionPass
                   const AttentionTiles &tiles, int64_t d, int64_t dv,
                   int64_t bytes) {
     InFlightDiagnostic diag = op.emitRemark();
-    diag << "tiled with Br = " << tiles.blockRows << ", Bc = "
-         << tiles.blockCols << " (" << tiles.rule << " rule, target "
-         << tgt.name << "); tiles use " << tiles.sramBytes << " of "
-         << tgt.sramBytes << " on-chip bytes; ";
+    diag << "tiled with Br = " << tiles.blockRows
+         << ", Bc = " << tiles.blockCols << " (" << tiles.rule
+         << " rule, target " << tgt.name << "); tiles use " << tiles.sramBytes
+         << " of " << tgt.sramBytes << " on-chip bytes; ";
     ArrayRef<int64_t> qShape = op.getQuery().getType().getShape();
     ArrayRef<int64_t> kShape = op.getKey().getType().getShape();
     int64_t m = qShape[qShape.size() - 2], n = kShape[kShape.size() - 2];
@@ -544,9 +548,9 @@ struct FlashTileAttentionPass
       return;
     }
     HbmTraffic t = estimateHbmTraffic(m, n, d, dv, tiles.blockRows, bytes);
-    diag << "HBM bytes per (batch, head): " << static_cast<int64_t>(t.tiledBytes)
-         << " tiled vs " << static_cast<int64_t>(t.naiveBytes)
-         << " naive (naive / tiled = "
+    diag << "HBM bytes per (batch, head): "
+         << static_cast<int64_t>(t.tiledBytes) << " tiled vs "
+         << static_cast<int64_t>(t.naiveBytes) << " naive (naive / tiled = "
          << llvm::formatv("{0:f1}", t.naiveBytes / t.tiledBytes).str() << ")";
   }
 };

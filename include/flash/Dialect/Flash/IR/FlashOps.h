@@ -22,8 +22,7 @@ namespace mlir::flash {
 /// Rewrites a rank-2 or rank-3 attention op into the rank-4 form, expanding
 /// every operand with leading unit dimensions and collapsing the results
 /// back. Returns the new rank-4 op, or the op itself when it already is.
-FailureOr<AttentionOp> normalizeToRank4(RewriterBase &rewriter,
-                                        AttentionOp op);
+FailureOr<AttentionOp> normalizeToRank4(RewriterBase &rewriter, AttentionOp op);
 FailureOr<AttentionBackwardOp> normalizeToRank4(RewriterBase &rewriter,
                                                 AttentionBackwardOp op);
 
