@@ -232,6 +232,24 @@ def run_program(program, passes, keep=None):
         return run.stdout
 
 
+def check_no_score_matrix(program, args):
+    """The tiled program must hold no M x N tensor (static sizes only; a bias
+    or mask operand may itself be M x N, so those programs are not checked)."""
+    if "m" in args.dynamic or "n" in args.dynamic or min(args.m, args.n) <= 1 \
+            or args.bias or args.mask:
+        return
+    flash_opt = os.environ.get("FLASH_OPT", "flash-opt")
+    opts = f"block-rows={args.block_rows} block-cols={args.block_cols}"
+    tiled = subprocess.run([flash_opt, "-", f"--flash-tile-attention={opts}"],
+                           input=program, capture_output=True, text=True)
+    if tiled.returncode != 0:
+        raise RuntimeError(f"flash-tile-attention failed:\n{tiled.stderr}")
+    pattern = re.compile(rf"tensor<(?:\d+x)*({args.m}x{args.n}|{args.n}x{args.m})x")
+    body = tiled.stdout.split("func.func @main")[0]
+    if pattern.search(body):
+        raise RuntimeError(f"the tiled program still holds an {args.m} x {args.n} tensor")
+
+
 def compare(name, got, want, rtol):
     """Checks got against want elementwise; -inf must match exactly."""
     inf_want = np.isinf(want)
@@ -351,6 +369,8 @@ def main(argv=None):
                                                   full["do"], o=o_ref, **common)
         want = {"dq": dq, "dk": dk, "dv": dv}
 
+    if not args.no_tile and args.mode == "fwd":
+        check_no_score_matrix(program, args)
     got = parse_outputs(run_program(program, args.passes, args.keep), results)
     all_ok = True
     lines = []

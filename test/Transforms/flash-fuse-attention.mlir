@@ -481,3 +481,35 @@ func.func @bottom_right_window_const_mask(%q: tensor<6x4xf32>, %k: tensor<10x4xf
   %o = linalg.matmul ins(%p, %v : tensor<6x10xf32>, tensor<10x4xf32>) outs(%oz : tensor<6x4xf32>) -> tensor<6x4xf32>
   return %o : tensor<6x4xf32>
 }
+
+// -----
+
+// torch-mlir's SDPA decomposition: 3-D batch matmuls over [B*H, S, D], with
+// the scores expanded to [B, H, M, N] for a 4-D softmax and collapsed back.
+// CHECK-LABEL: func @torch_4d_softmax_between_3d_bmm
+// CHECK-SAME: (%[[Q:[^:]*]]: tensor<2x3x10x8xf32>, %[[K:[^:]*]]: tensor<2x3x12x8xf32>, %[[V:[^:]*]]: tensor<2x3x12x8xf32>)
+// CHECK-NOT: linalg.
+// CHECK: %[[O:.*]] = flash.attention %[[Q]], %[[K]], %[[V]] {scale = 0.353553385 : f32} : tensor<2x3x10x8xf32>, tensor<2x3x12x8xf32>, tensor<2x3x12x8xf32> -> tensor<2x3x10x8xf32>
+// CHECK-NEXT: return %[[O]]
+func.func @torch_4d_softmax_between_3d_bmm(%q: tensor<2x3x10x8xf32>, %k: tensor<2x3x12x8xf32>, %v: tensor<2x3x12x8xf32>) -> tensor<2x3x10x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %q3 = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<2x3x10x8xf32> into tensor<6x10x8xf32>
+  %k3 = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<2x3x12x8xf32> into tensor<6x12x8xf32>
+  %v3 = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<2x3x12x8xf32> into tensor<6x12x8xf32>
+  %kt0 = tensor.empty() : tensor<6x8x12xf32>
+  %kt = linalg.transpose ins(%k3 : tensor<6x12x8xf32>) outs(%kt0 : tensor<6x8x12xf32>) permutation = [0, 2, 1]
+  %s0 = tensor.empty() : tensor<6x10x12xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<6x10x12xf32>) -> tensor<6x10x12xf32>
+  %s = linalg.batch_matmul ins(%q3, %kt : tensor<6x10x8xf32>, tensor<6x8x12xf32>) outs(%sz : tensor<6x10x12xf32>) -> tensor<6x10x12xf32>
+  %s4 = tensor.expand_shape %s [[0, 1], [2], [3]] output_shape [2, 3, 10, 12] : tensor<6x10x12xf32> into tensor<2x3x10x12xf32>
+  %c = arith.constant dense<0.353553385> : tensor<2x3x10x12xf32>
+  %e0 = tensor.empty() : tensor<2x3x10x12xf32>
+  %x = linalg.map { arith.mulf } ins(%s4, %c : tensor<2x3x10x12xf32>, tensor<2x3x10x12xf32>) outs(%e0 : tensor<2x3x10x12xf32>)
+  %p4 = linalg.softmax dimension(3) ins(%x : tensor<2x3x10x12xf32>) outs(%e0 : tensor<2x3x10x12xf32>) -> tensor<2x3x10x12xf32>
+  %p = tensor.collapse_shape %p4 [[0, 1], [2], [3]] : tensor<2x3x10x12xf32> into tensor<6x10x12xf32>
+  %o0 = tensor.empty() : tensor<6x10x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<6x10x8xf32>) -> tensor<6x10x8xf32>
+  %o3 = linalg.batch_matmul ins(%p, %v3 : tensor<6x10x12xf32>, tensor<6x12x8xf32>) outs(%oz : tensor<6x10x8xf32>) -> tensor<6x10x8xf32>
+  %o = tensor.expand_shape %o3 [[0, 1], [2], [3]] output_shape [2, 3, 10, 8] : tensor<6x10x8xf32> into tensor<2x3x10x8xf32>
+  return %o : tensor<2x3x10x8xf32>
+}

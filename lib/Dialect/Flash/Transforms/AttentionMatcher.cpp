@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -184,37 +185,44 @@ Expr *Interpreter::tensor(Value t, AffineMap fromP) {
       visited.insert(def);
     return e;
   }
-  // Reshapes that only add or drop unit dimensions are views.
+  // Reshapes are views: a merged index is the row-major linearisation of
+  // the split ones (torch-mlir's [B*H, M, N] scores around a [B, H, M, N]
+  // softmax, TOSA's keep-dims reductions). Every size but the first of a
+  // group must be static.
   if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def)) {
     Value src = def->getOperand(0);
     auto srcType = cast<RankedTensorType>(src.getType());
-    auto dstType = cast<RankedTensorType>(t.getType());
-    SmallVector<ReassociationIndices> groups =
-        isa<tensor::ExpandShapeOp>(def)
-            ? cast<tensor::ExpandShapeOp>(def).getReassociationIndices()
-            : cast<tensor::CollapseShapeOp>(def).getReassociationIndices();
     bool expand = isa<tensor::ExpandShapeOp>(def);
-    RankedTensorType wide = expand ? dstType : srcType;
+    SmallVector<ReassociationIndices> groups =
+        expand ? cast<tensor::ExpandShapeOp>(def).getReassociationIndices()
+               : cast<tensor::CollapseShapeOp>(def).getReassociationIndices();
+    RankedTensorType wide =
+        expand ? cast<RankedTensorType>(t.getType()) : srcType;
     SmallVector<AffineExpr> srcExprs(srcType.getRank());
     for (auto [g, group] : llvm::enumerate(groups)) {
-      SmallVector<int64_t> nonUnit;
-      for (int64_t d : group)
-        if (wide.getDimSize(d) != 1)
-          nonUnit.push_back(d);
-      if (nonUnit.size() > 1)
-        return leaf(t, fromP);
+      // Row-major strides of the group's wide dims.
+      SmallVector<int64_t> strides(group.size(), 1);
+      for (int64_t j = group.size() - 2; j >= 0; --j) {
+        int64_t next = wide.getDimSize(group[j + 1]);
+        if (ShapedType::isDynamic(next))
+          return leaf(t, fromP);
+        strides[j] = strides[j + 1] * next;
+      }
       if (expand) {
-        // Narrow source dim g is the non-unit dim of its group in t.
-        srcExprs[g] = nonUnit.empty() ? getAffineConstantExpr(0, ctx)
-                                      : fromP.getResult(nonUnit.front());
-      } else {
-        for (int64_t d : group)
-          srcExprs[d] = (!nonUnit.empty() && d == nonUnit.front())
-                            ? fromP.getResult(g)
-                            : getAffineConstantExpr(0, ctx);
+        AffineExpr linear = getAffineConstantExpr(0, ctx);
+        for (auto [j, d] : llvm::enumerate(group))
+          linear = linear + fromP.getResult(d) * strides[j];
+        srcExprs[g] = linear;
+        continue;
+      }
+      AffineExpr merged = fromP.getResult(g);
+      for (auto [j, d] : llvm::enumerate(group)) {
+        AffineExpr e = merged.floorDiv(strides[j]);
+        srcExprs[d] = j == 0 ? e : e % wide.getDimSize(d);
       }
     }
-    Expr *e = tensor(src, AffineMap::get(rank, 0, srcExprs, ctx));
+    AffineMap srcMap = simplifyAffineMap(AffineMap::get(rank, 0, srcExprs, ctx));
+    Expr *e = tensor(src, srcMap);
     if (e)
       visited.insert(def);
     return e;

@@ -60,7 +60,13 @@ FailureOr<Value> relayout(OpBuilder &b, Location loc, ArrayRef<Source> sources,
         exprs.push_back(c);
         continue;
       }
-      unsigned ext = cast<AffineDimExpr>(r).getPosition();
+      auto dim = dyn_cast<AffineDimExpr>(r);
+      if (!dim) {
+        reason = "an operand is indexed through a reshape that the fused op "
+                 "cannot express";
+        return failure();
+      }
+      unsigned ext = dim.getPosition();
       auto it = llvm::find(dims, ext);
       if (it == dims.end()) {
         reason = "an operand varies along a dimension the fused op does not "
