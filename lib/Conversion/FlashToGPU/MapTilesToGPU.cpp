@@ -15,6 +15,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::flash {
@@ -161,13 +162,50 @@ int64_t TileMapper::carveSharedMemory(gpu::LaunchOp launch) {
       b, loc,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                       MemRefLayoutAttrInterface(), workgroup));
-  int64_t offset = 0;
+  // Buffers whose live ranges (in top-level ops of the launch body, through
+  // views) do not overlap share bytes: the three key-block loops each have
+  // their own tile buffers, but only one loop runs at a time.
+  auto topLevelIndex = [&](Operation *op) {
+    while (op->getBlock() != &body)
+      op = op->getParentOp();
+    return std::distance(body.begin(), op->getIterator());
+  };
+  struct Placed {
+    int64_t first, last, offset, bytes;
+  };
+  SmallVector<Placed> placed;
+  int64_t total = 0;
   for (memref::AllocOp alloc : allocs) {
+    int64_t first = topLevelIndex(alloc), last = first;
+    SmallVector<Value> aliases = {alloc.getResult()};
+    while (!aliases.empty()) {
+      Value v = aliases.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        last = std::max<int64_t>(last, topLevelIndex(user));
+        if (isa<ViewLikeOpInterface>(user))
+          llvm::append_range(aliases, user->getResults());
+      }
+    }
     MemRefType type = alloc.getType();
     int64_t bytes = type.getNumElements() *
                     llvm::divideCeil(type.getElementTypeBitWidth(), 8);
-    // 128 B: WMMA fragment loads need at least 32-byte aligned rows.
-    offset = llvm::alignTo(offset, 128);
+    // Lowest 128-byte aligned offset (WMMA fragment loads need 32-byte
+    // aligned rows) free during [first, last].
+    int64_t offset = 0;
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (const Placed &p : placed) {
+        bool liveTogether = p.first <= last && first <= p.last;
+        bool overlap = p.offset < offset + bytes && offset < p.offset + p.bytes;
+        if (liveTogether && overlap) {
+          offset = llvm::alignTo(p.offset + p.bytes, 128);
+          moved = true;
+        }
+      }
+    }
+    placed.push_back({first, last, offset, bytes});
+    total = std::max(total, offset + bytes);
+
     Value shift = arith::ConstantIndexOp::create(b, loc, offset);
     auto shared = MemRefType::get(type.getShape(), type.getElementType(),
                                   MemRefLayoutAttrInterface(), workgroup);
@@ -179,9 +217,8 @@ int64_t TileMapper::carveSharedMemory(gpu::LaunchOp launch) {
         user->erase();
     alloc.replaceAllUsesWith(generic);
     alloc.erase();
-    offset += bytes;
   }
-  return offset;
+  return total;
 }
 
 void TileMapper::distribute(Operation *op, OpBuilder &b, Value tid) {
