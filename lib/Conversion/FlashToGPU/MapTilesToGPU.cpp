@@ -173,8 +173,8 @@ int64_t TileMapper::carveSharedMemory(gpu::LaunchOp launch) {
   struct Placed {
     int64_t first, last, offset, bytes;
   };
-  SmallVector<Placed> placed;
-  int64_t total = 0;
+  // Live ranges first: creating the views below shifts op positions.
+  SmallVector<std::pair<int64_t, int64_t>> ranges;
   for (memref::AllocOp alloc : allocs) {
     int64_t first = topLevelIndex(alloc), last = first;
     SmallVector<Value> aliases = {alloc.getResult()};
@@ -184,8 +184,18 @@ int64_t TileMapper::carveSharedMemory(gpu::LaunchOp launch) {
         last = std::max<int64_t>(last, topLevelIndex(user));
         if (isa<ViewLikeOpInterface>(user))
           llvm::append_range(aliases, user->getResults());
+        // Carried through a loop (iter_args, yield): it may be read after
+        // the loop under another name; keep it for the whole kernel.
+        if (isa<scf::YieldOp, scf::ForOp, scf::IfOp>(user))
+          last = std::distance(body.begin(), body.end());
       }
     }
+    ranges.push_back({first, last});
+  }
+  SmallVector<Placed> placed;
+  int64_t total = 0;
+  for (auto [alloc, range] : llvm::zip(allocs, ranges)) {
+    auto [first, last] = range;
     MemRefType type = alloc.getType();
     int64_t bytes = type.getNumElements() *
                     llvm::divideCeil(type.getElementTypeBitWidth(), 8);
