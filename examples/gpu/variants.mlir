@@ -46,3 +46,20 @@ func.func @attn_f16_d96_window(%q: tensor<?x?x?x96xf16>, %k: tensor<?x?x?x96xf16
   %o = flash.attention %q, %k, %v {causal, window = 100 : i64} : tensor<?x?x?x96xf16>, tensor<?x?x?x96xf16>, tensor<?x?x?x96xf16> -> tensor<?x?x?x96xf16>
   return %o : tensor<?x?x?x96xf16>
 }
+
+// D = 256 and D = 32 (tiles chosen to fit), a broadcast f32 bias [M, N] on f16
+// inputs, and the log-sum-exp output.
+func.func @attn_f16_d256_causal(%q: tensor<?x?x?x256xf16>, %k: tensor<?x?x?x256xf16>, %v: tensor<?x?x?x256xf16>) -> tensor<?x?x?x256xf16> {
+  %o = flash.attention %q, %k, %v {causal} : tensor<?x?x?x256xf16>, tensor<?x?x?x256xf16>, tensor<?x?x?x256xf16> -> tensor<?x?x?x256xf16>
+  return %o : tensor<?x?x?x256xf16>
+}
+
+func.func @attn_bf16_d32(%q: tensor<?x?x?x32xbf16>, %k: tensor<?x?x?x32xbf16>, %v: tensor<?x?x?x32xbf16>) -> tensor<?x?x?x32xbf16> {
+  %o = flash.attention %q, %k, %v : tensor<?x?x?x32xbf16>, tensor<?x?x?x32xbf16>, tensor<?x?x?x32xbf16> -> tensor<?x?x?x32xbf16>
+  return %o : tensor<?x?x?x32xbf16>
+}
+
+func.func @attn_f16_d64_bias_lse(%q: tensor<?x?x?x64xf16>, %k: tensor<?x?x?x64xf16>, %v: tensor<?x?x?x64xf16>, %b: tensor<?x?xf32>) -> (tensor<?x?x?x64xf16>, tensor<?x?x?xf32>) {
+  %o, %lse = flash.attention %q, %k, %v bias(%b : tensor<?x?xf32>) : tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16> -> tensor<?x?x?x64xf16>, tensor<?x?x?xf32>
+  return %o, %lse : tensor<?x?x?x64xf16>, tensor<?x?x?xf32>
+}

@@ -23,8 +23,9 @@ from flash_mlir.runtime import load_all
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 
 
-def reference(q, k, v, scale, causal, window):
-    """float64 attention on [B, H, M, D] tensors; fully masked rows are 0."""
+def reference(q, k, v, scale, causal, window, bias=None, mask=None):
+    """float64 attention on [B, H, M, D] tensors; fully masked rows are 0.
+    Returns (O, LSE, hidden) with hidden the causal/window mask."""
     q, k, v = (t.double() for t in (q, k, v))
     group = q.shape[1] // k.shape[1]
     k = k.repeat_interleave(group, dim=1)
@@ -38,13 +39,18 @@ def reference(q, k, v, scale, causal, window):
         hidden |= j > i + (n - m)
     if window is not None:
         hidden |= j < i + (n - m) - window
+    if bias is not None:
+        s = s + bias.double()
     s = s.masked_fill(hidden, -math.inf)
+    if mask is not None:
+        s = s.masked_fill(~mask, -math.inf)
     mx = s.amax(dim=-1, keepdim=True)
     mx = torch.where(torch.isinf(mx), torch.zeros_like(mx), mx)
     e = torch.exp(s - mx)
     l = e.sum(dim=-1, keepdim=True)
     p = torch.where(l == 0, torch.zeros_like(e), e / l.clamp_min(1e-300))
-    return torch.einsum("bhmn,bhnd->bhmd", p, v), hidden
+    lse = (mx + torch.log(l))[..., 0]
+    return torch.einsum("bhmn,bhnd->bhmd", p, v), lse, hidden
 
 
 def sdpa_flash(q, k, v, scale, hidden):
@@ -92,17 +98,41 @@ def run_case(kernel, case, layout, seed):
     q, k, v = make(hq, m, d), make(hkv, n, d), make(hkv, n, dv)
     o = make(hq, m, dv)
     o.fill_(float("nan"))
-    kernel(q=q, k=k, v=v, o=o)
+    tensors = dict(q=q, k=k, v=v, o=o)
+    params = {p["name"]: p for p in man["params"]}
+    logical = [b, hq, m, n]  # the score shape bias and mask broadcast to
+    for name in ("bias", "mask"):
+        if name in params:
+            p = params[name]
+            shape = [1 if s == 1 else logical[4 - p["rank"] + i]
+                     for i, s in enumerate(p["shape"])]
+            if name == "bias":
+                tensors[name] = torch.randn(*shape, device="cuda", generator=g).to(
+                    DTYPES[p["dtype"]])
+            else:
+                tensors[name] = torch.rand(*shape, device="cuda", generator=g) < 0.8
+    if "lse" in params:
+        tensors["lse"] = torch.full((b, hq, m), float("nan"), device="cuda")
+    kernel(**tensors)
     torch.cuda.synchronize()
-    ref, hidden = reference(q, k, v, man["scale"], man["causal"], man["window"])
+    ref, ref_lse, hidden = reference(q, k, v, man["scale"], man["causal"],
+                                     man["window"], tensors.get("bias"),
+                                     tensors.get("mask"))
     ours = o.double()
     if torch.isnan(ours).any():
         return False, f"{case} {layout}: NaN in output (unwritten or invalid)", None
+    if "lse" in tensors:
+        got = tensors["lse"].double()
+        finite = torch.isfinite(ref_lse)
+        if torch.isnan(got).any() or not torch.equal(torch.isfinite(got), finite) \
+                or (got[finite] - ref_lse[finite]).abs().max() > 1e-3:
+            return False, f"{case} {layout}: LSE differs from the reference", None
     err = (ours - ref).norm() / ref.norm().clamp_min(1e-30)
     rmse = ((ours - ref) ** 2).mean().sqrt().item()
     # FA2 through SDPA has no sliding window: compare only where it can run
     # the same function.
-    fa2 = None if man["window"] is not None else sdpa_flash(
+    fa2 = None if (man["window"] is not None or "bias" in tensors
+                   or "mask" in tensors) else sdpa_flash(
         q.contiguous(), k.contiguous(), v.contiguous(), man["scale"], hidden)
     fa2_rmse = None if fa2 is None else ((fa2.double() - ref) ** 2).mean().sqrt().item()
     tol = {"f32": 1e-5, "f16": 2e-3, "bf16": 1.6e-2}[man["dtype"]]

@@ -241,9 +241,14 @@ FailureOr<Kernel> build(flash::AttentionOp op, StringRef name,
     if (!argument)
       return op.emitError("flash-compile: a kernel parameter is not a tensor");
     const Param &p = params[argument.getArgNumber()];
+    json::Array shape;
+    for (int64_t d : p.type.getShape())
+      shape.push_back(ShapedType::isDynamic(d) ? json::Value(nullptr)
+                                               : json::Value(d));
     kernel.params.push_back(json::Object{
         {"name", p.name},
         {"rank", p.type.getRank()},
+        {"shape", std::move(shape)},
         {"dtype", typeName(p.type.getElementType())},
         {"abi", "memref: allocated ptr, aligned ptr, i64 offset, i64 "
                 "sizes[rank], i64 strides[rank] (strides in elements)"}});
