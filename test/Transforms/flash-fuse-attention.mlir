@@ -1,11 +1,23 @@
 // RUN: flash-opt %s --flash-fuse-attention -split-input-file | FileCheck %s
 // RUN: %python -m flash_mlir.fusion_check %s --expect fused --dynamic-size 6 | FileCheck %s --check-prefix=EXEC
+// RUN: flash-opt %s --flash-fuse-attention=report=true -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 
 // Attention as frontends emit it, each fused to exactly one flash.attention
 // with the N x N intermediates gone; every case also runs unfused and fused
 // on the CPU and must give the same numbers (EXEC).
 // EXEC-NOT: FAIL
 // EXEC: fusion_check: 0 failure(s)
+
+// What the report says about each case, in order:
+// REPORT: remark: fused attention: scale = 3.535534e-01, softmax = exp (max-subtracted), mask = none, bias = 0 tensor(s), batch dims = 1, GQA ratio = 1, Q/K/V f32
+// REPORT: remark: fused attention: scale = 1.250000e-01, softmax = linalg.softmax (max-subtracted), mask = none, bias = 0 tensor(s), batch dims = 0, GQA ratio = 1, Q/K/V f32
+// REPORT: remark: fused attention: scale = 2.500000e-01, softmax = exp (max-subtracted), {{.*}} batch dims = 2, GQA ratio = 1, Q/K/V bf16
+// REPORT: remark: fused attention: scale = 2.500000e-01, softmax = exp2 (max-subtracted)
+// REPORT: remark: fused attention: scale = 2.500000e-01, softmax = exp (no max subtraction), mask = causal, bias = 1 tensor(s)
+// REPORT: remark: fused attention: {{.*}} mask = 1 i1 tensor(s), {{.*}} GQA ratio = 2, Q/K/V f32
+// REPORT: remark: fused attention: {{.*}} GQA ratio = 4, Q/K/V f16
+// REPORT: remark: fused attention: scale = 5.000000e-01, {{.*}} mask = causal + window 3 + 1 i1 tensor(s)
+// REPORT: remark: fused attention: scale = 3.535534e-01, softmax = linalg.softmax
 
 // torch-mlir style: 4-D attention through 3-D batch matmuls, divide by
 // sqrt(D), decomposed softmax as generics.

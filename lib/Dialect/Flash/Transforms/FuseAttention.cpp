@@ -157,6 +157,40 @@ std::string describe(const AttentionMatch &m, Type et, int64_t groups) {
   return s;
 }
 
+/// The [B, Hkv, S, D] tensor that `v` repeats G times per head, and G.
+std::optional<std::pair<Value, int64_t>> unrepeat(Value v) {
+  auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>();
+  if (!collapse || collapse.getSrcType().getRank() != 5 ||
+      collapse.getReassociationIndices() !=
+          SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}, {4}})
+    return std::nullopt;
+  int64_t groups = collapse.getSrcType().getDimSize(2);
+  auto bcast = collapse.getSrc().getDefiningOp<linalg::LinalgOp>();
+  if (!bcast || ShapedType::isDynamic(groups) ||
+      bcast.getNumDpsInputs() != 1 || !bcast.isAllParallelLoops() ||
+      !bcast.hasPureTensorSemantics())
+    return std::nullopt;
+  auto yield = cast<linalg::YieldOp>(bcast.getBlock()->getTerminator());
+  if (yield.getOperand(0) != bcast.getRegionInputArgs()[0] ||
+      !bcast.getIndexingMapMatchingResult(bcast->getResult(0)).isIdentity())
+    return std::nullopt;
+  MLIRContext *ctx = v.getContext();
+  AffineMap in = bcast.getMatchingIndexingMap(bcast.getDpsInputOperand(0));
+  Value src = bcast.getDpsInputOperand(0)->get();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  auto zero = getAffineConstantExpr(0, ctx);
+  if (in == AffineMap::get(5, 0, {d(0), d(1), d(3), d(4)}, ctx))
+    return std::make_pair(src, groups);
+  if (in != AffineMap::get(5, 0, {d(0), d(1), zero, d(3), d(4)}, ctx))
+    return std::nullopt;
+  auto expand = src.getDefiningOp<tensor::ExpandShapeOp>();
+  if (!expand || expand.getReassociationIndices() !=
+                     SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}, {4}})
+    return std::nullopt;
+  return std::make_pair(expand.getSrc(), groups);
+}
+
+
 /// Replaces the matched attention with flash.attention.
 LogicalResult fuse(RewriterBase &rewriter, AttentionMatch &m, bool report,
                    std::string &reason) {
@@ -376,6 +410,9 @@ LogicalResult fuse(RewriterBase &rewriter, AttentionMatch &m, bool report,
                    ? 0
                    : hq / hkv;
     }
+    // K/V repeated to the query heads become GQA in the clean-up below.
+    if (auto repeated = unrepeat(fused.getKey()); repeated && groups > 0)
+      groups *= repeated->second;
     fused.emitRemark(describe(m, et, groups));
   }
   // The N x N chain, and whatever only it used, is dead now.
@@ -460,39 +497,6 @@ struct FoldCollapsedBatch : OpRewritePattern<AttentionOp> {
 /// on the unrepeated K and V.
 struct FoldRepeatedKeyValue : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
-
-  /// The [B, Hkv, S, D] tensor that `v` repeats G times per head, and G.
-  static std::optional<std::pair<Value, int64_t>> unrepeat(Value v) {
-    auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>();
-    if (!collapse || collapse.getSrcType().getRank() != 5 ||
-        collapse.getReassociationIndices() !=
-            SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}, {4}})
-      return std::nullopt;
-    int64_t groups = collapse.getSrcType().getDimSize(2);
-    auto bcast = collapse.getSrc().getDefiningOp<linalg::LinalgOp>();
-    if (!bcast || ShapedType::isDynamic(groups) ||
-        bcast.getNumDpsInputs() != 1 || !bcast.isAllParallelLoops() ||
-        !bcast.hasPureTensorSemantics())
-      return std::nullopt;
-    auto yield = cast<linalg::YieldOp>(bcast.getBlock()->getTerminator());
-    if (yield.getOperand(0) != bcast.getRegionInputArgs()[0] ||
-        !bcast.getIndexingMapMatchingResult(bcast->getResult(0)).isIdentity())
-      return std::nullopt;
-    MLIRContext *ctx = v.getContext();
-    AffineMap in = bcast.getMatchingIndexingMap(bcast.getDpsInputOperand(0));
-    Value src = bcast.getDpsInputOperand(0)->get();
-    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-    auto zero = getAffineConstantExpr(0, ctx);
-    if (in == AffineMap::get(5, 0, {d(0), d(1), d(3), d(4)}, ctx))
-      return std::make_pair(src, groups);
-    if (in != AffineMap::get(5, 0, {d(0), d(1), zero, d(3), d(4)}, ctx))
-      return std::nullopt;
-    auto expand = src.getDefiningOp<tensor::ExpandShapeOp>();
-    if (!expand || expand.getReassociationIndices() !=
-                       SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}, {4}})
-      return std::nullopt;
-    return std::make_pair(expand.getSrc(), groups);
-  }
 
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &rewriter) const override {
