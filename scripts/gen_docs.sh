@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Regenerates docs/Passes.md from the pass definitions.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+tblgen=/usr/lib/llvm-22/bin/mlir-tblgen
+{
+  echo "<!-- Generated from include/flash/Dialect/Flash/Transforms/Passes.td and include/flash/Conversion/Passes.td by scripts/gen_docs.sh; do not edit. -->"
+  echo
+  echo "# flash-mlir passes"
+  echo
+  for td in include/flash/Dialect/Flash/Transforms/Passes.td include/flash/Conversion/Passes.td; do
+    "$tblgen" -gen-pass-doc -I include -I /usr/lib/llvm-22/include "$td"
+  done
+  echo
+  echo "## Pipelines"
+  echo
+  echo '`--flash-cpu-pipeline` (options `tile`, `target`, `block-rows`, `block-cols`) and `--flash-gpu-pipeline` (options `chip`, `format`, `block-rows`, `block-cols`, `threads`, `tensor-cores`): see `include/flash/Pipelines/Pipelines.h` and `flash-opt --help`.'
+} > docs/Passes.md
