@@ -73,7 +73,7 @@ def tensor_type(shape, et, dynamic=()):
 
 
 class Operand:
-    def __init__(self, name, value, et, letters, dyn_letters, literal=None):
+    def __init__(self, name, value, et, letters, dyn_letters):
         self.name = name
         self.value = value
         self.et = et
@@ -81,7 +81,6 @@ class Operand:
         dynamic = [l is not None and l in dyn_letters for l in letters]
         self.static_type = tensor_type(self.shape, et)
         self.type = tensor_type(self.shape, et, dynamic)
-        self.literal = literal
 
     def constant(self):
         if self.et == "i1":

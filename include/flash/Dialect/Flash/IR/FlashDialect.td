@@ -25,7 +25,6 @@ def Flash_Dialect : Dialect {
     "::mlir::arith::ArithDialect",
     "::mlir::tensor::TensorDialect"
   ];
-  let hasCanonicalizer = 0;
 }
 
 class Flash_Op<string mnemonic, list<Trait> traits = []> :
