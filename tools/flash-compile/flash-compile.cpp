@@ -59,6 +59,10 @@ static opt<int64_t> blockCols("block-cols", cl::init(0),
                               cl::desc("Keys per step (0: choose)"));
 static opt<int64_t> threads("threads-per-block", cl::init(0),
                             cl::desc("Threads per CTA (0: choose)"));
+static opt<std::string> tensorCores(
+    "tensor-cores", cl::init("auto"),
+    cl::desc("Tile contractions on tensor cores: auto (wmma for f16, "
+             "mma-sync for bf16), mma-sync, wmma or none"));
 static opt<std::string> ptxas("ptxas", cl::init("/usr/local/cuda/bin/ptxas"),
                               cl::desc("ptxas used to make cubins"));
 
@@ -225,6 +229,7 @@ FailureOr<Kernel> build(flash::AttentionOp op, StringRef name,
   options.blockRows = config.rows;
   options.blockCols = config.cols;
   options.threads = config.threads;
+  options.tensorCores = tensorCores;
   PassManager kernels(ctx);
   flash::buildFlashGpuKernelPipeline(kernels, options);
   if (failed(kernels.run(*module)))

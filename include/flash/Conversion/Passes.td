@@ -20,10 +20,11 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
       z = batch) and `threads` threads;
     - every tile buffer allocated inside it is carved out of the block's
       dynamic shared memory (`gpu.dynamic_shared_memory` + `memref.view`);
-    - f16 tile contractions (Q Kᵀ and P V) with 16-multiple shapes run on
-      tensor cores: each warp accumulates 16x16 tiles of the result with
-      WMMA fragments (`gpu.subgroup_mma_*`); other linalg ops become
-      parallel loops;
+    - f16 and bf16 tile contractions (Q Kᵀ and P V) with 16-multiple
+      shapes run on tensor cores: each warp accumulates 16x8 tiles of the
+      result with 16x16 WMMA fragments (f16) or `nvvm.mma.sync` m16n8k16
+      (bf16, or everything with `tensor-cores=mma-sync`); other linalg ops
+      become parallel loops;
     - every `scf.parallel` and `memref.copy` inside is distributed over the
       block's threads (a thread-strided loop over the linearised iteration
       space) and followed by `gpu.barrier`;
@@ -36,13 +37,17 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
   }];
   let options = [
     Option<"threads", "threads", "int64_t", "128", "Threads per block">,
-    Option<"tensorCores", "tensor-cores", "bool", "true",
-           "Run f16 x f16 -> f32 tile contractions on tensor cores (WMMA "
-           "16x16x16 per warp)">
+    Option<"tensorCores", "tensor-cores", "std::string", "\"auto\"",
+           "Tile contractions on tensor cores: mma-sync (mma.sync.m16n8k16, "
+           "f16 and bf16), wmma (16x16x16 fragments, f16 only), auto (wmma "
+           "for f16, mma-sync for bf16) or none">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::vector::VectorDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect"
   ];

@@ -56,10 +56,11 @@ struct FlashGpuPipelineOptions
                                          llvm::cl::init(32)};
   PassOptions::Option<int64_t> threads{
       *this, "threads", llvm::cl::desc("Threads per CTA"), llvm::cl::init(128)};
-  PassOptions::Option<bool> tensorCores{
+  PassOptions::Option<std::string> tensorCores{
       *this, "tensor-cores",
-      llvm::cl::desc("f16 tile contractions on tensor cores (WMMA)"),
-      llvm::cl::init(true)};
+      llvm::cl::desc("Tile contractions on tensor cores: auto, mma-sync, wmma "
+                     "or none"),
+      llvm::cl::init("auto")};
 };
 
 /// Tiles flash.attention, bufferizes (outputs written in place into
