@@ -11,6 +11,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -461,18 +462,74 @@ bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
   };
   SmallVector<Value> acc = {load(c, rowLo, colC), load(c, rowLo, add(colC, 1)),
                             load(c, rowHi, colC), load(c, rowHi, add(colC, 1))};
+  // Tiles in shared memory are read with ldmatrix: lane l gives the address
+  // of row l % 8 of 8x8 matrix l / 8.
+  auto workgroupView = [](Value v) -> Value {
+    auto cast = v.getDefiningOp<memref::MemorySpaceCastOp>();
+    return cast ? cast.getSource() : Value();
+  };
+  Value sharedA = workgroupView(a), sharedB = workgroupView(bm);
+  bool ldmatrix = sharedA && sharedB;
+  Value lane8 = arith::RemUIOp::create(b, loc, lane, idx(8));
+  Value matrix = arith::DivUIOp::create(b, loc, lane, idx(8));
+  Value upper = arith::MulIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, matrix, idx(2)), idx(8));
+  Value right = arith::MulIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, matrix, idx(2)), idx(8));
+  auto registers = [&](Value tiles, int64_t count) {
+    SmallVector<Value> regs;
+    for (int64_t i = 0; i < count; ++i) {
+      Value pair = vector::ExtractOp::create(b, loc, tiles, ArrayRef<int64_t>{i});
+      if (bf16) {
+        Value word =
+            vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), pair);
+        pair = vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
+      }
+      regs.push_back(pair);
+    }
+    return regs;
+  };
   Type resultType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
   NVVM::MMATypes ptxType = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
   for (int64_t step = 0; step < k; step += 16) {
-    Value ka = arith::AddIOp::create(b, loc, t2, idx(step));
-    SmallVector<Value> fa = {
-        pack(load(a, rowLo, ka), load(a, rowLo, add(ka, 1))),
-        pack(load(a, rowHi, ka), load(a, rowHi, add(ka, 1))),
-        pack(load(a, rowLo, add(ka, 8)), load(a, rowLo, add(ka, 9))),
-        pack(load(a, rowHi, add(ka, 8)), load(a, rowHi, add(ka, 9)))};
-    SmallVector<Value> fb = {
-        pack(loadB(ka, colB), loadB(add(ka, 1), colB)),
-        pack(loadB(add(ka, 8), colB), loadB(add(ka, 9), colB))};
+    SmallVector<Value> fa, fb;
+    if (ldmatrix) {
+      // A: matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) -> a0..a3.
+      Value aRow = arith::AddIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, row, lane8), upper);
+      Value aCol = add(right, step);
+      fa = registers(nvgpu::LdMatrixOp::create(
+                         b, loc, VectorType::get({4, 2}, et), sharedA,
+                         ValueRange{aRow, aCol}, b.getBoolAttr(false),
+                         b.getI32IntegerAttr(4)),
+                     4);
+      // B: k 0-7 and 8-15 of the 8 columns; Kᵀ is read straight, V
+      // transposed.
+      Value bTile;
+      if (transposeB) {
+        Value bRow = arith::AddIOp::create(b, loc, col, lane8);
+        Value bCol = add(upper, step);
+        bTile = nvgpu::LdMatrixOp::create(
+            b, loc, VectorType::get({2, 2}, et), sharedB,
+            ValueRange{bRow, bCol}, b.getBoolAttr(false),
+            b.getI32IntegerAttr(2));
+      } else {
+        Value bRow = add(arith::AddIOp::create(b, loc, lane8, upper), step);
+        bTile = nvgpu::LdMatrixOp::create(
+            b, loc, VectorType::get({2, 2}, et), sharedB,
+            ValueRange{bRow, col}, b.getBoolAttr(true),
+            b.getI32IntegerAttr(2));
+      }
+      fb = registers(bTile, 2);
+    } else {
+      Value ka = arith::AddIOp::create(b, loc, t2, idx(step));
+      fa = {pack(load(a, rowLo, ka), load(a, rowLo, add(ka, 1))),
+            pack(load(a, rowHi, ka), load(a, rowHi, add(ka, 1))),
+            pack(load(a, rowLo, add(ka, 8)), load(a, rowLo, add(ka, 9))),
+            pack(load(a, rowHi, add(ka, 8)), load(a, rowHi, add(ka, 9)))};
+      fb = {pack(loadB(ka, colB), loadB(add(ka, 1), colB)),
+            pack(loadB(add(ka, 8), colB), loadB(add(ka, 9), colB))};
+    }
     Value d = NVVM::MmaOp::create(
         b, loc, resultType, fa, fb, acc, {16, 8, 16}, std::nullopt,
         std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
