@@ -11,11 +11,11 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -43,6 +43,8 @@ private:
   int64_t carveSharedMemory(gpu::LaunchOp launch);
   void distribute(Operation *op, OpBuilder &b, Value tid);
   LogicalResult lowerLinalg(gpu::LaunchOp launch, Value tid);
+  std::tuple<scf::ForOp, Value, Value>
+  warpTiles(OpBuilder &b, Value tid, int64_t m, int64_t n, int64_t tileCols);
   bool emitWarpMatmul(linalg::GenericOp op, Value tid);
   bool emitWarpMmaSync(linalg::GenericOp op, Value tid);
 
@@ -338,12 +340,35 @@ matchWarpMatmul(linalg::GenericOp op) {
   return std::make_tuple(a, b, c, transposeB);
 }
 
+/// A loop in which each warp takes the 16 x `tileCols` tiles of an m x n
+/// result in turn; returns it with the tile's origin, `b` inside its body.
+std::tuple<scf::ForOp, Value, Value> TileMapper::warpTiles(OpBuilder &b,
+                                                           Value tid, int64_t m,
+                                                           int64_t n,
+                                                           int64_t tileCols) {
+  auto idx = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
+  int64_t tilesN = n / tileCols;
+  auto tiles = scf::ForOp::create(b, loc, warp, idx((m / 16) * tilesN),
+                                  idx(threads / 32));
+  b.setInsertionPointToStart(tiles.getBody());
+  Value t = tiles.getInductionVar();
+  Value row = arith::MulIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, t, idx(tilesN)), idx(16));
+  Value col = arith::MulIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, t, idx(tilesN)), idx(tileCols));
+  return {tiles, row, col};
+}
+
 /// C += A * B on tensor cores: each warp takes 16x16 tiles of C in turn and
 /// accumulates over K in steps of 16 with WMMA fragments.
 bool TileMapper::emitWarpMatmul(linalg::GenericOp op, Value tid) {
   auto operands = matchWarpMatmul(op);
-  if (!operands ||
-      !cast<MemRefType>(std::get<0>(*operands).getType()).getElementType().isF16())
+  if (!operands || !cast<MemRefType>(std::get<0>(*operands).getType())
+                        .getElementType()
+                        .isF16())
     return false; // WMMA fragments exist for f16 only
   auto [a, bm, c, transposeB] = *operands;
   auto aType = cast<MemRefType>(a.getType());
@@ -359,18 +384,9 @@ bool TileMapper::emitWarpMatmul(linalg::GenericOp op, Value tid) {
   auto idx = [&](int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
-  Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
-  int64_t tilesN = n / 16;
-  auto tiles = scf::ForOp::create(b, loc, warp, idx((m / 16) * tilesN),
-                                  idx(threads / 32));
   {
     OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(tiles.getBody());
-    Value t = tiles.getInductionVar();
-    Value row = arith::MulIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, t, idx(tilesN)), idx(16));
-    Value col = arith::MulIOp::create(
-        b, loc, arith::RemUIOp::create(b, loc, t, idx(tilesN)), idx(16));
+    auto [tiles, row, col] = warpTiles(b, tid, m, n, 16);
     Value acc = gpu::SubgroupMmaLoadMatrixOp::create(
         b, loc, frag(f32, "COp"), c, ValueRange{row, col}, b.getIndexAttr(n),
         UnitAttr());
@@ -428,30 +444,23 @@ bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
     return v == 0 ? x : arith::AddIOp::create(b, loc, x, idx(v)).getResult();
   };
   Value lane = arith::RemUIOp::create(b, loc, tid, idx(32));
-  Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
   Value g = arith::DivUIOp::create(b, loc, lane, idx(4));
   Value t2 = arith::MulIOp::create(
       b, loc, arith::RemUIOp::create(b, loc, lane, idx(4)), idx(2));
-  int64_t tilesN = n / 8;
-  auto tiles = scf::ForOp::create(b, loc, warp, idx((m / 16) * tilesN),
-                                  idx(threads / 32));
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(tiles.getBody());
-  Value tile = tiles.getInductionVar();
-  Value row = arith::MulIOp::create(
-      b, loc, arith::DivUIOp::create(b, loc, tile, idx(tilesN)), idx(16));
-  Value col = arith::MulIOp::create(
-      b, loc, arith::RemUIOp::create(b, loc, tile, idx(tilesN)), idx(8));
+  auto [tiles, row, col] = warpTiles(b, tid, m, n, 8);
   Value rowLo = arith::AddIOp::create(b, loc, row, g);
   Value rowHi = add(rowLo, 8);
   Value colC = arith::AddIOp::create(b, loc, col, t2);
   Value colB = arith::AddIOp::create(b, loc, col, g);
   // Two elements as one register: vector<2xf16>, or i32 for bf16.
   auto pack = [&](Value x, Value y) -> Value {
-    Value v = vector::FromElementsOp::create(b, loc, pairType, ValueRange{x, y});
+    Value v =
+        vector::FromElementsOp::create(b, loc, pairType, ValueRange{x, y});
     if (!bf16)
       return v;
-    Value word = vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), v);
+    Value word =
+        vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), v);
     return vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
   };
   auto load = [&](Value buf, Value r, Value cc) -> Value {
@@ -479,7 +488,8 @@ bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
   auto registers = [&](Value tiles, int64_t count) {
     SmallVector<Value> regs;
     for (int64_t i = 0; i < count; ++i) {
-      Value pair = vector::ExtractOp::create(b, loc, tiles, ArrayRef<int64_t>{i});
+      Value pair =
+          vector::ExtractOp::create(b, loc, tiles, ArrayRef<int64_t>{i});
       if (bf16) {
         Value word =
             vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), pair);
@@ -509,16 +519,15 @@ bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
       if (transposeB) {
         Value bRow = arith::AddIOp::create(b, loc, col, lane8);
         Value bCol = add(upper, step);
-        bTile = nvgpu::LdMatrixOp::create(
-            b, loc, VectorType::get({2, 2}, et), sharedB,
-            ValueRange{bRow, bCol}, b.getBoolAttr(false),
-            b.getI32IntegerAttr(2));
+        bTile = nvgpu::LdMatrixOp::create(b, loc, VectorType::get({2, 2}, et),
+                                          sharedB, ValueRange{bRow, bCol},
+                                          b.getBoolAttr(false),
+                                          b.getI32IntegerAttr(2));
       } else {
         Value bRow = add(arith::AddIOp::create(b, loc, lane8, upper), step);
         bTile = nvgpu::LdMatrixOp::create(
-            b, loc, VectorType::get({2, 2}, et), sharedB,
-            ValueRange{bRow, col}, b.getBoolAttr(true),
-            b.getI32IntegerAttr(2));
+            b, loc, VectorType::get({2, 2}, et), sharedB, ValueRange{bRow, col},
+            b.getBoolAttr(true), b.getI32IntegerAttr(2));
       }
       fb = registers(bTile, 2);
     } else {

@@ -166,9 +166,8 @@ std::optional<std::pair<Value, int64_t>> unrepeat(Value v) {
     return std::nullopt;
   int64_t groups = collapse.getSrcType().getDimSize(2);
   auto bcast = collapse.getSrc().getDefiningOp<linalg::LinalgOp>();
-  if (!bcast || ShapedType::isDynamic(groups) ||
-      bcast.getNumDpsInputs() != 1 || !bcast.isAllParallelLoops() ||
-      !bcast.hasPureTensorSemantics())
+  if (!bcast || ShapedType::isDynamic(groups) || bcast.getNumDpsInputs() != 1 ||
+      !bcast.isAllParallelLoops() || !bcast.hasPureTensorSemantics())
     return std::nullopt;
   auto yield = cast<linalg::YieldOp>(bcast.getBlock()->getTerminator());
   if (yield.getOperand(0) != bcast.getRegionInputArgs()[0] ||
@@ -189,7 +188,6 @@ std::optional<std::pair<Value, int64_t>> unrepeat(Value v) {
     return std::nullopt;
   return std::make_pair(expand.getSrc(), groups);
 }
-
 
 /// Replaces the matched attention with flash.attention.
 LogicalResult fuse(RewriterBase &rewriter, AttentionMatch &m, bool report,
