@@ -55,6 +55,7 @@ void flash::buildFlashGpuKernelPipeline(
   flash::FlashMapTilesToGPUPassOptions mapping;
   mapping.threads = options.threads;
   mapping.tensorCores = options.tensorCores;
+  mapping.registerTiles = options.registerTiles;
   pm.addNestedPass<func::FuncOp>(flash::createFlashMapTilesToGPUPass(mapping));
   pm.addPass(createGpuKernelOutliningPass());
 }

@@ -215,6 +215,8 @@ struct Kernel {
   std::string ptx, entry;
   json::Array params;
   int64_t sharedMemory = 0;
+  /// Scores and accumulator in warp registers (FlashAttention-2 mapping).
+  bool registerTiles = false;
 };
 
 /// Builds the kernel of `op` with `config` and lowers it to PTX.
@@ -262,6 +264,7 @@ FailureOr<Kernel> build(flash::AttentionOp op, StringRef name,
   if (Value size = launch.getDynamicSharedMemorySize())
     matchPattern(size, m_Constant(&smem));
   kernel.sharedMemory = smem ? smem.getInt() : 0;
+  module->walk([&](gpu::ShuffleOp) { kernel.registerTiles = true; });
   kernel.entry = launch.getKernelName().str();
   std::string kernelModule = launch.getKernelModuleName().str();
 
@@ -283,15 +286,16 @@ FailureOr<Kernel> build(flash::AttentionOp op, StringRef name,
 
 LogicalResult compileOne(flash::AttentionOp op, StringRef name) {
   // Forced tiles, or the first of these that fits the chip's shared memory
-  // without spilling (measured on the H200, docs/GPU-NOTES.md: more query
-  // rows per CTA and 8 warps win while the tiles fit).
+  // without spilling (docs/GPU-NOTES.md): 16 query rows per warp with the
+  // scores and accumulator in registers, then smaller tiles.
   SmallVector<Config> configs;
   if (blockRows || blockCols || threads)
     configs.push_back({blockRows ? blockRows.getValue() : 32,
                        blockCols ? blockCols.getValue() : 32,
                        threads ? threads.getValue() : 128});
   else
-    configs = {{128, 32, 256}, {64, 32, 256}, {32, 32, 128}, {16, 16, 128}};
+    configs = {{128, 64, 256}, {128, 32, 256}, {64, 64, 128},
+               {64, 32, 128}, {32, 32, 128}, {16, 16, 128}};
 
   SmallString<128> ptxPath(outputDir), cubinPath(outputDir),
       jsonPath(outputDir);
@@ -313,7 +317,7 @@ LogicalResult compileOne(flash::AttentionOp op, StringRef name) {
     }
     // When only one CTA fits on an SM, give it 16 warps instead of 8
     // (measured: D = 128 at 128 x 32 went from 10.4 to 13.5 TFLOP/s).
-    if (!threads && config.threads == 256 &&
+    if (!threads && !kernel->registerTiles && config.threads == 256 &&
         2 * kernel->sharedMemory > sharedMemoryLimit()) {
       Config wider = {config.rows, config.cols, 512};
       FailureOr<Kernel> widened = build(op, name, wider);
@@ -362,6 +366,7 @@ LogicalResult compileOne(flash::AttentionOp op, StringRef name) {
         {"has_bias", static_cast<bool>(op.getBias())},
         {"has_mask", static_cast<bool>(op.getMask())},
         {"has_lse", static_cast<bool>(op.getLse())},
+        {"mapping", kernel->registerTiles ? "warp-registers" : "shared-tiles"},
         {"registers", ptxasReport.registers},
         {"spill_bytes", ptxasReport.spillBytes},
     };
@@ -374,7 +379,8 @@ LogicalResult compileOne(flash::AttentionOp op, StringRef name) {
                  << config.cols << ", " << config.threads
                  << " threads, registers " << ptxasReport.registers
                  << ", spill bytes " << ptxasReport.spillBytes
-                 << ", shared memory " << kernel->sharedMemory << " B\n";
+                 << ", shared memory " << kernel->sharedMemory << " B"
+                 << (kernel->registerTiles ? ", warp registers" : "") << "\n";
     return success();
   }
   return failure();

@@ -40,7 +40,12 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
     Option<"tensorCores", "tensor-cores", "std::string", "\"auto\"",
            "Tile contractions on tensor cores: mma-sync (mma.sync.m16n8k16, "
            "f16 and bf16), wmma (16x16x16 fragments, f16 only), auto (wmma "
-           "for f16, mma-sync for bf16) or none">
+           "for f16, mma-sync for bf16) or none">,
+    Option<"registerTiles", "register-tiles", "bool", "true",
+           "Keep the tiles indexed by query rows (scores, probabilities, "
+           "accumulator, running max and sum) in warp registers, "
+           "FlashAttention-2 style, when the block's rows split into 16-row "
+           "slices per warp">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

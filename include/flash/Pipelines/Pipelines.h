@@ -61,6 +61,11 @@ struct FlashGpuPipelineOptions
       llvm::cl::desc("Tile contractions on tensor cores: auto, mma-sync, wmma "
                      "or none"),
       llvm::cl::init("auto")};
+  PassOptions::Option<bool> registerTiles{
+      *this, "register-tiles",
+      llvm::cl::desc("Scores, probabilities and the accumulator in warp "
+                     "registers (FlashAttention-2) where the tiles allow"),
+      llvm::cl::init(true)};
 };
 
 /// Tiles flash.attention, bufferizes (outputs written in place into

@@ -6,6 +6,9 @@
 
 #include "flash/Conversion/Passes.h"
 
+#include "TileContraction.h"
+#include "WarpRegisterTiles.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -32,15 +35,17 @@ using namespace mlir;
 namespace {
 class TileMapper {
 public:
-  TileMapper(scf::ForallOp forall, int64_t threads, StringRef tensorCores)
+  TileMapper(scf::ForallOp forall, int64_t threads, StringRef tensorCores,
+             bool registerTiles)
       : forall(forall), loc(forall.getLoc()), threads(threads),
-        tensorCores(tensorCores) {}
+        tensorCores(tensorCores), registerTiles(registerTiles) {}
 
   LogicalResult run();
 
 private:
   LogicalResult sinkValuesDefinedAbove(gpu::LaunchOp launch);
-  int64_t carveSharedMemory(gpu::LaunchOp launch);
+  int64_t carveSharedMemory(gpu::LaunchOp launch,
+                            const flash::WarpRegisterTiles &inRegisters);
   void distribute(Operation *op, OpBuilder &b, Value tid);
   LogicalResult lowerLinalg(gpu::LaunchOp launch, Value tid);
   std::tuple<scf::ForOp, Value, Value>
@@ -52,6 +57,7 @@ private:
   Location loc;
   int64_t threads;
   StringRef tensorCores;
+  bool registerTiles;
 };
 } // namespace
 
@@ -88,7 +94,10 @@ LogicalResult TileMapper::run() {
 
   if (failed(sinkValuesDefinedAbove(launch)))
     return failure();
-  int64_t bytes = carveSharedMemory(launch);
+  flash::WarpRegisterTiles inRegisters(launch, threads / 32);
+  if (registerTiles && threads % 32 == 0 && tensorCores != "none")
+    inRegisters.analyze();
+  int64_t bytes = carveSharedMemory(launch, inRegisters);
   OpBuilder smem(launch);
   Value size =
       arith::ConstantOp::create(smem, loc, smem.getI32IntegerAttr(bytes));
@@ -97,6 +106,11 @@ LogicalResult TileMapper::run() {
 
   OpBuilder start = OpBuilder::atBlockBegin(&body);
   Value tid = gpu::ThreadIdOp::create(start, loc, gpu::Dimension::x);
+  if (!inRegisters.empty()) {
+    if (failed(inRegisters.rewrite(tid)))
+      return failure();
+    launch->setAttr("flash.warp_register_tiles", start.getUnitAttr());
+  }
   if (failed(lowerLinalg(launch, tid)))
     return failure();
 
@@ -156,9 +170,14 @@ LogicalResult TileMapper::sinkValuesDefinedAbove(gpu::LaunchOp launch) {
   return success();
 }
 
-int64_t TileMapper::carveSharedMemory(gpu::LaunchOp launch) {
+int64_t
+TileMapper::carveSharedMemory(gpu::LaunchOp launch,
+                              const flash::WarpRegisterTiles &inRegisters) {
   SmallVector<memref::AllocOp> allocs;
-  launch.getBody().walk([&](memref::AllocOp a) { allocs.push_back(a); });
+  launch.getBody().walk([&](memref::AllocOp a) {
+    if (!inRegisters.contains(a.getResult()))
+      allocs.push_back(a);
+  });
   if (allocs.empty())
     return 0;
   Block &body = launch.getBody().front();
@@ -294,52 +313,6 @@ void TileMapper::distribute(Operation *op, OpBuilder &b, Value tid) {
   op->erase();
 }
 
-/// The operands of `C += A * B` for a 2-D multiply-add generic with 16-multiple
-/// static shapes on identity-layout buffers: (A, B, C, B read transposed).
-static std::optional<std::tuple<Value, Value, Value, bool>>
-matchWarpMatmul(linalg::GenericOp op) {
-  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-      op.getNumLoops() != 3 || op.getNumReductionLoops() != 1 ||
-      !op.hasPureBufferSemantics())
-    return std::nullopt;
-  Block *body = op.getBody();
-  auto yield = cast<linalg::YieldOp>(body->getTerminator());
-  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-  if (!add)
-    return std::nullopt;
-  MLIRContext *ctx = op.getContext();
-  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-  auto map = [&](std::initializer_list<AffineExpr> e) {
-    return AffineMap::get(3, 0, e, ctx);
-  };
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  if (op.getIteratorTypesArray()[2] != utils::IteratorType::reduction ||
-      maps[2] != map({d(0), d(1)}))
-    return std::nullopt;
-  Value a = op.getDpsInputOperand(0)->get(),
-        b = op.getDpsInputOperand(1)->get();
-  Value c = op.getDpsInitOperand(0)->get();
-  bool transposeB;
-  if (maps[0] == map({d(0), d(2)}) && maps[1] == map({d(1), d(2)}))
-    transposeB = true;
-  else if (maps[0] == map({d(0), d(2)}) && maps[1] == map({d(2), d(1)}))
-    transposeB = false;
-  else
-    return std::nullopt;
-  for (Value v : {a, b, c}) {
-    auto t = dyn_cast<MemRefType>(v.getType());
-    if (!t || !t.hasStaticShape() || !t.getLayout().isIdentity() ||
-        llvm::any_of(t.getShape(), [](int64_t s) { return s % 16 != 0; }))
-      return std::nullopt;
-  }
-  Type in = cast<MemRefType>(a.getType()).getElementType();
-  if (!(in.isF16() || in.isBF16()) ||
-      cast<MemRefType>(b.getType()).getElementType() != in ||
-      !cast<MemRefType>(c.getType()).getElementType().isF32())
-    return std::nullopt;
-  return std::make_tuple(a, b, c, transposeB);
-}
-
 /// A loop in which each warp takes the 16 x `tileCols` tiles of an m x n
 /// result in turn; returns it with the tile's origin, `b` inside its body.
 std::tuple<scf::ForOp, Value, Value> TileMapper::warpTiles(OpBuilder &b,
@@ -365,10 +338,9 @@ std::tuple<scf::ForOp, Value, Value> TileMapper::warpTiles(OpBuilder &b,
 /// C += A * B on tensor cores: each warp takes 16x16 tiles of C in turn and
 /// accumulates over K in steps of 16 with WMMA fragments.
 bool TileMapper::emitWarpMatmul(linalg::GenericOp op, Value tid) {
-  auto operands = matchWarpMatmul(op);
-  if (!operands || !cast<MemRefType>(std::get<0>(*operands).getType())
-                        .getElementType()
-                        .isF16())
+  auto operands = flash::matchTileContraction(op);
+  if (!operands ||
+      !cast<MemRefType>(operands->a.getType()).getElementType().isF16())
     return false; // WMMA fragments exist for f16 only
   auto [a, bm, c, transposeB] = *operands;
   auto aType = cast<MemRefType>(a.getType());
@@ -423,7 +395,7 @@ bool TileMapper::emitWarpMatmul(linalg::GenericOp op, Value tid) {
 /// 2t+8, 2t+9 of the 16x16 A tile; B holds rows 2t, 2t+1, 2t+8, 2t+9 of
 /// column g; C holds rows g and g+8, columns 2t and 2t+1.
 bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
-  auto operands = matchWarpMatmul(op);
+  auto operands = flash::matchTileContraction(op);
   if (!operands)
     return false;
   auto [a, bm, c, transposeB] = *operands;
@@ -473,11 +445,8 @@ bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
                             load(c, rowHi, colC), load(c, rowHi, add(colC, 1))};
   // Tiles in shared memory are read with ldmatrix: lane l gives the address
   // of row l % 8 of 8x8 matrix l / 8.
-  auto workgroupView = [](Value v) -> Value {
-    auto cast = v.getDefiningOp<memref::MemorySpaceCastOp>();
-    return cast ? cast.getSource() : Value();
-  };
-  Value sharedA = workgroupView(a), sharedB = workgroupView(bm);
+  Value sharedA = flash::getWorkgroupView(a),
+        sharedB = flash::getWorkgroupView(bm);
   bool ldmatrix = sharedA && sharedB;
   Value lane8 = arith::RemUIOp::create(b, loc, lane, idx(8));
   Value matrix = arith::DivUIOp::create(b, loc, lane, idx(8));
@@ -590,7 +559,8 @@ struct FlashMapTilesToGPUPass
         foralls.push_back(forall);
     });
     for (scf::ForallOp forall : foralls)
-      if (failed(TileMapper(forall, threads, tensorCores).run()))
+      if (failed(
+              TileMapper(forall, threads, tensorCores, registerTiles).run()))
         return signalPassFailure();
   }
 };

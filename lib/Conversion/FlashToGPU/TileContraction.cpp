@@ -1,0 +1,60 @@
+//===- TileContraction.cpp - tile matmuls for the GPU mapping ---*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TileContraction.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+
+std::optional<flash::TileContraction>
+flash::matchTileContraction(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      op.getNumLoops() != 3 || op.getNumReductionLoops() != 1 ||
+      !op.hasPureBufferSemantics())
+    return std::nullopt;
+  Block *body = op.getBody();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return std::nullopt;
+  MLIRContext *ctx = op.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  auto map = [&](std::initializer_list<AffineExpr> e) {
+    return AffineMap::get(3, 0, e, ctx);
+  };
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (op.getIteratorTypesArray()[2] != utils::IteratorType::reduction ||
+      maps[2] != map({d(0), d(1)}))
+    return std::nullopt;
+  TileContraction m;
+  m.a = op.getDpsInputOperand(0)->get();
+  m.b = op.getDpsInputOperand(1)->get();
+  m.c = op.getDpsInitOperand(0)->get();
+  if (maps[0] == map({d(0), d(2)}) && maps[1] == map({d(1), d(2)}))
+    m.transposeB = true;
+  else if (maps[0] == map({d(0), d(2)}) && maps[1] == map({d(2), d(1)}))
+    m.transposeB = false;
+  else
+    return std::nullopt;
+  for (Value v : {m.a, m.b, m.c}) {
+    auto t = dyn_cast<MemRefType>(v.getType());
+    if (!t || !t.hasStaticShape() || !t.getLayout().isIdentity() ||
+        llvm::any_of(t.getShape(), [](int64_t s) { return s % 16 != 0; }))
+      return std::nullopt;
+  }
+  Type in = cast<MemRefType>(m.a.getType()).getElementType();
+  if (!(in.isF16() || in.isBF16()) ||
+      cast<MemRefType>(m.b.getType()).getElementType() != in ||
+      !cast<MemRefType>(m.c.getType()).getElementType().isF32())
+    return std::nullopt;
+  return m;
+}
+
+Value flash::getWorkgroupView(Value v) {
+  auto cast = v.getDefiningOp<memref::MemorySpaceCastOp>();
+  return cast ? cast.getSource() : Value();
+}

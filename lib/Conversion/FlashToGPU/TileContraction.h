@@ -1,0 +1,34 @@
+//===- TileContraction.h - tile matmuls for the GPU mapping -----*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_LIB_CONVERSION_FLASHTOGPU_TILECONTRACTION_H
+#define FLASH_LIB_CONVERSION_FLASHTOGPU_TILECONTRACTION_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+#include <optional>
+
+namespace mlir::flash {
+
+/// `C += A * B` of the tiled attention (Q Kᵀ and P V) on buffers.
+struct TileContraction {
+  Value a, b, c;
+  /// B is stored [N, K] and read transposed (Kᵀ), else [K, N] (V).
+  bool transposeB;
+};
+
+/// Matches a 2-D multiply-add generic with f16/bf16 operands, an f32
+/// accumulator and 16-multiple static shapes on identity-layout buffers.
+std::optional<TileContraction> matchTileContraction(linalg::GenericOp op);
+
+/// The workgroup-space view behind a shared-memory tile's generic cast, or
+/// null when `v` is not such a tile.
+Value getWorkgroupView(Value v);
+
+} // namespace mlir::flash
+
+#endif // FLASH_LIB_CONVERSION_FLASHTOGPU_TILECONTRACTION_H

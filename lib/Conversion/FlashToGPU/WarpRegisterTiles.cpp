@@ -1,0 +1,662 @@
+//===- WarpRegisterTiles.cpp - tiles held in warp registers -----*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "WarpRegisterTiles.h"
+#include "TileContraction.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::flash;
+
+/// The single combiner `in (op) out` of a row-reduction body, or null.
+static Operation *getReductionCombiner(linalg::GenericOp op) {
+  Block *body = op.getBody();
+  if (body->getOperations().size() != 2)
+    return nullptr;
+  Operation *combiner = &body->front();
+  if (!isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp, arith::MinimumFOp,
+           arith::MaxNumFOp, arith::MinNumFOp>(combiner) ||
+      body->getTerminator()->getOperand(0) != combiner->getResult(0))
+    return nullptr;
+  Value lhs = combiner->getOperand(0), rhs = combiner->getOperand(1);
+  Value in = body->getArgument(0), out = body->getArgument(1);
+  if (!((lhs == in && rhs == out) || (lhs == out && rhs == in)))
+    return nullptr;
+  return combiner;
+}
+
+static bool isRowReduction(linalg::GenericOp op) {
+  MLIRContext *ctx = op.getContext();
+  auto rowMap = AffineMap::get(2, 0, getAffineDimExpr(0, ctx), ctx);
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  return op.getNumLoops() == 2 && op.getNumDpsInputs() == 1 &&
+         op.getIteratorTypesArray()[1] == utils::IteratorType::reduction &&
+         op.getIteratorTypesArray()[0] == utils::IteratorType::parallel &&
+         maps[0].isIdentity() && maps[1] == rowMap &&
+         getReductionCombiner(op);
+}
+
+WarpRegisterTiles::WarpRegisterTiles(gpu::LaunchOp launch, int64_t warps)
+    : launch(launch), warps(warps) {}
+
+void WarpRegisterTiles::analyze() {
+  tiles.clear();
+  rows = 0;
+  SmallVector<memref::AllocOp> allocs;
+  launch.getBody().walk([&](memref::AllocOp a) { allocs.push_back(a); });
+  // The query-block rows: those of the largest f32 tile, the accumulator.
+  int64_t largest = 0;
+  for (memref::AllocOp a : allocs) {
+    MemRefType t = a.getType();
+    if (t.getRank() == 2 && t.hasStaticShape() && t.getElementType().isF32() &&
+        t.getNumElements() > largest) {
+      largest = t.getNumElements();
+      rows = t.getDimSize(0);
+    }
+  }
+  if (warps <= 0 || rows == 0 || rows % (16 * warps) != 0)
+    return;
+  for (memref::AllocOp a : allocs) {
+    MemRefType t = a.getType();
+    Type e = t.getElementType();
+    if (!t.hasStaticShape() || !t.getLayout().isIdentity() ||
+        t.getMemorySpace() || t.getDimSize(0) != rows)
+      continue;
+    if ((t.getRank() == 1 && e.isF32()) ||
+        (t.getRank() == 2 && t.getDimSize(1) % 8 == 0 &&
+         (e.isF32() || e.isF16() || e.isBF16())))
+      tiles.insert(a.getResult());
+  }
+  // Tiles loaded from global memory, and B operands, are shared-memory tiles
+  // whatever their shape (K and V when Bc equals Br).
+  auto loadedOrReadAsB = [&](Value tile) {
+    for (Operation *user : tile.getUsers()) {
+      if (isa<linalg::MapOp>(user))
+        return true;
+      if (auto view = dyn_cast<memref::SubViewOp>(user))
+        for (Operation *viewUser : view->getUsers())
+          if (auto copy = dyn_cast<memref::CopyOp>(viewUser);
+              copy && copy.getTarget() == view.getResult())
+            return true;
+      if (auto copy = dyn_cast<memref::CopyOp>(user);
+          copy && copy.getTarget() == tile &&
+          !copy.getSource().getDefiningOp<memref::AllocOp>())
+        return true;
+      if (auto generic = dyn_cast<linalg::GenericOp>(user))
+        if (auto m = matchTileContraction(generic); m && m->b == tile)
+          return true;
+    }
+    return false;
+  };
+  tiles.remove_if(loadedOrReadAsB);
+  // A tile that another tile's op cannot take from registers stays in shared
+  // memory, which may in turn exclude the tiles it is copied to or from.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Value tile : SmallVector<Value>(tiles.begin(), tiles.end()))
+      if (!supports(tile)) {
+        tiles.remove(tile);
+        changed = true;
+      }
+  }
+}
+
+bool WarpRegisterTiles::supports(Value tile) {
+  auto type = cast<MemRefType>(tile.getType());
+  for (Operation *user : tile.getUsers()) {
+    for (Operation *p = user->getParentOp(); p != launch; p = p->getParentOp())
+      if (!isa<scf::ForOp>(p))
+        return false;
+    if (isa<memref::DeallocOp>(user))
+      continue;
+    if (auto fill = dyn_cast<linalg::FillOp>(user)) {
+      if (!fill.hasPureBufferSemantics() ||
+          fill.getDpsInitOperand(0)->get() != tile)
+        return false;
+      continue;
+    }
+    if (auto copy = dyn_cast<memref::CopyOp>(user)) {
+      Value other = copy.getTarget() == tile ? copy.getSource()
+                                             : copy.getTarget();
+      if (other.getType() != type)
+        return false;
+      // Into a tile only from another tile; out of one into any buffer.
+      if (copy.getTarget() == tile && !tiles.contains(other))
+        return false;
+      continue;
+    }
+    if (auto view = dyn_cast<memref::SubViewOp>(user)) {
+      // The valid rows of the output tile, copied out.
+      if (view.getType().getRank() != type.getRank() ||
+          !llvm::all_of(view.getStaticOffsets(),
+                        [](int64_t o) { return o == 0; }) ||
+          !llvm::all_of(view.getStaticStrides(),
+                        [](int64_t s) { return s == 1; }) ||
+          (type.getRank() == 2 &&
+           view.getStaticSizes()[1] != type.getDimSize(1)))
+        return false;
+      for (Operation *viewUser : view->getUsers()) {
+        auto copy = dyn_cast<memref::CopyOp>(viewUser);
+        if (!copy || copy.getSource() != view.getResult() ||
+            tiles.contains(copy.getTarget()))
+          return false;
+      }
+      continue;
+    }
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (!generic || !supports(generic))
+      return false;
+  }
+  return true;
+}
+
+bool WarpRegisterTiles::supports(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1)
+    return false;
+  if (auto m = matchTileContraction(op)) {
+    // A from registers (P) or shared memory (Q), B from shared memory.
+    auto isSharedTile = [&](Value v) {
+      return v.getDefiningOp<memref::AllocOp>() && !tiles.contains(v);
+    };
+    return tiles.contains(m->c) && isSharedTile(m->b) &&
+           (tiles.contains(m->a) ||
+            (isSharedTile(m->a) &&
+             cast<MemRefType>(m->a.getType()).getDimSize(0) == rows));
+  }
+  Value out = op.getDpsInitOperand(0)->get();
+  if (!tiles.contains(out))
+    return false;
+  if (isRowReduction(op))
+    return tiles.contains(op.getDpsInputOperand(0)->get());
+  auto outType = cast<MemRefType>(out.getType());
+  int64_t loops = op.getNumLoops();
+  if (op.getNumReductionLoops() != 0 || loops != outType.getRank() ||
+      !op.getIndexingMapsArray().back().isIdentity())
+    return false;
+  MLIRContext *ctx = op.getContext();
+  auto rowMap = AffineMap::get(2, 0, getAffineDimExpr(0, ctx), ctx);
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    Value in = input->get();
+    AffineMap map = op.getMatchingIndexingMap(input);
+    auto inType = dyn_cast<MemRefType>(in.getType());
+    if (!inType)
+      continue; // a scalar
+    bool sameShape = map.isIdentity() && inType.getRank() == loops;
+    bool rowBroadcast = loops == 2 && map == rowMap && tiles.contains(in);
+    if (!sameShape && !rowBroadcast)
+      return false;
+    if (!tiles.contains(in) && inType.getShape() != outType.getShape())
+      return false;
+  }
+  for (Operation &inner : op.getBody()->without_terminator())
+    if (inner.getNumRegions() || !isMemoryEffectFree(&inner))
+      return false;
+  return true;
+}
+
+namespace {
+/// Rewrites the ops on the register tiles of one launch, in program order,
+/// with the tiles' current per-lane values as SSA vectors (loop-carried
+/// through the scf.for loops that write them).
+class TileRewriter {
+public:
+  TileRewriter(gpu::LaunchOp launch, int64_t warps, int64_t rows,
+               const llvm::SetVector<Value> &tiles)
+      : launch(launch), loc(launch.getLoc()), warps(warps), rows(rows),
+        tiles(tiles) {}
+
+  LogicalResult run(Value tid);
+
+private:
+  LogicalResult process(Block &block);
+  LogicalResult processLoop(scf::ForOp loop);
+  LogicalResult rewrite(OpBuilder &b, Operation *op);
+  void rewriteElementwise(OpBuilder &b, linalg::GenericOp op);
+  void rewriteRowReduction(OpBuilder &b, linalg::GenericOp op);
+  LogicalResult rewriteContraction(OpBuilder &b, linalg::GenericOp op);
+  void store(OpBuilder &b, Value tile, Value validRows, Value target);
+
+  bool touchesTile(Operation *op) const;
+  /// Row slots (16-row slices x 2 halves) of each lane.
+  int64_t slots() const { return 2 * rows / (16 * warps); }
+  /// Elements of a lane per row slot: 1 for a row vector, a quarter of the
+  /// columns for a 2-D tile.
+  int64_t perSlot(MemRefType t) const {
+    return t.getRank() == 1 ? 1 : t.getDimSize(1) / 4;
+  }
+  VectorType vectorType(MemRefType t) const {
+    return VectorType::get({slots() * perSlot(t)}, t.getElementType());
+  }
+  Value current(OpBuilder &b, Value tile);
+  Value idx(OpBuilder &b, int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  }
+  Value plus(OpBuilder &b, Value x, int64_t v) {
+    return v == 0 ? x : arith::AddIOp::create(b, loc, x, idx(b, v)).getResult();
+  }
+  /// Tile-local row of slot r and column of in-slot element q of this lane.
+  Value rowOf(OpBuilder &b, int64_t r) {
+    return plus(b, rowBase, 16 * (r / 2) + 8 * (r % 2));
+  }
+  Value colOf(OpBuilder &b, int64_t q) {
+    return plus(b, colBase, 8 * (q / 2) + q % 2);
+  }
+  Value extract(OpBuilder &b, Value vec, int64_t pos) {
+    return vector::ExtractOp::create(b, loc, vec, ArrayRef<int64_t>{pos});
+  }
+  Value insert(OpBuilder &b, Value v, Value vec, int64_t pos) {
+    return vector::InsertOp::create(b, loc, v, vec, ArrayRef<int64_t>{pos});
+  }
+
+  gpu::LaunchOp launch;
+  Location loc;
+  int64_t warps, rows;
+  const llvm::SetVector<Value> &tiles;
+  DenseMap<Value, Value> values;
+  // Lane coordinates: first row of the warp, the lane's first row and
+  // column in the accumulator layout, and its ldmatrix row address parts.
+  Value lane, warpRow, rowBase, colBase, quadLane, lane8, upper, right;
+};
+} // namespace
+
+LogicalResult WarpRegisterTiles::rewrite(Value tid) {
+  return TileRewriter(launch, warps, rows, tiles).run(tid);
+}
+
+LogicalResult TileRewriter::run(Value tid) {
+  OpBuilder b(launch.getContext());
+  b.setInsertionPointAfter(tid.getDefiningOp());
+  lane = arith::RemUIOp::create(b, loc, tid, idx(b, 32));
+  Value warp = arith::DivUIOp::create(b, loc, tid, idx(b, 32));
+  warpRow = arith::MulIOp::create(b, loc, warp, idx(b, rows / warps));
+  Value g = arith::DivUIOp::create(b, loc, lane, idx(b, 4));
+  quadLane = arith::RemUIOp::create(b, loc, lane, idx(b, 4));
+  rowBase = arith::AddIOp::create(b, loc, warpRow, g);
+  colBase = arith::MulIOp::create(b, loc, quadLane, idx(b, 2));
+  lane8 = arith::RemUIOp::create(b, loc, lane, idx(b, 8));
+  Value matrix = arith::DivUIOp::create(b, loc, lane, idx(b, 8));
+  upper = arith::MulIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, matrix, idx(b, 2)), idx(b, 8));
+  right = arith::MulIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, matrix, idx(b, 2)), idx(b, 8));
+
+  if (failed(process(launch.getBody().front())))
+    return failure();
+
+  for (Value tile : tiles) {
+    for (Operation *user : llvm::make_early_inc_range(tile.getUsers())) {
+      if (auto view = dyn_cast<memref::SubViewOp>(user); view && view->use_empty())
+        view->erase();
+      else if (isa<memref::DeallocOp>(user))
+        user->erase();
+      else
+        return user->emitError("flash-map-tiles-to-gpu: register tile still "
+                               "used after the warp rewrite");
+    }
+    tile.getDefiningOp()->erase();
+  }
+  return success();
+}
+
+bool TileRewriter::touchesTile(Operation *op) const {
+  return llvm::any_of(op->getOperands(), [&](Value v) {
+    if (tiles.contains(v))
+      return true;
+    auto view = v.getDefiningOp<memref::SubViewOp>();
+    return view && tiles.contains(view.getSource());
+  });
+}
+
+Value TileRewriter::current(OpBuilder &b, Value tile) {
+  if (Value v = values.lookup(tile))
+    return v;
+  VectorType type = vectorType(cast<MemRefType>(tile.getType()));
+  return arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(type)));
+}
+
+LogicalResult TileRewriter::process(Block &block) {
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    if (auto loop = dyn_cast<scf::ForOp>(&op)) {
+      if (failed(processLoop(loop)))
+        return failure();
+      continue;
+    }
+    if (isa<memref::SubViewOp, memref::DeallocOp>(&op) || !touchesTile(&op))
+      continue;
+    OpBuilder b(&op);
+    if (failed(rewrite(b, &op)))
+      return failure();
+    op.erase();
+  }
+  return success();
+}
+
+LogicalResult TileRewriter::processLoop(scf::ForOp loop) {
+  llvm::SetVector<Value> written;
+  bool refills = false;
+  loop.getBody()->walk([&](Operation *op) {
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(op)) {
+      for (OpOperand &init : dps.getDpsInitsMutable()) {
+        if (tiles.contains(init.get()))
+          written.insert(init.get());
+        else
+          refills = true;
+      }
+    }
+    if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+      if (tiles.contains(copy.getTarget()))
+        written.insert(copy.getTarget());
+      else
+        refills = true;
+    }
+  });
+  if (written.empty())
+    return process(*loop.getBody());
+
+  OpBuilder b(loop);
+  SmallVector<Value> inits(loop.getInitArgs());
+  unsigned carried = inits.size();
+  for (Value tile : written)
+    inits.push_back(current(b, tile));
+  auto newLoop =
+      scf::ForOp::create(b, loc, loop.getLowerBound(), loop.getUpperBound(),
+                         loop.getStep(), inits);
+  Block *oldBody = loop.getBody(), *newBody = newLoop.getBody();
+  if (!newBody->empty())
+    newBody->getTerminator()->erase();
+  newBody->getOperations().splice(newBody->end(), oldBody->getOperations());
+  for (auto [from, to] :
+       llvm::zip(oldBody->getArguments(), newBody->getArguments()))
+    from.replaceAllUsesWith(to);
+  for (auto [i, tile] : llvm::enumerate(written))
+    values[tile] = newBody->getArgument(1 + carried + i);
+  if (failed(process(*newBody)))
+    return failure();
+
+  auto yield = cast<scf::YieldOp>(newBody->getTerminator());
+  OpBuilder yb(yield);
+  SmallVector<Value> yielded(yield.getOperands());
+  for (Value tile : written)
+    yielded.push_back(current(yb, tile));
+  scf::YieldOp::create(yb, loc, yielded);
+  yield.erase();
+  // The next iteration refills shared tiles that the warps of this one may
+  // still be reading.
+  if (refills) {
+    OpBuilder start = OpBuilder::atBlockBegin(newBody);
+    gpu::BarrierOp::create(start, loc);
+  }
+  for (unsigned i = 0; i < carried; ++i)
+    loop.getResult(i).replaceAllUsesWith(newLoop.getResult(i));
+  for (auto [i, tile] : llvm::enumerate(written))
+    values[tile] = newLoop.getResult(carried + i);
+  loop.erase();
+  return success();
+}
+
+LogicalResult TileRewriter::rewrite(OpBuilder &b, Operation *op) {
+  if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+    Value tile = fill.getDpsInitOperand(0)->get();
+    values[tile] = vector::BroadcastOp::create(
+        b, loc, vectorType(cast<MemRefType>(tile.getType())),
+        fill.getDpsInputOperand(0)->get());
+    return success();
+  }
+  if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+    Value source = copy.getSource(), target = copy.getTarget();
+    if (tiles.contains(target)) {
+      values[target] = current(b, source);
+      return success();
+    }
+    Value validRows = idx(b, rows);
+    if (auto view = source.getDefiningOp<memref::SubViewOp>()) {
+      validRows = getValueOrCreateConstantIndexOp(b, loc,
+                                                  view.getMixedSizes()[0]);
+      source = view.getSource();
+    }
+    store(b, source, validRows, target);
+    return success();
+  }
+  auto generic = cast<linalg::GenericOp>(op);
+  if (matchTileContraction(generic))
+    return rewriteContraction(b, generic);
+  if (isRowReduction(generic))
+    rewriteRowReduction(b, generic);
+  else
+    rewriteElementwise(b, generic);
+  return success();
+}
+
+void TileRewriter::rewriteElementwise(OpBuilder &b, linalg::GenericOp op) {
+  Value out = op.getDpsInitOperand(0)->get();
+  auto outType = cast<MemRefType>(out.getType());
+  bool rank2 = outType.getRank() == 2;
+  int64_t per = perSlot(outType);
+  Block *body = op.getBody();
+  SmallVector<Value> inputs;
+  for (OpOperand *input : op.getDpsInputOperands())
+    inputs.push_back(tiles.contains(input->get()) ? current(b, input->get())
+                                                  : Value());
+  SmallVector<Value> rowIdx, colIdx;
+  for (int64_t r = 0; r < slots(); ++r)
+    rowIdx.push_back(rowOf(b, r));
+  for (int64_t q = 0; rank2 && q < per; ++q)
+    colIdx.push_back(colOf(b, q));
+  BlockArgument outArg = body->getArgument(op.getNumDpsInputs());
+  Value result = current(b, out);
+  Value initial = result;
+  for (int64_t r = 0; r < slots(); ++r) {
+    for (int64_t q = 0; q < per; ++q) {
+      int64_t e = r * per + q;
+      Value row = rowIdx[r], col = rank2 ? colIdx[q] : Value();
+      IRMapping map;
+      for (auto [i, input] : llvm::enumerate(op.getDpsInputOperands())) {
+        Value in = input->get();
+        BlockArgument arg = body->getArgument(i);
+        if (!isa<MemRefType>(in.getType())) {
+          map.map(arg, in);
+        } else if (inputs[i]) {
+          bool broadcast = cast<MemRefType>(in.getType()).getRank() == 1 && rank2;
+          map.map(arg, extract(b, inputs[i], broadcast ? r : e));
+        } else {
+          SmallVector<Value> at = {row};
+          if (rank2)
+            at.push_back(col);
+          map.map(arg, memref::LoadOp::create(b, loc, in, at));
+        }
+      }
+      if (!outArg.use_empty())
+        map.map(outArg, extract(b, initial, e));
+      for (Operation &inner : body->without_terminator()) {
+        if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+          map.map(index.getResult(), index.getDim() == 0 ? row : col);
+          continue;
+        }
+        b.clone(inner, map);
+      }
+      Value y = map.lookupOrDefault(body->getTerminator()->getOperand(0));
+      result = insert(b, y, result, e);
+    }
+  }
+  values[out] = result;
+}
+
+void TileRewriter::rewriteRowReduction(OpBuilder &b, linalg::GenericOp op) {
+  Value in = current(b, op.getDpsInputOperand(0)->get());
+  Value out = op.getDpsInitOperand(0)->get();
+  int64_t per =
+      perSlot(cast<MemRefType>(op.getDpsInputOperand(0)->get().getType()));
+  Operation *combiner = getReductionCombiner(op);
+  Block *body = op.getBody();
+  auto combine = [&](Value element, Value acc) {
+    IRMapping map;
+    map.map(body->getArgument(0), element);
+    map.map(body->getArgument(1), acc);
+    return b.clone(*combiner, map)->getResult(0);
+  };
+  Value init = values.lookup(out);
+  Value result = current(b, out);
+  for (int64_t r = 0; r < slots(); ++r) {
+    // This lane's columns, then the other three lanes of the quad.
+    Value partial = extract(b, in, r * per);
+    for (int64_t q = 1; q < per; ++q)
+      partial = combine(extract(b, in, r * per + q), partial);
+    for (int32_t offset : {1, 2}) {
+      Value other = gpu::ShuffleOp::create(b, loc, partial, offset, 32,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      partial = combine(other, partial);
+    }
+    if (init)
+      partial = combine(partial, extract(b, init, r));
+    result = insert(b, partial, result, r);
+  }
+  values[out] = result;
+}
+
+LogicalResult TileRewriter::rewriteContraction(OpBuilder &b,
+                                               linalg::GenericOp op) {
+  TileContraction m = *matchTileContraction(op);
+  auto aType = cast<MemRefType>(m.a.getType());
+  auto cType = cast<MemRefType>(m.c.getType());
+  int64_t n = cType.getDimSize(1), k = aType.getDimSize(1);
+  Type et = aType.getElementType();
+  bool bf16 = et.isBF16();
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  Value aRegs = tiles.contains(m.a) ? current(b, m.a) : Value();
+  Value sharedA = aRegs ? Value() : getWorkgroupView(m.a);
+  Value sharedB = getWorkgroupView(m.b);
+  if (!sharedB || (!aRegs && !sharedA))
+    return op.emitError("flash-map-tiles-to-gpu: contraction operands are "
+                        "neither register tiles nor shared-memory tiles");
+  Value acc = current(b, m.c);
+  int64_t cPer = n / 4, aPer = k / 4, mTiles = slots() / 2;
+  // Two elements as one mma operand register: vector<2xf16>, or i32 for
+  // bf16.
+  auto operand = [&](Value pair) -> Value {
+    if (!bf16)
+      return pair;
+    Value word =
+        vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), pair);
+    return extract(b, word, 0);
+  };
+  auto ldmatrix = [&](Value buf, Value r, Value c, int64_t count, bool trans) {
+    Value tile = nvgpu::LdMatrixOp::create(
+        b, loc, VectorType::get({count, 2}, et), buf, ValueRange{r, c},
+        b.getBoolAttr(trans), b.getI32IntegerAttr(count));
+    SmallVector<Value> regs;
+    for (int64_t i = 0; i < count; ++i)
+      regs.push_back(operand(extract(b, tile, i)));
+    return regs;
+  };
+  Type resultType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  NVVM::MMATypes ptxType = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  VectorType pairType = VectorType::get({2}, et);
+  for (int64_t kk = 0; kk < k / 16; ++kk) {
+    // A fragments (a0..a3: rows g | g + 8 x k 2t | 2t + 8) of each 16-row
+    // slice: from the accumulator layout of P (n8 tiles 2kk and 2kk + 1 are
+    // one k16 step), or ldmatrix.x4 from shared memory.
+    SmallVector<SmallVector<Value>> fa;
+    for (int64_t mi = 0; mi < mTiles; ++mi) {
+      if (aRegs) {
+        auto pair = [&](int64_t half, int64_t j) {
+          int64_t e = (2 * mi + half) * aPer + 2 * j;
+          Value v = vector::FromElementsOp::create(
+              b, loc, pairType,
+              ValueRange{extract(b, aRegs, e), extract(b, aRegs, e + 1)});
+          return operand(v);
+        };
+        fa.push_back({pair(0, 2 * kk), pair(1, 2 * kk), pair(0, 2 * kk + 1),
+                      pair(1, 2 * kk + 1)});
+      } else {
+        Value r = arith::AddIOp::create(
+            b, loc, plus(b, warpRow, 16 * mi),
+            arith::AddIOp::create(b, loc, lane8, upper));
+        fa.push_back(ldmatrix(sharedA, r, plus(b, right, 16 * kk), 4, false));
+      }
+    }
+    // B fragments of two n8 tiles per ldmatrix.x4 (one with .x2 at an odd
+    // end): Kᵀ straight from the [N, K] tile, V transposed from [K, N].
+    for (int64_t j = 0; j < n / 8; j += 2) {
+      bool pairOfTiles = j + 1 < n / 8;
+      SmallVector<Value> fb;
+      if (m.transposeB) {
+        Value r = arith::AddIOp::create(
+            b, loc, pairOfTiles ? plus(b, right, 8 * j) : idx(b, 8 * j), lane8);
+        fb = ldmatrix(sharedB, r, plus(b, upper, 16 * kk), pairOfTiles ? 4 : 2,
+                      false);
+      } else {
+        Value r = plus(b, arith::AddIOp::create(b, loc, upper, lane8), 16 * kk);
+        Value c = pairOfTiles ? plus(b, right, 8 * j) : idx(b, 8 * j);
+        fb = ldmatrix(sharedB, r, c, pairOfTiles ? 4 : 2, true);
+      }
+      for (int64_t jj = j; jj < std::min(j + 2, n / 8); ++jj) {
+        ArrayRef<Value> b01 = ArrayRef<Value>(fb).slice(2 * (jj - j), 2);
+        for (int64_t mi = 0; mi < mTiles; ++mi) {
+          int64_t lo = 2 * mi * cPer + 2 * jj, hi = lo + cPer;
+          SmallVector<int64_t> at = {lo, lo + 1, hi, hi + 1};
+          SmallVector<Value> c;
+          for (int64_t e : at)
+            c.push_back(extract(b, acc, e));
+          Value d = NVVM::MmaOp::create(
+              b, loc, resultType, fa[mi], b01, c, {16, 8, 16}, std::nullopt,
+              std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+              std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                             NVVM::MMALayout::col});
+          for (auto [i, e] : llvm::enumerate(at))
+            acc = insert(
+                b,
+                LLVM::ExtractValueOp::create(b, loc, d,
+                                             ArrayRef<int64_t>{(int64_t)i}),
+                acc, e);
+        }
+      }
+    }
+  }
+  values[m.c] = acc;
+  return success();
+}
+
+void TileRewriter::store(OpBuilder &b, Value tile, Value validRows,
+                         Value target) {
+  auto type = cast<MemRefType>(tile.getType());
+  bool rank2 = type.getRank() == 2;
+  int64_t per = perSlot(type);
+  Value v = current(b, tile);
+  SmallVector<Value> colIdx;
+  for (int64_t q = 0; rank2 && q < per; ++q)
+    colIdx.push_back(colOf(b, q));
+  // A row vector is replicated over the quad: its first lane writes it.
+  Value firstOfQuad = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                            quadLane, idx(b, 0));
+  for (int64_t r = 0; r < slots(); ++r) {
+    Value row = rowOf(b, r);
+    Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
+                                        validRows);
+    if (!rank2)
+      valid = arith::AndIOp::create(b, loc, valid, firstOfQuad);
+    auto guard = scf::IfOp::create(b, loc, valid, /*withElseRegion=*/false);
+    OpBuilder then = guard.getThenBodyBuilder();
+    for (int64_t q = 0; q < per; ++q) {
+      SmallVector<Value> at = {row};
+      if (rank2)
+        at.push_back(colIdx[q]);
+      memref::StoreOp::create(then, loc, extract(then, v, r * per + q), target,
+                              at);
+    }
+  }
+}

@@ -1,0 +1,57 @@
+//===- WarpRegisterTiles.h - tiles held in warp registers -------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_LIB_CONVERSION_FLASHTOGPU_WARPREGISTERTILES_H
+#define FLASH_LIB_CONVERSION_FLASHTOGPU_WARPREGISTERTILES_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::flash {
+
+/// The tiles of a CTA's attention loop nest that are indexed by the block's
+/// query rows (the scores S and P, the accumulator, the running max and sum,
+/// the output tile) kept in registers with FlashAttention-2's ownership: warp
+/// w owns rows [w R/W, (w+1) R/W), and each lane holds the elements of the
+/// mma.sync m16n8k16 accumulator layout of those rows (lane = 4 g + t: rows
+/// g and g + 8 of each 16-row slice, columns 2t, 2t + 1 of each 8-column
+/// slice). Row vectors (max, sum) hold one value per owned row, replicated
+/// over the four lanes of a quad.
+///
+/// Ops on them become per-lane code: elementwise generics per owned element,
+/// row reductions in registers plus two xor shuffles, contractions as
+/// mma.sync with P reused from the accumulator layout as the A operand, the
+/// final copy as guarded stores. Tiles loaded from global memory (Q, K, V,
+/// bias, mask) stay in shared memory and are read with ldmatrix.
+class WarpRegisterTiles {
+public:
+  WarpRegisterTiles(gpu::LaunchOp launch, int64_t warps);
+
+  /// Finds the tiles that can live in registers: every op on them must be
+  /// one that the rewrite knows. Empty when the nest has another shape.
+  void analyze();
+  bool empty() const { return tiles.empty(); }
+  bool contains(Value buffer) const { return tiles.contains(buffer); }
+
+  /// Replaces the ops on the register tiles with per-lane code; `tid` is
+  /// the thread index in the block. Call after shared memory was carved out
+  /// for the other tiles.
+  LogicalResult rewrite(Value tid);
+
+private:
+  bool supports(Value tile);
+  bool supports(linalg::GenericOp op);
+
+  gpu::LaunchOp launch;
+  int64_t warps;
+  int64_t rows = 0;
+  llvm::SetVector<Value> tiles;
+};
+
+} // namespace mlir::flash
+
+#endif // FLASH_LIB_CONVERSION_FLASHTOGPU_WARPREGISTERTILES_H
