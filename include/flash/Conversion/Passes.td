@@ -45,7 +45,11 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
            "Keep the tiles indexed by query rows (scores, probabilities, "
            "accumulator, running max and sum) in warp registers, "
            "FlashAttention-2 style, when the block's rows split into 16-row "
-           "slices per warp">
+           "slices per warp">,
+    Option<"asyncCopies", "async-copies", "bool", "true",
+           "Load global tiles into shared memory with 16-byte cp.async "
+           "copies (zero-filling ragged rows), waited for just before their "
+           "first reader">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -6,6 +6,7 @@
 
 #include "flash/Conversion/Passes.h"
 
+#include "AsyncTileLoads.h"
 #include "TileContraction.h"
 #include "WarpRegisterTiles.h"
 
@@ -36,9 +37,10 @@ namespace {
 class TileMapper {
 public:
   TileMapper(scf::ForallOp forall, int64_t threads, StringRef tensorCores,
-             bool registerTiles)
+             bool registerTiles, bool asyncCopies)
       : forall(forall), loc(forall.getLoc()), threads(threads),
-        tensorCores(tensorCores), registerTiles(registerTiles) {}
+        tensorCores(tensorCores), registerTiles(registerTiles),
+        asyncCopies(asyncCopies) {}
 
   LogicalResult run();
 
@@ -57,7 +59,7 @@ private:
   Location loc;
   int64_t threads;
   StringRef tensorCores;
-  bool registerTiles;
+  bool registerTiles, asyncCopies;
 };
 } // namespace
 
@@ -111,6 +113,8 @@ LogicalResult TileMapper::run() {
       return failure();
     launch->setAttr("flash.warp_register_tiles", start.getUnitAttr());
   }
+  if (asyncCopies)
+    flash::lowerAsyncTileLoads(launch, tid, threads);
   if (failed(lowerLinalg(launch, tid)))
     return failure();
 
@@ -560,7 +564,9 @@ struct FlashMapTilesToGPUPass
     });
     for (scf::ForallOp forall : foralls)
       if (failed(
-              TileMapper(forall, threads, tensorCores, registerTiles).run()))
+              TileMapper(forall, threads, tensorCores, registerTiles,
+                         asyncCopies)
+                  .run()))
         return signalPassFailure();
   }
 };

@@ -1,0 +1,206 @@
+//===- AsyncTileLoads.cpp - tile loads with cp.async ------------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AsyncTileLoads.h"
+#include "TileContraction.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+
+namespace {
+/// A padded tile load of the tiled form: `linalg.map` fills the tile with
+/// zeros, then `memref.copy` writes the valid rows from global memory.
+struct TileLoad {
+  linalg::MapOp zeroFill;
+  memref::CopyOp copy;
+  memref::SubViewOp validRows;
+  Value tile, shared;
+};
+} // namespace
+
+static bool yieldsZero(linalg::MapOp map) {
+  Value y = map.getBody()->getTerminator()->getOperand(0);
+  return matchPattern(y, m_AnyZeroFloat()) || matchPattern(y, m_Zero());
+}
+
+static std::optional<TileLoad> matchTileLoad(memref::CopyOp copy) {
+  TileLoad load;
+  load.copy = copy;
+  load.validRows = copy.getTarget().getDefiningOp<memref::SubViewOp>();
+  if (!load.validRows)
+    return std::nullopt;
+  load.tile = load.validRows.getSource();
+  load.shared = flash::getWorkgroupView(load.tile);
+  auto type = cast<MemRefType>(load.tile.getType());
+  if (!load.shared || type.getRank() != 2 ||
+      cast<MemRefType>(copy.getSource().getType()).getRank() != 2 ||
+      type.getElementTypeBitWidth() % 8 != 0 ||
+      (type.getDimSize(1) * type.getElementTypeBitWidth() / 8) % 16 != 0 ||
+      !llvm::all_of(load.validRows.getStaticOffsets(),
+                    [](int64_t o) { return o == 0; }) ||
+      !llvm::all_of(load.validRows.getStaticStrides(),
+                    [](int64_t s) { return s == 1; }) ||
+      load.validRows.getStaticSizes()[1] != type.getDimSize(1))
+    return std::nullopt;
+  // The zero fill of the whole tile, with nothing else on the tile between.
+  for (Operation *op = copy->getPrevNode(); op; op = op->getPrevNode()) {
+    if (op == load.validRows)
+      continue;
+    if (auto map = dyn_cast<linalg::MapOp>(op);
+        map && map.getDpsInitOperand(0)->get() == load.tile) {
+      if (!yieldsZero(map) || map.getNumDpsInputs() != 0)
+        return std::nullopt;
+      load.zeroFill = map;
+      return load;
+    }
+    if (llvm::is_contained(op->getOperands(), load.tile))
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+/// Whether `op` or an op nested in it uses `v`.
+static bool usesValue(Operation *op, Value v) {
+  return op
+      ->walk([&](Operation *inner) {
+        return llvm::is_contained(inner->getOperands(), v)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, Value tid,
+                                int64_t threads) {
+  SmallVector<TileLoad> loads;
+  launch.getBody().walk([&](memref::CopyOp copy) {
+    if (auto load = matchTileLoad(copy))
+      loads.push_back(*load);
+  });
+  MLIRContext *ctx = launch.getContext();
+  Location loc = launch.getLoc();
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
+  SmallVector<scf::IfOp> issued;
+  for (TileLoad &load : loads) {
+    OpBuilder b(load.copy);
+    auto idx = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    auto type = cast<MemRefType>(load.tile.getType());
+    int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+    int64_t vec = 128 / type.getElementTypeBitWidth();
+    int64_t chunksPerRow = cols / vec, chunks = rows * chunksPerRow;
+
+    // cp.async moves 16 aligned bytes: the rows must be contiguous and
+    // every row start 16-byte aligned, else the element copy stays.
+    Value src = load.copy.getSource();
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, src);
+    Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, src);
+    auto isMultiple = [&](Value v, int64_t m) {
+      Value rem = arith::RemUIOp::create(b, loc, v, idx(m));
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem,
+                                   idx(0));
+    };
+    Value contiguous =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                              meta.getStrides()[1], idx(1));
+    Value aligned = arith::AndIOp::create(
+        b, loc, arith::AndIOp::create(b, loc, contiguous,
+                                      isMultiple(meta.getStrides()[0], vec)),
+        arith::AndIOp::create(b, loc, isMultiple(meta.getOffset(), vec),
+                              isMultiple(ptr, 16)));
+    auto branch = scf::IfOp::create(b, loc, tokenType, aligned,
+                                    /*withElseRegion=*/true);
+    {
+      OpBuilder t = OpBuilder::atBlockEnd(branch.thenBlock());
+      auto tIdx = [&](int64_t v) -> Value {
+        return arith::ConstantIndexOp::create(t, loc, v);
+      };
+      auto unitStride = MemRefType::get(
+          {ShapedType::kDynamic, cols}, type.getElementType(),
+          StridedLayoutAttr::get(ctx, ShapedType::kDynamic,
+                                 {ShapedType::kDynamic, 1}));
+      Value rowsOfSource = meta.getSizes()[0];
+      Value source = memref::ReinterpretCastOp::create(
+          t, loc, unitStride, meta.getBaseBuffer(),
+          OpFoldResult(meta.getOffset()),
+          ArrayRef<OpFoldResult>{rowsOfSource, t.getIndexAttr(cols)},
+          ArrayRef<OpFoldResult>{meta.getStrides()[0], t.getIndexAttr(1)});
+      Value valid = getValueOrCreateConstantIndexOp(
+          t, loc, load.validRows.getMixedSizes()[0]);
+      SmallVector<Value> tokens;
+      for (int64_t first = 0; first < chunks; first += threads) {
+        // Threads past the end repeat the last chunk (same bytes, same
+        // place) rather than branch around the copy.
+        Value chunk = arith::MinUIOp::create(
+            t, loc, arith::AddIOp::create(t, loc, tid, tIdx(first)),
+            tIdx(chunks - 1));
+        Value row = arith::DivUIOp::create(t, loc, chunk, tIdx(chunksPerRow));
+        Value col = arith::MulIOp::create(
+            t, loc, arith::RemUIOp::create(t, loc, chunk, tIdx(chunksPerRow)),
+            tIdx(vec));
+        Value inside =
+            arith::CmpIOp::create(t, loc, arith::CmpIPredicate::ult, row, valid);
+        // Rows past the valid ones read nothing and are zero-filled.
+        Value srcRow = arith::SelectOp::create(t, loc, inside, row, tIdx(0));
+        Value count = arith::SelectOp::create(t, loc, inside, tIdx(vec), tIdx(0));
+        tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
+            t, loc, tokenType, load.shared, ValueRange{row, col}, source,
+            ValueRange{srcRow, col}, t.getIndexAttr(vec), count,
+            t.getUnitAttr()));
+      }
+      Value group =
+          nvgpu::DeviceAsyncCreateGroupOp::create(t, loc, tokenType, tokens);
+      scf::YieldOp::create(t, loc, group);
+    }
+    {
+      Block *otherwise = branch.elseBlock();
+      load.zeroFill->moveBefore(otherwise, otherwise->end());
+      load.copy->moveBefore(otherwise, otherwise->end());
+      // The element copy completes synchronously: an empty group keeps the
+      // count of groups in flight the same on both paths.
+      OpBuilder e = OpBuilder::atBlockEnd(otherwise);
+      Value group =
+          nvgpu::DeviceAsyncCreateGroupOp::create(e, loc, tokenType, {});
+      scf::YieldOp::create(e, loc, group);
+    }
+    issued.push_back(branch);
+  }
+
+  // Each load is waited for (then a barrier, for the other threads' bytes)
+  // just before the first op of its block that reads the tile; groups issued
+  // after it may stay in flight.
+  llvm::SmallPtrSet<Operation *, 8> isLoad;
+  for (scf::IfOp branch : issued)
+    isLoad.insert(branch);
+  for (auto [branch, load] : llvm::zip(issued, loads)) {
+    int64_t later = 0;
+    Operation *reader = nullptr;
+    for (Operation *next = branch->getNextNode(); next;
+         next = next->getNextNode()) {
+      if (isLoad.contains(next)) {
+        ++later;
+        continue;
+      }
+      if (usesValue(next, load.shared) || usesValue(next, load.tile)) {
+        reader = next;
+        break;
+      }
+    }
+    OpBuilder b = reader ? OpBuilder(reader)
+                         : OpBuilder::atBlockTerminator(branch->getBlock());
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, branch.getResult(0),
+                                     b.getI32IntegerAttr(later));
+    gpu::BarrierOp::create(b, loc);
+  }
+}

@@ -1,0 +1,26 @@
+//===- AsyncTileLoads.h - tile loads with cp.async --------------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_LIB_CONVERSION_FLASHTOGPU_ASYNCTILELOADS_H
+#define FLASH_LIB_CONVERSION_FLASHTOGPU_ASYNCTILELOADS_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+namespace mlir::flash {
+
+/// Turns the zero-padded loads of global tiles into shared memory (a
+/// `linalg.map` zero fill, then a `memref.copy` of the valid rows) into
+/// 16-byte `nvgpu.device_async_copy` chunks spread over the block's `threads`
+/// threads, zero-filling the rows past the end, one async group per tile.
+/// Each tile is waited for (and the block synchronised) just before the first
+/// op that reads it, so that later loads stay in flight meanwhile. A runtime
+/// check (contiguous rows, 16-byte aligned) keeps the element copy as the
+/// fallback.
+void lowerAsyncTileLoads(gpu::LaunchOp launch, Value tid, int64_t threads);
+
+} // namespace mlir::flash
+
+#endif // FLASH_LIB_CONVERSION_FLASHTOGPU_ASYNCTILELOADS_H
