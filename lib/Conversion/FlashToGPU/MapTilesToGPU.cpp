@@ -227,8 +227,19 @@ TileMapper::carveSharedMemory(gpu::LaunchOp launch,
   for (auto [alloc, range] : llvm::zip(allocs, ranges)) {
     auto [first, last] = range;
     MemRefType type = alloc.getType();
-    int64_t bytes = type.getNumElements() *
-                    llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+    int64_t elementBytes = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+    // Rows of a multiple of 128 bytes start in the same bank: the eight row
+    // addresses of an ldmatrix would conflict 8 ways. With the warp mapping
+    // (whose shared-memory reads all take strided layouts), rows get 16
+    // bytes of padding, which spreads any eight consecutive rows over all
+    // banks.
+    SmallVector<int64_t> allocated(type.getShape());
+    if (!inRegisters.empty() && type.getRank() == 2 &&
+        (type.getDimSize(1) * elementBytes) % 128 == 0)
+      allocated[1] += 16 / elementBytes;
+    int64_t bytes = elementBytes;
+    for (int64_t d : allocated)
+      bytes *= d;
     // Lowest 128-byte aligned offset (WMMA fragment loads need 32-byte
     // aligned rows) free during [first, last].
     int64_t offset = 0;
@@ -247,14 +258,38 @@ TileMapper::carveSharedMemory(gpu::LaunchOp launch,
     total = std::max(total, offset + bytes);
 
     Value shift = arith::ConstantIndexOp::create(b, loc, offset);
-    auto shared = MemRefType::get(type.getShape(), type.getElementType(),
+    auto shared = MemRefType::get(allocated, type.getElementType(),
                                   MemRefLayoutAttrInterface(), workgroup);
     Value view =
         memref::ViewOp::create(b, loc, shared, base, shift, ValueRange{});
-    Value generic = memref::MemorySpaceCastOp::create(b, loc, type, view);
-    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
-      if (isa<memref::DeallocOp>(user))
+    if (allocated != type.getShape()) {
+      SmallVector<OpFoldResult> zeros(2, b.getIndexAttr(0)),
+          ones(2, b.getIndexAttr(1));
+      view = memref::SubViewOp::create(b, loc, view, zeros,
+                                       getAsIndexOpFoldResult(
+                                           b.getContext(), type.getShape()),
+                                       ones);
+    }
+    auto viewType = cast<MemRefType>(view.getType());
+    Value generic = memref::MemorySpaceCastOp::create(
+        b, loc,
+        MemRefType::get(viewType.getShape(), viewType.getElementType(),
+                        viewType.getLayout()),
+        view);
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers())) {
+      if (isa<memref::DeallocOp>(user)) {
         user->erase();
+      } else if (auto sub = dyn_cast<memref::SubViewOp>(user);
+                 sub && generic.getType() != type) {
+        // Views of a padded tile have its row stride.
+        OpBuilder vb(sub);
+        Value padded = memref::SubViewOp::create(
+            vb, sub.getLoc(), generic, sub.getMixedOffsets(),
+            sub.getMixedSizes(), sub.getMixedStrides());
+        sub.replaceAllUsesWith(padded);
+        sub.erase();
+      }
+    }
     alloc.replaceAllUsesWith(generic);
     alloc.erase();
   }
@@ -343,7 +378,7 @@ std::tuple<scf::ForOp, Value, Value> TileMapper::warpTiles(OpBuilder &b,
 /// accumulates over K in steps of 16 with WMMA fragments.
 bool TileMapper::emitWarpMatmul(linalg::GenericOp op, Value tid) {
   auto operands = flash::matchTileContraction(op);
-  if (!operands ||
+  if (!operands || !operands->hasIdentityLayouts() ||
       !cast<MemRefType>(operands->a.getType()).getElementType().isF16())
     return false; // WMMA fragments exist for f16 only
   auto [a, bm, c, transposeB] = *operands;
@@ -400,7 +435,7 @@ bool TileMapper::emitWarpMatmul(linalg::GenericOp op, Value tid) {
 /// column g; C holds rows g and g+8, columns 2t and 2t+1.
 bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
   auto operands = flash::matchTileContraction(op);
-  if (!operands)
+  if (!operands || !operands->hasIdentityLayouts())
     return false;
   auto [a, bm, c, transposeB] = *operands;
   auto aType = cast<MemRefType>(a.getType());

@@ -42,8 +42,15 @@ flash::matchTileContraction(linalg::GenericOp op) {
     return std::nullopt;
   for (Value v : {m.a, m.b, m.c}) {
     auto t = dyn_cast<MemRefType>(v.getType());
-    if (!t || !t.hasStaticShape() || !t.getLayout().isIdentity() ||
+    if (!t || !t.hasStaticShape() ||
         llvm::any_of(t.getShape(), [](int64_t s) { return s % 16 != 0; }))
+      return std::nullopt;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (!t.getLayout().isIdentity() &&
+        (failed(t.getStridesAndOffset(strides, offset)) ||
+         strides.back() != 1 || ShapedType::isDynamic(strides.front()) ||
+         ShapedType::isDynamic(offset)))
       return std::nullopt;
   }
   Type in = cast<MemRefType>(m.a.getType()).getElementType();

@@ -19,10 +19,17 @@ struct TileContraction {
   Value a, b, c;
   /// B is stored [N, K] and read transposed (Kᵀ), else [K, N] (V).
   bool transposeB;
+
+  bool hasIdentityLayouts() const {
+    return llvm::all_of(ValueRange{a, b, c}, [](Value v) {
+      return cast<MemRefType>(v.getType()).getLayout().isIdentity();
+    });
+  }
 };
 
 /// Matches a 2-D multiply-add generic with f16/bf16 operands, an f32
-/// accumulator and 16-multiple static shapes on identity-layout buffers.
+/// accumulator and 16-multiple static shapes on buffers with contiguous rows
+/// (identity layouts, or the padded rows of shared-memory tiles).
 std::optional<TileContraction> matchTileContraction(linalg::GenericOp op);
 
 /// The workgroup-space view behind a shared-memory tile's generic cast, or
