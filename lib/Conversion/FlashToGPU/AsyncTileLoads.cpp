@@ -13,6 +13,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 
 using namespace mlir;
@@ -78,6 +79,129 @@ static bool usesValue(Operation *op, Value v) {
                    : WalkResult::advance();
       })
       .wasInterrupted();
+}
+
+/// The ops of `block` that `root` (and the ops nested in it) depend on, in
+/// block order.
+static SmallVector<Operation *> blockSlice(Operation *root, Block *block) {
+  llvm::SetVector<Operation *> slice;
+  SmallVector<Operation *> work = {root};
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    op->walk([&](Operation *inner) {
+      for (Value v : inner->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        if (def && def->getBlock() == block && def != root &&
+            slice.insert(def))
+          work.push_back(def);
+      }
+    });
+  }
+  SmallVector<Operation *> ordered(slice.begin(), slice.end());
+  llvm::sort(ordered, [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+  return ordered;
+}
+
+/// Clones `branch` (a tile load) with its slice for the iteration `iv`
+/// under a guard `iv < ub` at `b`'s insertion point.
+static void issueFor(OpBuilder &b, scf::ForOp loop, scf::IfOp branch,
+                     Value iv) {
+  Location loc = branch.getLoc();
+  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv,
+                                        loop.getUpperBound());
+  auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+  OpBuilder inner = guard.getThenBodyBuilder();
+  IRMapping map;
+  map.map(loop.getInductionVar(), iv);
+  for (Operation *op : blockSlice(branch, loop.getBody()))
+    inner.clone(*op, map);
+  inner.clone(*branch, map);
+}
+
+/// FlashAttention-2's load schedule for a key-block loop: a tile whose
+/// readers all come before another tile's first reader (K, read by Q Kᵀ,
+/// before V, read by P V) is loaded one iteration ahead, right after its
+/// last reader; the others (V) are issued at the top of the iteration. Two
+/// barriers per iteration: at the top, once the ahead-loaded tiles are in
+/// (and the previous iteration's readers are done), and after the last
+/// reader of the ahead-loaded tiles, once the others are in.
+static void pipelineLoop(scf::ForOp loop, ArrayRef<scf::IfOp> issued,
+                         ArrayRef<TileLoad> loads,
+                         llvm::SmallPtrSetImpl<Operation *> &pipelined) {
+  Block *body = loop.getBody();
+  struct Entry {
+    scf::IfOp branch;
+    Operation *first = nullptr, *last = nullptr;
+  };
+  SmallVector<Entry> entries;
+  for (auto [constBranch, load] : llvm::zip(issued, loads)) {
+    scf::IfOp branch = constBranch;
+    if (branch->getBlock() != body)
+      continue;
+    Entry e{branch};
+    for (Operation &op : *body) {
+      if (&op == branch.getOperation() || &op == load.validRows ||
+          !(usesValue(&op, load.shared) || usesValue(&op, load.tile)))
+        continue;
+      if (!e.first)
+        e.first = &op;
+      e.last = &op;
+    }
+    if (!e.first || e.first->isBeforeInBlock(branch))
+      return;
+    entries.push_back(e);
+  }
+  SmallVector<Entry> ahead, atTop;
+  for (const Entry &e : entries) {
+    bool early = llvm::any_of(entries, [&](const Entry &other) {
+      return other.branch != e.branch && e.last->isBeforeInBlock(other.first);
+    });
+    (early ? ahead : atTop).push_back(e);
+  }
+  if (ahead.empty())
+    return;
+  // The readers of the tiles loaded at the top come after every reader of
+  // the tiles loaded ahead.
+  Operation *split = ahead.front().last;
+  for (const Entry &e : ahead)
+    if (split->isBeforeInBlock(e.last))
+      split = e.last;
+  for (const Entry &e : atTop)
+    if (e.first->isBeforeInBlock(split))
+      return;
+
+  Location loc = loop.getLoc();
+  Value token;
+  {
+    OpBuilder b(loop);
+    for (const Entry &e : ahead)
+      issueFor(b, loop, e.branch, loop.getLowerBound());
+    // cp.async.wait_group counts groups, not tokens: any token will do as
+    // the operand of the waits below.
+    token = nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(loop.getContext()), {});
+  }
+  {
+    OpBuilder b(split->getBlock(), std::next(split->getIterator()));
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, token, b.getI32IntegerAttr(0));
+    gpu::BarrierOp::create(b, loc);
+    Value next = arith::AddIOp::create(b, loc, loop.getInductionVar(),
+                                       loop.getStep());
+    for (const Entry &e : ahead)
+      issueFor(b, loop, e.branch, next);
+  }
+  {
+    OpBuilder b = OpBuilder::atBlockBegin(body);
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, token, b.getI32IntegerAttr(0));
+    if (!isa<gpu::BarrierOp>(b.getInsertionPoint()))
+      gpu::BarrierOp::create(b, loc);
+  }
+  for (const Entry &e : ahead)
+    e.branch->erase();
+  for (const Entry &e : entries)
+    pipelined.insert(e.branch);
 }
 
 void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, Value tid,
@@ -177,13 +301,24 @@ void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, Value tid,
     issued.push_back(branch);
   }
 
-  // Each load is waited for (then a barrier, for the other threads' bytes)
-  // just before the first op of its block that reads the tile; groups issued
-  // after it may stay in flight.
+  llvm::SmallPtrSet<Operation *, 8> pipelined;
+  SmallVector<scf::ForOp> loops;
+  for (scf::IfOp branch : issued)
+    if (auto loop = dyn_cast<scf::ForOp>(branch->getParentOp());
+        loop && !llvm::is_contained(loops, loop))
+      loops.push_back(loop);
+  for (scf::ForOp loop : loops)
+    pipelineLoop(loop, issued, loads, pipelined);
+
+  // Elsewhere each load is waited for (then a barrier, for the other
+  // threads' bytes) just before the first op of its block that reads the
+  // tile; groups issued after it may stay in flight.
   llvm::SmallPtrSet<Operation *, 8> isLoad;
   for (scf::IfOp branch : issued)
     isLoad.insert(branch);
   for (auto [branch, load] : llvm::zip(issued, loads)) {
+    if (pipelined.contains(branch))
+      continue;
     int64_t later = 0;
     Operation *reader = nullptr;
     for (Operation *next = branch->getNextNode(); next;
