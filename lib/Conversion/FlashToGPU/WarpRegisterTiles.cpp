@@ -344,6 +344,66 @@ LogicalResult TileRewriter::process(Block &block) {
   return success();
 }
 
+/// How `op` first touches `tile`: read (its old value matters), written
+/// (overwritten whole), or not at all. Ops with regions count as reads.
+enum class Access { None, Read, Write };
+static Access accessOf(Operation *op, Value tile) {
+  auto touches = [&](Value v) {
+    if (v == tile)
+      return true;
+    auto view = v.getDefiningOp<memref::SubViewOp>();
+    return view && view.getSource() == tile;
+  };
+  if (op->getNumRegions() && !isa<linalg::LinalgOp>(op)) {
+    bool any = false;
+    op->walk([&](Operation *inner) {
+      any |= llvm::any_of(inner->getOperands(), touches);
+    });
+    return any ? Access::Read : Access::None;
+  }
+  if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+    if (touches(copy.getSource()))
+      return Access::Read;
+    return copy.getTarget() == tile ? Access::Write : Access::None;
+  }
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.getDpsInitOperand(0)->get() == tile ? Access::Write
+                                                    : Access::None;
+  if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+    for (OpOperand *in : generic.getDpsInputOperands())
+      if (in->get() == tile)
+        return Access::Read;
+    OpOperand *init = generic.getDpsInitOperand(0);
+    if (init->get() != tile)
+      return Access::None;
+    return generic.payloadUsesValueFromOperand(init) ? Access::Read
+                                                     : Access::Write;
+  }
+  return llvm::any_of(op->getOperands(), touches) ? Access::Read
+                                                  : Access::None;
+}
+
+/// Whether the value of `tile` before `op` is read by `op` or what follows
+/// it (to the end of its block, then of the enclosing blocks up to `limit`).
+static bool isLiveAt(Operation *op, Value tile, Operation *limit) {
+  for (Block *block = op->getBlock(); op;) {
+    for (; op; op = op->getNextNode()) {
+      Access a = accessOf(op, tile);
+      if (a != Access::None)
+        return a == Access::Read;
+    }
+    Operation *parent = block->getParentOp();
+    if (parent == limit)
+      return false;
+    // Inside an enclosing loop the next iteration may read it.
+    if (isa<LoopLikeOpInterface>(parent))
+      return true;
+    op = parent->getNextNode();
+    block = parent->getBlock();
+  }
+  return false;
+}
+
 LogicalResult TileRewriter::processLoop(scf::ForOp loop) {
   llvm::SetVector<Value> written;
   bool refills = false;
@@ -363,8 +423,29 @@ LogicalResult TileRewriter::processLoop(scf::ForOp loop) {
         refills = true;
     }
   });
-  if (written.empty())
-    return process(*loop.getBody());
+  // Carried: the tiles whose value on entry to an iteration, or after the
+  // loop, is read. The others (scores, probabilities) are redefined before
+  // any use in each iteration.
+  SmallVector<Value> redefined;
+  written.remove_if([&](Value tile) {
+    bool carried = isLiveAt(&loop.getBody()->front(), tile, loop) ||
+                   (loop->getNextNode() &&
+                    isLiveAt(loop->getNextNode(), tile, launch));
+    if (!carried)
+      redefined.push_back(tile);
+    return !carried;
+  });
+  // Their values inside the loop do not dominate what follows it.
+  auto forgetRedefined = [&] {
+    for (Value tile : redefined)
+      values.erase(tile);
+  };
+  forgetRedefined();
+  if (written.empty()) {
+    LogicalResult result = process(*loop.getBody());
+    forgetRedefined();
+    return result;
+  }
 
   OpBuilder b(loop);
   SmallVector<Value> inits(loop.getInitArgs());
@@ -403,6 +484,7 @@ LogicalResult TileRewriter::processLoop(scf::ForOp loop) {
     loop.getResult(i).replaceAllUsesWith(newLoop.getResult(i));
   for (auto [i, tile] : llvm::enumerate(written))
     values[tile] = newLoop.getResult(carried + i);
+  forgetRedefined();
   loop.erase();
   return success();
 }
