@@ -345,7 +345,8 @@ LogicalResult TileRewriter::process(Block &block) {
 }
 
 /// How `op` first touches `tile`: read (its old value matters), written
-/// (overwritten whole), or not at all. Ops with regions count as reads.
+/// (overwritten whole), or not at all. Ops with regions other than loops
+/// count as reads.
 enum class Access { None, Read, Write };
 static Access accessOf(Operation *op, Value tile) {
   auto touches = [&](Value v) {
@@ -354,6 +355,16 @@ static Access accessOf(Operation *op, Value tile) {
     auto view = v.getDefiningOp<memref::SubViewOp>();
     return view && view.getSource() == tile;
   };
+  if (auto loop = dyn_cast<scf::ForOp>(op)) {
+    // A loop that overwrites the tile first may run zero times: what
+    // follows it decides then.
+    for (Operation &inner : *loop.getBody()) {
+      Access a = accessOf(&inner, tile);
+      if (a != Access::None)
+        return a == Access::Read ? Access::Read : Access::None;
+    }
+    return Access::None;
+  }
   if (op->getNumRegions() && !isa<linalg::LinalgOp>(op)) {
     bool any = false;
     op->walk([&](Operation *inner) {

@@ -1,0 +1,71 @@
+// RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64" | FileCheck %s
+// RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64 register-tiles=false async-copies=false" | FileCheck %s --check-prefix=SHARED
+
+// The FlashAttention-2 mapping: 2 warps own 32 of the block's 64 query rows
+// each; the scores, probabilities, running max/sum and accumulator live in
+// registers (per lane: 4 row slots, 64 accumulator elements); Q, K and V
+// tiles are loaded with cp.async into padded shared memory; K is loaded one
+// key block ahead.
+
+// CHECK-LABEL: func @attention
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c64{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}})
+// 64-element (128-byte) rows padded to 72 elements: ldmatrix rows hit
+// different banks.
+// CHECK: memref.view {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[Q:.*]] = memref.subview %{{.*}}[0, 0] [64, 64] [1, 1] : {{.*}} to memref<64x64xbf16, strided<[72, 1]>, #gpu.address_space<workgroup>>
+// CHECK: %[[K:.*]] = memref.subview %{{.*}}[0, 0] [32, 64] [1, 1] : {{.*}} to memref<32x64xbf16, strided<[72, 1]>, #gpu.address_space<workgroup>>
+// CHECK: %[[V:.*]] = memref.subview %{{.*}}[0, 0] [32, 64] [1, 1] : {{.*}} to memref<32x64xbf16, strided<[72, 1]>, #gpu.address_space<workgroup>>
+// Q: 16-byte copies with zero fill past the valid rows when the rows are
+// contiguous and aligned, else the element copy.
+// CHECK: %[[QLOAD:.*]] = scf.if %{{.*}} -> (!nvgpu.device.async.token) {
+// CHECK: nvgpu.device_async_copy %{{.*}}[%{{.*}}, %{{.*}}], %[[Q]][%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1}
+// CHECK: nvgpu.device_async_create_group
+// CHECK: } else {
+// CHECK: memref.store
+// CHECK: gpu.barrier
+// The first K block is issued before the loop.
+// CHECK: scf.if
+// CHECK: nvgpu.device_async_copy %{{.*}}, %[[K]]
+// CHECK: nvgpu.device_async_wait %[[QLOAD]] {numGroups = 0 : i32}
+// CHECK-NEXT: gpu.barrier
+// m, l and the accumulator are carried in registers; S and P are not.
+// CHECK: scf.for %{{.*}} iter_args(%{{.*}}, %{{.*}}, %{{.*}}) -> (vector<4xf32>, vector<4xf32>, vector<64xf32>)
+// CHECK-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK-NEXT: gpu.barrier
+// V of this block is issued at the top.
+// CHECK: nvgpu.device_async_copy %{{.*}}, %[[V]]
+// S = Q Kᵀ: ldmatrix.x4 fragments, mma.sync m16n8k16, two 16-row slices per
+// warp sharing each K fragment.
+// CHECK: nvgpu.ldmatrix %[[Q]]{{.*}} {numTiles = 4 : i32, transpose = false}
+// CHECK: nvgpu.ldmatrix %[[K]]{{.*}} {numTiles = 4 : i32, transpose = false}
+// CHECK: nvvm.mma.sync {{.*}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// After the last read of K: wait for V, then issue the next K block.
+// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK-NEXT: gpu.barrier
+// CHECK: scf.if
+// CHECK: nvgpu.device_async_copy %{{.*}}, %[[K]]
+// Row max over the lane's columns, then across the quad.
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32
+// CHECK: math.exp2
+// P V with P from registers, V through ldmatrix.trans.
+// CHECK: nvgpu.ldmatrix %[[V]]{{.*}} {numTiles = 4 : i32, transpose = true}
+// CHECK: nvvm.mma.sync
+// CHECK: scf.yield %{{.*}}, %{{.*}}, %{{.*}} : vector<4xf32>, vector<4xf32>, vector<64xf32>
+// O = acc / l, stored by each lane for its valid rows.
+// CHECK: arith.divf
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %{{.*}} : memref<?x64xbf16, strided<[?, ?], offset: ?>>
+// CHECK: flash.shared_memory_bytes = {{[0-9]+}} : i64, flash.warp_register_tiles
+
+// Without them: every tile in shared memory, element copies.
+// SHARED-LABEL: func @attention
+// SHARED-NOT: nvgpu.device_async_copy
+// SHARED-NOT: gpu.shuffle
+// SHARED: memref.view {{.*}} to memref<64x64xbf16, #gpu.address_space<workgroup>>
+// SHARED-NOT: flash.warp_register_tiles
+func.func @attention(%q: tensor<?x?x?x64xbf16>, %k: tensor<?x?x?x64xbf16>, %v: tensor<?x?x?x64xbf16>, %o: tensor<?x?x?x64xbf16> {bufferization.writable = true}) -> tensor<?x?x?x64xbf16> {
+  %r = flash.attention %q, %k, %v : tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16> -> tensor<?x?x?x64xbf16>
+  %w = bufferization.materialize_in_destination %r in %o : (tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>) -> tensor<?x?x?x64xbf16>
+  return %w : tensor<?x?x?x64xbf16>
+}
