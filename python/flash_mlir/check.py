@@ -3,7 +3,8 @@
     python -m flash_mlir.check DIR
 
 For every kernel in DIR and every case of a shape matrix (ragged M and N,
-M != N causal, GQA, BHSD and BSHD layouts, fully masked rows), runs the
+M != N causal, GQA, BHSD and BSHD layouts, and unaligned rows that take the
+element-copy path, fully masked rows), runs the
 kernel on random inputs into a NaN-poisoned output and compares it with a
 float64 reference computed from the same quantised inputs; also times
 nothing. Prints, per kernel, the worst relative error, and the RMSE of our
@@ -93,6 +94,12 @@ def run_case(kernel, case, layout, seed):
         if layout == "bshd":
             t = torch.randn(b, s, h, width, device="cuda", generator=g).to(dtype)
             return t.transpose(1, 2)  # a [B, H, S, D] view of BSHD memory
+        if layout == "offset":
+            # One element past an aligned start: rows are not 16-byte aligned,
+            # so the kernels take their element-copy path.
+            flat = torch.randn(b * h * s * width + 1, device="cuda",
+                               generator=g).to(dtype)
+            return flat[1:].view(b, h, s, width)
         return torch.randn(b, h, s, width, device="cuda", generator=g).to(dtype)
 
     q, k, v = make(hq, m, d), make(hkv, n, d), make(hkv, n, dv)
@@ -133,7 +140,8 @@ def run_case(kernel, case, layout, seed):
     # the same function.
     fa2 = None if (man["window"] is not None or "bias" in tensors
                    or "mask" in tensors) else sdpa_flash(
-        q.contiguous(), k.contiguous(), v.contiguous(), man["scale"], hidden)
+        *(t.clone(memory_format=torch.contiguous_format) for t in (q, k, v)),
+        man["scale"], hidden)
     fa2_rmse = None if fa2 is None else ((fa2.double() - ref) ** 2).mean().sqrt().item()
     tol = {"f32": 1e-5, "f16": 2e-3, "bf16": 1.6e-2}[man["dtype"]]
     ok = err.item() <= tol
@@ -152,12 +160,20 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("directory")
     p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("--quick", action="store_true",
+                   help="one small ragged case per kernel (for compute-sanitizer)")
+    p.add_argument("--kernels", help="comma-separated kernel names to check")
     args = p.parse_args(argv)
+    cases = [(1, 2, 2, 77, 100)] if args.quick else CASES
+    layouts = ("bhsd",) if args.quick else ("bhsd", "bshd", "offset")
+    wanted = set(args.kernels.split(",")) if args.kernels else None
     failures = 0
     for kernel in load_all(args.directory):
+        if wanted and kernel.name not in wanted:
+            continue
         worst, lines, kernel_ok = 0.0, [], True
-        for ci, case in enumerate(CASES):
-            for layout in ("bhsd", "bshd"):
+        for ci, case in enumerate(cases):
+            for layout in layouts:
                 ok, msg, _ = run_case(kernel, case, layout, seed=ci)
                 kernel_ok &= ok
                 lines.append(("ok   " if ok else "FAIL ") + msg)

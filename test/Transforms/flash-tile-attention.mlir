@@ -30,17 +30,22 @@
 // CHECK: } : tensor<?x64xf16> to tensor<64x64xf16>
 // CHECK: tensor.extract_slice %{{.*}}[%[[B]], %[[HKV]], %{{.*}}, 0] [1, 1, %{{.*}}, 32] [1, 1, 1, 1] : tensor<2x2x300x32xf16> to tensor<?x32xf16>
 // CHECK: } : tensor<?x32xf16> to tensor<64x32xf16>
-// S = Q Kᵀ in f32, then scale * log2(e) (0.125 * 1.4427).
+// S = Q Kᵀ in f32. Without a bias the scale goes into the exponent: the
+// unmasked blocks take the row max of S directly, then scale it by
+// scale * log2(e) (0.125 * 1.4427).
 // CHECK: %[[S:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[QT]], %{{.*}} : tensor<32x64xf16>, tensor<64x64xf16>) outs(%{{.*}} : tensor<32x64xf32>)
-// CHECK: %[[LOG:.*]] = linalg.generic {{.*}} ins(%[[S]] : tensor<32x64xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[S]] : tensor<32x64xf32>) outs(%{{.*}} : tensor<32xf32>)
 // CHECK-NEXT: ^bb0
-// CHECK-NEXT: %[[C:.*]] = arith.constant 0.180336878 : f32
+// CHECK-NEXT: arith.maximumf
+// CHECK: %[[C:.*]] = arith.constant 0.180336878 : f32
 // CHECK-NEXT: %{{.*}} = arith.mulf %{{.*}}, %[[C]] : f32
-// CHECK-NEXT: linalg.yield
-// m' = max(m, rowmax S), alpha = exp2(m - m'), P = exp2(S - m').
+// m' = max(m, c rowmax S), alpha = exp2(m - m'), P = exp2(c S - m') with
+// the multiply and subtract contractible into one FMA.
 // CHECK: arith.maximumf
 // CHECK: math.exp2
-// CHECK: math.exp2
+// CHECK: arith.mulf %{{.*}}, %{{.*}} fastmath<contract> : f32
+// CHECK: arith.subf %{{.*}}, %{{.*}} fastmath<contract> : f32
+// CHECK-NEXT: math.exp2
 // P in f16 before P V; acc accumulates in f32.
 // CHECK: arith.truncf %{{.*}} : f32 to f16
 // CHECK: %[[PV:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<32x64xf16>, tensor<64x32xf16>) outs(%{{.*}} : tensor<32x32xf32>)

@@ -234,12 +234,23 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
   std::optional<int64_t> window = op.getWindow();
   Value windowStart = window ? sub(diagonal, idx(*window)) : Value();
   float scale = op.getEffectiveScale();
-  Value logits = generic(
+  auto scaleLog2 = [&](OpBuilder &nb, Location nl) -> Value {
+    return arith::ConstantOp::create(
+        nb, nl, nb.getF32FloatAttr(static_cast<float>(scale * kLog2e)));
+  };
+  // Without a bias, a positive scale commutes with the row max: it is
+  // applied in the exponent, exp2(c s - c m) as one FMA per score, and the
+  // unmasked blocks need no pass over the scores before the max.
+  bool scaleInExponent = biasArg < 0 && scale > 0;
+  auto contract = arith::FastMathFlags::contract;
+  Value logits = scores;
+  if (!scaleInExponent || masked || maskArg >= 0)
+    logits = generic(
       ins, empty({br, bc}, f32), maps, {kPar, kPar},
       [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        Value c = arith::ConstantOp::create(
-            nb, nl, nb.getF32FloatAttr(static_cast<float>(scale * kLog2e)));
-        Value s = arith::MulFOp::create(nb, nl, a[0], c);
+        Value s = a[0];
+        if (!scaleInExponent)
+          s = arith::MulFOp::create(nb, nl, s, scaleLog2(nb, nl));
         if (biasArg >= 0) {
           Value log2e = arith::ConstantOp::create(
               nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e)));
@@ -287,6 +298,13 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
               [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
                 return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
               });
+  // The row max in the log2 domain.
+  if (scaleInExponent)
+    rowMax = generic(rowMax, empty({br}, f32), {id(1), id(1)}, {kPar},
+                     [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                       return arith::MulFOp::create(nb, nl, a[0],
+                                                    scaleLog2(nb, nl));
+                     });
   // exp2(x - m') with a row that is still fully masked (m' = -inf) taken
   // relative to 0, so that it stays 0 instead of NaN.
   auto expRelative = [&](OpBuilder &nb, Location nl, Value x,
@@ -296,7 +314,8 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
     Value empty =
         arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, rowRef, ninf);
     Value ref = arith::SelectOp::create(nb, nl, empty, zero, rowRef);
-    return math::Exp2Op::create(nb, nl, arith::SubFOp::create(nb, nl, x, ref));
+    return math::Exp2Op::create(
+        nb, nl, arith::SubFOp::create(nb, nl, x, ref, contract));
   };
   // alpha = exp2(m - m'), m' = max(m, rowmax S).
   Value alpha = generic({m, rowMax}, empty({br}, f32), {id(1), id(1), id(1)},
@@ -312,7 +331,11 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
   Value probs =
       generic({logits, mNew}, empty({br, bc}, f32), {id(2), map(2, {0}), id(2)},
               {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
-                return expRelative(nb, nl, a[0], a[1]);
+                Value x = a[0];
+                if (scaleInExponent)
+                  x = arith::MulFOp::create(nb, nl, x, scaleLog2(nb, nl),
+                                            contract);
+                return expRelative(nb, nl, x, a[1]);
               });
   auto scaleBy = [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
     return arith::MulFOp::create(nb, nl, a[1], a[0]);
