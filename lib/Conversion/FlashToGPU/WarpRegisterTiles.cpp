@@ -225,6 +225,8 @@ private:
   LogicalResult processLoop(scf::ForOp loop);
   LogicalResult rewrite(OpBuilder &b, Operation *op);
   void rewriteElementwise(OpBuilder &b, linalg::GenericOp op);
+  Value emitElementwise(OpBuilder &b, linalg::GenericOp op);
+  bool isRowRescale(linalg::GenericOp op) const;
   void rewriteRowReduction(OpBuilder &b, linalg::GenericOp op);
   LogicalResult rewriteContraction(OpBuilder &b, linalg::GenericOp op);
   void store(OpBuilder &b, Value tile, Value validRows, Value target);
@@ -533,7 +535,53 @@ LogicalResult TileRewriter::rewrite(OpBuilder &b, Operation *op) {
   return success();
 }
 
+/// `acc *= alpha` broadcast over columns, in place.
+bool TileRewriter::isRowRescale(linalg::GenericOp op) const {
+  if (op.getNumLoops() != 2 || op.getNumDpsInputs() != 1)
+    return false;
+  Value in = op.getDpsInputOperand(0)->get();
+  if (!tiles.contains(in) || cast<MemRefType>(in.getType()).getRank() != 1)
+    return false;
+  Block *body = op.getBody();
+  if (body->getOperations().size() != 2)
+    return false;
+  auto mul = dyn_cast<arith::MulFOp>(body->front());
+  return mul && body->getTerminator()->getOperand(0) == mul.getResult() &&
+         llvm::is_contained(mul->getOperands(), body->getArgument(0)) &&
+         llvm::is_contained(mul->getOperands(), body->getArgument(1));
+}
+
 void TileRewriter::rewriteElementwise(OpBuilder &b, linalg::GenericOp op) {
+  Value out = op.getDpsInitOperand(0)->get();
+  if (!isRowRescale(op) || !values.lookup(out)) {
+    values[out] = emitElementwise(b, op);
+    return;
+  }
+  // Once the row maxima settle, alpha is exactly 1 on most blocks: a warp
+  // vote skips the multiply of the whole accumulator then.
+  Value alpha = current(b, op.getDpsInputOperand(0)->get());
+  Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
+  Value moved = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+  for (int64_t r = 0; r < slots(); ++r)
+    moved = arith::OrIOp::create(
+        b, loc, moved,
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE,
+                              extract(b, alpha, r), one));
+  Value allLanes =
+      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(-1));
+  Value anyMoved = NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), allLanes,
+                                            moved, NVVM::VoteSyncKind::any);
+  Value before = values.lookup(out);
+  auto branch = scf::IfOp::create(b, loc, before.getType(), anyMoved,
+                                  /*withElseRegion=*/true);
+  OpBuilder then = OpBuilder::atBlockEnd(branch.thenBlock());
+  scf::YieldOp::create(then, loc, emitElementwise(then, op));
+  OpBuilder otherwise = OpBuilder::atBlockEnd(branch.elseBlock());
+  scf::YieldOp::create(otherwise, loc, before);
+  values[out] = branch.getResult(0);
+}
+
+Value TileRewriter::emitElementwise(OpBuilder &b, linalg::GenericOp op) {
   Value out = op.getDpsInitOperand(0)->get();
   auto outType = cast<MemRefType>(out.getType());
   bool rank2 = outType.getRank() == 2;
@@ -584,7 +632,7 @@ void TileRewriter::rewriteElementwise(OpBuilder &b, linalg::GenericOp op) {
       result = insert(b, y, result, e);
     }
   }
-  values[out] = result;
+  return result;
 }
 
 void TileRewriter::rewriteRowReduction(OpBuilder &b, linalg::GenericOp op) {
