@@ -263,16 +263,30 @@ void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, Value tid,
       Value valid = getValueOrCreateConstantIndexOp(
           t, loc, load.validRows.getMixedSizes()[0]);
       SmallVector<Value> tokens;
+      // When the block's threads cover whole rows, each pass moves the same
+      // columns of rows further down: one column and a row step.
+      bool wholeRows = threads % chunksPerRow == 0 && chunks % threads == 0;
+      Value firstRow = arith::DivUIOp::create(t, loc, tid, tIdx(chunksPerRow));
+      Value laneCol = arith::MulIOp::create(
+          t, loc, arith::RemUIOp::create(t, loc, tid, tIdx(chunksPerRow)),
+          tIdx(vec));
       for (int64_t first = 0; first < chunks; first += threads) {
-        // Threads past the end repeat the last chunk (same bytes, same
-        // place) rather than branch around the copy.
-        Value chunk = arith::MinUIOp::create(
-            t, loc, arith::AddIOp::create(t, loc, tid, tIdx(first)),
-            tIdx(chunks - 1));
-        Value row = arith::DivUIOp::create(t, loc, chunk, tIdx(chunksPerRow));
-        Value col = arith::MulIOp::create(
-            t, loc, arith::RemUIOp::create(t, loc, chunk, tIdx(chunksPerRow)),
-            tIdx(vec));
+        Value row, col;
+        if (wholeRows) {
+          row = arith::AddIOp::create(t, loc, firstRow,
+                                      tIdx(first / chunksPerRow));
+          col = laneCol;
+        } else {
+          // Threads past the end repeat the last chunk (same bytes, same
+          // place) rather than branch around the copy.
+          Value chunk = arith::MinUIOp::create(
+              t, loc, arith::AddIOp::create(t, loc, tid, tIdx(first)),
+              tIdx(chunks - 1));
+          row = arith::DivUIOp::create(t, loc, chunk, tIdx(chunksPerRow));
+          col = arith::MulIOp::create(
+              t, loc, arith::RemUIOp::create(t, loc, chunk, tIdx(chunksPerRow)),
+              tIdx(vec));
+        }
         Value inside =
             arith::CmpIOp::create(t, loc, arith::CmpIPredicate::ult, row, valid);
         // Rows past the valid ones read nothing and are zero-filled.

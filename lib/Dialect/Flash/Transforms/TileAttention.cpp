@@ -346,9 +346,8 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
                        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
                          return arith::AddFOp::create(nb, nl, a[0], a[1]);
                        });
-  // acc' = alpha acc + P V, with P rounded to V's element type first.
-  Value accScaled =
-      generic(alpha, acc, {map(2, {0}), id(2)}, {kPar, kPar}, scaleBy);
+  // acc' = alpha acc + P V, with P rounded to V's element type first (before
+  // the rescale, so that the f32 P is dead while the accumulator is updated).
   if (elementType != f32) {
     probs = generic(probs, empty({br, bc}, elementType), {id(2), id(2)},
                     {kPar, kPar},
@@ -356,6 +355,8 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
                       return arith::TruncFOp::create(nb, nl, elementType, a[0]);
                     });
   }
+  Value accScaled =
+      generic(alpha, acc, {map(2, {0}), id(2)}, {kPar, kPar}, scaleBy);
   Value accNew = generic({probs, valueTile}, accScaled,
                          {map(3, {0, 2}), map(3, {2, 1}), map(3, {0, 1})},
                          {kPar, kPar, kRed}, multiplyAdd);
