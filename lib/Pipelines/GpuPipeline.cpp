@@ -56,6 +56,7 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.threads = options.threads;
   mapping.tensorCores = options.tensorCores;
   mapping.registerTiles = options.registerTiles;
+  mapping.asyncCopies = options.asyncCopies;
   pm.addNestedPass<func::FuncOp>(flash::createFlashMapTilesToGPUPass(mapping));
   pm.addPass(createGpuKernelOutliningPass());
 }

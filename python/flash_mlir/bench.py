@@ -65,7 +65,7 @@ def main(argv=None):
               "| ours / FA2 | ours / cuDNN |")
     print(header)
     print("|" + "---|" * 10)
-    for kernel in load_all(args.directory):
+    for kernel in load_all(args.directory, general=False):
         man = kernel.manifest
         if man["dtype"] not in DTYPES or man["has_bias"] or man["has_mask"] \
                 or man["window"] is not None:

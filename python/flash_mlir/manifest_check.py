@@ -1,6 +1,7 @@
 """Checks flash-compile manifests without a GPU: every kernel was assembled
-by ptxas (a cubin exists), uses no spill memory, and declares a launch it
-can make (shared memory within the chip's limit).
+by ptxas (a cubin exists), uses no spill memory, declares a launch it can
+make (shared memory within the chip's limit), and the general kernel it
+names for unaligned rows exists.
 
     python3 -m flash_mlir.manifest_check DIR [DIR...]
 """
@@ -27,6 +28,8 @@ def main(argv=None):
                 problems.append(f"{where}: not assembled by ptxas")
             if m.get("spill_bytes") != 0:
                 problems.append(f"{where}: {m.get('spill_bytes')} spill bytes")
+            if m.get("general") and not os.path.exists(os.path.join(d, m["general"])):
+                problems.append(f"{where}: general kernel {m['general']} missing")
             if m["dynamic_shared_memory_bytes"] > SHARED_LIMIT[m["chip"]]:
                 problems.append(f"{where}: {m['dynamic_shared_memory_bytes']} B of "
                                 f"shared memory exceeds {m['chip']}'s limit")

@@ -71,6 +71,26 @@ class Kernel:
         _check(lib.cuFuncSetAttribute(
             self.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             ctypes.c_int(self.shared)), "cuFuncSetAttribute")
+        # Kernels that load tiles with cp.async need contiguous, 16-byte
+        # aligned rows; the manifest names the kernel for other strides.
+        self.general = None
+        if manifest.get("general"):
+            self.general = Kernel.load(os.path.join(directory, manifest["general"]),
+                                       device)
+
+    def rows_aligned(self, tensors):
+        """Whether every input tensor's rows are contiguous and start on 16
+        bytes (the kernel's entry check, on the host)."""
+        for p in self.manifest["params"]:
+            if p["name"] in ("o", "lse"):
+                continue
+            t = tensors[p["name"]]
+            per16 = max(1, 16 // t.element_size())
+            strides = t.stride()
+            if t.data_ptr() % 16 or (strides and strides[-1] != 1) or \
+                    any(s % per16 for s in strides[:-1]):
+                return False
+        return True
 
     @staticmethod
     def load(manifest_path, device=0):
@@ -89,6 +109,12 @@ class Kernel:
 
     def __call__(self, stream=None, **tensors):
         import torch
+        if self.manifest.get("requires_aligned_rows") and \
+                not self.rows_aligned(tensors):
+            if self.general is None:
+                raise ValueError(f"{self.name}: needs contiguous 16-byte aligned "
+                                 "rows and has no general kernel")
+            return self.general(stream=stream, **tensors)
         values = []
         for p in self.manifest["params"]:
             t = tensors[p["name"]]
@@ -109,9 +135,12 @@ class Kernel:
             ctypes.c_void_p(stream), args, None), f"cuLaunchKernel({self.name})")
 
 
-def load_all(directory, device=0):
-    kernels = []
-    for name in sorted(os.listdir(directory)):
-        if name.endswith(".json"):
-            kernels.append(Kernel.load(os.path.join(directory, name), device))
+def load_all(directory, device=0, general=True):
+    """Every kernel of DIR; general=False leaves out the ones that another
+    kernel names as its general (unaligned-rows) kernel."""
+    kernels = [Kernel.load(os.path.join(directory, name), device)
+               for name in sorted(os.listdir(directory)) if name.endswith(".json")]
+    if not general:
+        named = {k.manifest["general"] for k in kernels if k.manifest.get("general")}
+        kernels = [k for k in kernels if f"{k.name}.json" not in named]
     return kernels

@@ -10,14 +10,15 @@
 // CHECK-SAME: %[[O:[^:]*]]: memref<?x?x?x64xf16, strided<[?, ?, ?, ?], offset: ?>>
 // CHECK: %[[QB:.*]] = arith.ceildivsi
 // CHECK: gpu.launch blocks(%[[BX:.*]], %[[BY:.*]], %[[BZ:.*]]) in (%{{.*}} = %[[QB]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) dynamic_shared_memory_size %[[SMEM:.*]]
-// CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: %[[BASE:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK: %[[VIEW:.*]] = memref.view %[[BASE]][%{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<32x64xf16, #gpu.address_space<workgroup>>
 // CHECK: memref.memory_space_cast %[[VIEW]] : memref<32x64xf16, #gpu.address_space<workgroup>> to memref<32x64xf16>
+// CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: scf.for %{{.*}} = %[[TID]] to %{{.*}} step %c128
 // CHECK: gpu.barrier
 // CHECK: scf.for
-// CHECK: scf.for %{{.*}} = %[[TID]] to %{{.*}} step %c128
+// CHECK: %[[TID2:.*]] = gpu.thread_id x
+// CHECK: scf.for %{{.*}} = %[[TID2]] to %{{.*}} step %c128
 // CHECK: gpu.barrier
 // CHECK: memref.subview %[[O]]
 // CHECK: gpu.terminator

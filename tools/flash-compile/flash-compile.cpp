@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/InitAllDialects.h"
@@ -217,11 +218,14 @@ struct Kernel {
   int64_t sharedMemory = 0;
   /// Scores and accumulator in warp registers (FlashAttention-2 mapping).
   bool registerTiles = false;
+  /// Tiles loaded with 16-byte cp.async: every tensor's rows must be
+  /// contiguous and 16-byte aligned.
+  bool requiresAlignedRows = false;
 };
 
 /// Builds the kernel of `op` with `config` and lowers it to PTX.
 FailureOr<Kernel> build(flash::AttentionOp op, StringRef name,
-                        const Config &config) {
+                        const Config &config, bool asyncCopies) {
   MLIRContext *ctx = op.getContext();
   SmallVector<Param> params;
   OwningOpRef<ModuleOp> module = buildKernelModule(op, name, params);
@@ -232,6 +236,7 @@ FailureOr<Kernel> build(flash::AttentionOp op, StringRef name,
   options.blockCols = config.cols;
   options.threads = config.threads;
   options.tensorCores = tensorCores;
+  options.asyncCopies = asyncCopies;
   PassManager kernels(ctx);
   flash::buildFlashGpuKernelPipeline(kernels, options);
   if (failed(kernels.run(*module)))
@@ -265,6 +270,8 @@ FailureOr<Kernel> build(flash::AttentionOp op, StringRef name,
     matchPattern(size, m_Constant(&smem));
   kernel.sharedMemory = smem ? smem.getInt() : 0;
   module->walk([&](gpu::ShuffleOp) { kernel.registerTiles = true; });
+  module->walk(
+      [&](nvgpu::DeviceAsyncCopyOp) { kernel.requiresAlignedRows = true; });
   kernel.entry = launch.getKernelName().str();
   std::string kernelModule = launch.getKernelModuleName().str();
 
@@ -284,7 +291,11 @@ FailureOr<Kernel> build(flash::AttentionOp op, StringRef name,
   return kernel;
 }
 
-LogicalResult compileOne(flash::AttentionOp op, StringRef name) {
+/// Compiles `op` into DIR/<name>.{ptx,cubin,json}; `general`, when set, is
+/// the manifest of the kernel to use for rows that are not 16-byte aligned.
+LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
+                            bool asyncCopies, StringRef general,
+                            bool &requiresAlignedRows) {
   // Forced tiles, or the first of these that fits the chip's shared memory
   // without spilling (measured, docs/GPU-NOTES.md): 32 query rows per warp
   // (each K/V fragment feeds two mma rows), then 16, then smaller tiles.
@@ -306,7 +317,7 @@ LogicalResult compileOne(flash::AttentionOp op, StringRef name) {
   for (size_t i = 0; i < configs.size(); ++i) {
     Config config = configs[i];
     bool last = i + 1 == configs.size();
-    FailureOr<Kernel> kernel = build(op, name, config);
+    FailureOr<Kernel> kernel = build(op, name, config, asyncCopies);
     if (failed(kernel))
       return failure();
     if (kernel->sharedMemory > sharedMemoryLimit()) {
@@ -321,7 +332,7 @@ LogicalResult compileOne(flash::AttentionOp op, StringRef name) {
     if (!threads && !kernel->registerTiles && config.threads == 256 &&
         2 * kernel->sharedMemory > sharedMemoryLimit()) {
       Config wider = {config.rows, config.cols, 512};
-      FailureOr<Kernel> widened = build(op, name, wider);
+      FailureOr<Kernel> widened = build(op, name, wider, asyncCopies);
       if (failed(widened))
         return failure();
       config = wider;
@@ -370,7 +381,11 @@ LogicalResult compileOne(flash::AttentionOp op, StringRef name) {
         {"mapping", kernel->registerTiles ? "warp-registers" : "shared-tiles"},
         {"registers", ptxasReport.registers},
         {"spill_bytes", ptxasReport.spillBytes},
+        {"requires_aligned_rows", kernel->requiresAlignedRows},
+        {"general", general.empty() ? json::Value(nullptr)
+                                    : json::Value((general + ".json").str())},
     };
+    requiresAlignedRows = kernel->requiresAlignedRows;
     std::string text;
     raw_string_ostream os(text);
     os << formatv("{0:2}", json::Value(std::move(manifest))) << "\n";
@@ -385,6 +400,25 @@ LogicalResult compileOne(flash::AttentionOp op, StringRef name) {
     return success();
   }
   return failure();
+}
+
+/// The kernel for `op`; when it needs aligned rows (cp.async), also the
+/// general kernel (element copies) that the runtime uses otherwise. Two
+/// kernels rather than a branch inside one: ptxas allocates registers for the
+/// whole kernel, and the element-copy path alone made 128 x 64 tiles spill.
+LogicalResult compileOne(flash::AttentionOp op, StringRef name) {
+  std::string general = (name + "_general").str();
+  bool requiresAlignedRows = false;
+  if (failed(compileKernel(op, name, /*asyncCopies=*/true, general,
+                           requiresAlignedRows)))
+    return failure();
+  // Without a cp.async load the kernel is general already (rare: rows that
+  // are not a multiple of 16 bytes).
+  if (!requiresAlignedRows)
+    return compileKernel(op, name, /*asyncCopies=*/true, "",
+                         requiresAlignedRows);
+  return compileKernel(op, general, /*asyncCopies=*/false, "",
+                       requiresAlignedRows);
 }
 } // namespace
 

@@ -49,7 +49,8 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
     Option<"asyncCopies", "async-copies", "bool", "true",
            "Load global tiles into shared memory with 16-byte cp.async "
            "copies (zero-filling ragged rows), waited for just before their "
-           "first reader">
+           "first reader, K one key block ahead; the kernel then requires "
+           "contiguous 16-byte aligned rows (trap at entry otherwise)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

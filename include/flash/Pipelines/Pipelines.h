@@ -66,6 +66,12 @@ struct FlashGpuPipelineOptions
       llvm::cl::desc("Scores, probabilities and the accumulator in warp "
                      "registers (FlashAttention-2) where the tiles allow"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> asyncCopies{
+      *this, "async-copies",
+      llvm::cl::desc("Load tiles with 16-byte cp.async: every tensor's rows "
+                     "must then be contiguous and 16-byte aligned (the "
+                     "kernel traps otherwise)"),
+      llvm::cl::init(true)};
 };
 
 /// Tiles flash.attention, bufferizes (outputs written in place into

@@ -9,12 +9,14 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 
@@ -106,7 +108,7 @@ static SmallVector<Operation *> blockSlice(Operation *root, Block *block) {
 
 /// Clones `branch` (a tile load) with its slice for the iteration `iv`
 /// under a guard `iv < ub` at `b`'s insertion point.
-static void issueFor(OpBuilder &b, scf::ForOp loop, scf::IfOp branch,
+static void issueFor(OpBuilder &b, scf::ForOp loop, scf::ExecuteRegionOp branch,
                      Value iv) {
   Location loc = branch.getLoc();
   Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv,
@@ -127,17 +129,17 @@ static void issueFor(OpBuilder &b, scf::ForOp loop, scf::IfOp branch,
 /// barriers per iteration: at the top, once the ahead-loaded tiles are in
 /// (and the previous iteration's readers are done), and after the last
 /// reader of the ahead-loaded tiles, once the others are in.
-static void pipelineLoop(scf::ForOp loop, ArrayRef<scf::IfOp> issued,
+static void pipelineLoop(scf::ForOp loop, ArrayRef<scf::ExecuteRegionOp> issued,
                          ArrayRef<TileLoad> loads,
                          llvm::SmallPtrSetImpl<Operation *> &pipelined) {
   Block *body = loop.getBody();
   struct Entry {
-    scf::IfOp branch;
+    scf::ExecuteRegionOp branch;
     Operation *first = nullptr, *last = nullptr;
   };
   SmallVector<Entry> entries;
   for (auto [constBranch, load] : llvm::zip(issued, loads)) {
-    scf::IfOp branch = constBranch;
+    scf::ExecuteRegionOp branch = constBranch;
     if (branch->getBlock() != body)
       continue;
     Entry e{branch};
@@ -204,61 +206,98 @@ static void pipelineLoop(scf::ForOp loop, ArrayRef<scf::IfOp> issued,
     pipelined.insert(e.branch);
 }
 
-void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, Value tid,
-                                int64_t threads) {
+/// The memref a chain of views starts from (a kernel argument).
+static Value rootOf(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// Whether every row of `memref` (innermost dimension contiguous) starts on
+/// a 16-byte boundary: then so does every row of every view of it that
+/// starts a row.
+static Value rowsAreAligned(OpBuilder &b, Location loc, Value memref,
+                            int64_t elementsPer16Bytes) {
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  auto isMultiple = [&](Value v, int64_t m) -> Value {
+    Value rem = arith::RemUIOp::create(b, loc, v, idx(m));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem, idx(0));
+  };
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  ValueRange strides = meta.getStrides();
+  Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                   strides.back(), idx(1));
+  for (Value stride : strides.drop_back())
+    ok = arith::AndIOp::create(b, loc, ok,
+                               isMultiple(stride, elementsPer16Bytes));
+  ok = arith::AndIOp::create(b, loc, ok,
+                             isMultiple(meta.getOffset(), elementsPer16Bytes));
+  Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  return arith::AndIOp::create(b, loc, ok, isMultiple(ptr, 16));
+}
+
+void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads) {
   SmallVector<TileLoad> loads;
   launch.getBody().walk([&](memref::CopyOp copy) {
     if (auto load = matchTileLoad(copy))
       loads.push_back(*load);
   });
+  if (loads.empty())
+    return;
   MLIRContext *ctx = launch.getContext();
   Location loc = launch.getLoc();
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
-  SmallVector<scf::IfOp> issued;
+
+  // cp.async moves 16 aligned bytes: the kernel requires every loaded row to
+  // be contiguous and 16-byte aligned (the manifest says so, and names a
+  // general kernel for other strides). A kernel called with other rows stops
+  // with a trap at entry rather than reading misaligned memory.
+  Block &body = launch.getBody().front();
+  {
+    OpBuilder b = OpBuilder::atBlockBegin(&body);
+    Value aligned = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+    llvm::SetVector<Value> roots;
+    for (TileLoad &load : loads) {
+      Value root = rootOf(load.copy.getSource());
+      if (!roots.insert(root))
+        continue;
+      int64_t bits = cast<MemRefType>(root.getType()).getElementTypeBitWidth();
+      aligned = arith::AndIOp::create(b, loc, aligned,
+                                      rowsAreAligned(b, loc, root, 128 / bits));
+    }
+    Value misaligned = arith::XOrIOp::create(
+        b, loc, aligned, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+    auto guard = scf::IfOp::create(b, loc, misaligned, /*withElseRegion=*/false);
+    OpBuilder trap = guard.getThenBodyBuilder();
+    LLVM::Trap::create(trap, loc);
+  }
+
+  SmallVector<scf::ExecuteRegionOp> issued;
   for (TileLoad &load : loads) {
     OpBuilder b(load.copy);
-    auto idx = [&](int64_t v) -> Value {
-      return arith::ConstantIndexOp::create(b, loc, v);
-    };
     auto type = cast<MemRefType>(load.tile.getType());
     int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
     int64_t vec = 128 / type.getElementTypeBitWidth();
     int64_t chunksPerRow = cols / vec, chunks = rows * chunksPerRow;
-
-    // cp.async moves 16 aligned bytes: the rows must be contiguous and
-    // every row start 16-byte aligned, else the element copy stays.
-    Value src = load.copy.getSource();
-    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, src);
-    Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, src);
-    auto isMultiple = [&](Value v, int64_t m) {
-      Value rem = arith::RemUIOp::create(b, loc, v, idx(m));
-      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem,
-                                   idx(0));
-    };
-    Value contiguous =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                              meta.getStrides()[1], idx(1));
-    Value aligned = arith::AndIOp::create(
-        b, loc, arith::AndIOp::create(b, loc, contiguous,
-                                      isMultiple(meta.getStrides()[0], vec)),
-        arith::AndIOp::create(b, loc, isMultiple(meta.getOffset(), vec),
-                              isMultiple(ptr, 16)));
-    auto branch = scf::IfOp::create(b, loc, tokenType, aligned,
-                                    /*withElseRegion=*/true);
+    auto branch = scf::ExecuteRegionOp::create(b, loc, TypeRange{tokenType});
     {
-      OpBuilder t = OpBuilder::atBlockEnd(branch.thenBlock());
+      OpBuilder t = OpBuilder::atBlockEnd(&branch.getRegion().emplaceBlock());
       auto tIdx = [&](int64_t v) -> Value {
         return arith::ConstantIndexOp::create(t, loc, v);
       };
+      Value tid = gpu::ThreadIdOp::create(t, loc, gpu::Dimension::x);
+      auto meta =
+          memref::ExtractStridedMetadataOp::create(t, loc, load.copy.getSource());
       auto unitStride = MemRefType::get(
           {ShapedType::kDynamic, cols}, type.getElementType(),
           StridedLayoutAttr::get(ctx, ShapedType::kDynamic,
                                  {ShapedType::kDynamic, 1}));
-      Value rowsOfSource = meta.getSizes()[0];
       Value source = memref::ReinterpretCastOp::create(
           t, loc, unitStride, meta.getBaseBuffer(),
           OpFoldResult(meta.getOffset()),
-          ArrayRef<OpFoldResult>{rowsOfSource, t.getIndexAttr(cols)},
+          ArrayRef<OpFoldResult>{meta.getSizes()[0], t.getIndexAttr(cols)},
           ArrayRef<OpFoldResult>{meta.getStrides()[0], t.getIndexAttr(1)});
       Value valid = getValueOrCreateConstantIndexOp(
           t, loc, load.validRows.getMixedSizes()[0]);
@@ -301,23 +340,14 @@ void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, Value tid,
           nvgpu::DeviceAsyncCreateGroupOp::create(t, loc, tokenType, tokens);
       scf::YieldOp::create(t, loc, group);
     }
-    {
-      Block *otherwise = branch.elseBlock();
-      load.zeroFill->moveBefore(otherwise, otherwise->end());
-      load.copy->moveBefore(otherwise, otherwise->end());
-      // The element copy completes synchronously: an empty group keeps the
-      // count of groups in flight the same on both paths.
-      OpBuilder e = OpBuilder::atBlockEnd(otherwise);
-      Value group =
-          nvgpu::DeviceAsyncCreateGroupOp::create(e, loc, tokenType, {});
-      scf::YieldOp::create(e, loc, group);
-    }
+    load.copy->erase();
+    load.zeroFill->erase();
     issued.push_back(branch);
   }
 
   llvm::SmallPtrSet<Operation *, 8> pipelined;
   SmallVector<scf::ForOp> loops;
-  for (scf::IfOp branch : issued)
+  for (scf::ExecuteRegionOp branch : issued)
     if (auto loop = dyn_cast<scf::ForOp>(branch->getParentOp());
         loop && !llvm::is_contained(loops, loop))
       loops.push_back(loop);
@@ -328,7 +358,7 @@ void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, Value tid,
   // threads' bytes) just before the first op of its block that reads the
   // tile; groups issued after it may stay in flight.
   llvm::SmallPtrSet<Operation *, 8> isLoad;
-  for (scf::IfOp branch : issued)
+  for (scf::ExecuteRegionOp branch : issued)
     isLoad.insert(branch);
   for (auto [branch, load] : llvm::zip(issued, loads)) {
     if (pipelined.contains(branch))

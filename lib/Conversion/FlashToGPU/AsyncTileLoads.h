@@ -16,10 +16,11 @@ namespace mlir::flash {
 /// 16-byte `nvgpu.device_async_copy` chunks spread over the block's `threads`
 /// threads, zero-filling the rows past the end, one async group per tile.
 /// Each tile is waited for (and the block synchronised) just before the first
-/// op that reads it, so that later loads stay in flight meanwhile. A runtime
-/// check (contiguous rows, 16-byte aligned) keeps the element copy as the
-/// fallback.
-void lowerAsyncTileLoads(gpu::LaunchOp launch, Value tid, int64_t threads);
+/// op that reads it, so that later loads stay in flight meanwhile; in loops,
+/// FlashAttention-2's schedule (a tile read early loaded one iteration
+/// ahead). The kernel then requires contiguous, 16-byte aligned rows in
+/// every loaded tensor, checked at entry (trap otherwise).
+void lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads);
 
 } // namespace mlir::flash
 

@@ -49,7 +49,7 @@ private:
   int64_t carveSharedMemory(gpu::LaunchOp launch,
                             const flash::WarpRegisterTiles &inRegisters);
   void distribute(Operation *op, OpBuilder &b, Value tid);
-  LogicalResult lowerLinalg(gpu::LaunchOp launch, Value tid);
+  LogicalResult lowerLinalg(gpu::LaunchOp launch);
   std::tuple<scf::ForOp, Value, Value>
   warpTiles(OpBuilder &b, Value tid, int64_t m, int64_t n, int64_t tileCols);
   bool emitWarpMatmul(linalg::GenericOp op, Value tid);
@@ -122,8 +122,10 @@ LogicalResult TileMapper::run() {
     launch->setAttr("flash.warp_register_tiles", start.getUnitAttr());
   }
   if (asyncCopies)
-    flash::lowerAsyncTileLoads(launch, tid, threads);
-  if (failed(lowerLinalg(launch, tid)))
+    flash::lowerAsyncTileLoads(launch, threads);
+  // The launch body may now be versioned: thread indices are taken where
+  // they are used.
+  if (failed(lowerLinalg(launch)))
     return failure();
 
   // Work of the block, distributed over its threads.
@@ -140,7 +142,7 @@ LogicalResult TileMapper::run() {
       return par.emitError("flash-map-tiles-to-gpu cannot distribute a "
                            "parallel loop with reductions");
     OpBuilder ob(op);
-    distribute(op, ob, tid);
+    distribute(op, ob, gpu::ThreadIdOp::create(ob, loc, gpu::Dimension::x));
   }
   return success();
 }
@@ -236,14 +238,14 @@ TileMapper::carveSharedMemory(gpu::LaunchOp launch,
     auto [first, last] = range;
     MemRefType type = alloc.getType();
     int64_t elementBytes = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
-    // Rows of a multiple of 128 bytes start in the same bank: the eight row
-    // addresses of an ldmatrix would conflict 8 ways. With the warp mapping
-    // (whose shared-memory reads all take strided layouts), rows get 16
-    // bytes of padding, which spreads any eight consecutive rows over all
-    // banks.
+    // ldmatrix reads eight 16-byte row segments at once: they fall in
+    // distinct banks only when the row stride is an odd number of 16-byte
+    // units (128-byte rows would conflict 8 ways, 192-byte rows 2 ways).
+    // With the warp mapping (whose shared-memory reads all take strided
+    // layouts), even strides get 16 bytes of padding.
     SmallVector<int64_t> allocated(type.getShape());
-    if (!inRegisters.empty() && type.getRank() == 2 &&
-        (type.getDimSize(1) * elementBytes) % 128 == 0)
+    int64_t rowBytes = type.getRank() == 2 ? type.getDimSize(1) * elementBytes : 0;
+    if (!inRegisters.empty() && rowBytes % 16 == 0 && (rowBytes / 16) % 2 == 0)
       allocated[1] += 16 / elementBytes;
     int64_t bytes = elementBytes;
     for (int64_t d : allocated)
@@ -573,7 +575,7 @@ bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
   return true;
 }
 
-LogicalResult TileMapper::lowerLinalg(gpu::LaunchOp launch, Value tid) {
+LogicalResult TileMapper::lowerLinalg(gpu::LaunchOp launch) {
   SmallVector<linalg::LinalgOp> ops;
   launch.getBody().walk([&](linalg::LinalgOp op) { ops.push_back(op); });
   IRRewriter rewriter(launch.getContext());
@@ -583,6 +585,11 @@ LogicalResult TileMapper::lowerLinalg(gpu::LaunchOp launch, Value tid) {
     // 1.7x faster than this mma.sync lowering's scalar ones), mma.sync else.
     bool wmma = tensorCores == "wmma" || tensorCores == "auto";
     bool mmaSync = tensorCores == "mma-sync" || tensorCores == "auto";
+    Value tid;
+    if (generic) {
+      OpBuilder tb(generic);
+      tid = gpu::ThreadIdOp::create(tb, loc, gpu::Dimension::x);
+    }
     if (generic && wmma && emitWarpMatmul(generic, tid))
       continue;
     if (generic && mmaSync && emitWarpMmaSync(generic, tid))
