@@ -49,15 +49,17 @@
 // Row max over the lane's columns, then across the quad.
 // CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32
-// CHECK: math.exp2
+// exp2 on the MUFU fast path.
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: nvvm.vote.sync any
 // CHECK: scf.if %{{.*}} -> (vector<64xf32>)
 // P V with P from registers, V through ldmatrix.trans.
 // CHECK: nvgpu.ldmatrix %[[V]]{{.*}} {numTiles = 4 : i32, transpose = true}
 // CHECK: nvvm.mma.sync
 // CHECK: scf.yield %{{.*}}, %{{.*}}, %{{.*}} : vector<4xf32>, vector<4xf32>, vector<64xf32>
-// O = acc / l, stored by each lane for its valid rows.
-// CHECK: arith.divf
+// O = acc * (1 / l), stored by each lane for its valid rows.
+// CHECK: arith.divf %cst{{.*}}, %{{.*}} : f32
+// CHECK: arith.mulf
 // CHECK: scf.if
 // CHECK: memref.store %{{.*}}, %{{.*}} : memref<?x64xbf16, strided<[?, ?], offset: ?>>
 // CHECK: flash.shared_memory_bytes = {{[0-9]+}} : i64, flash.warp_register_tiles

@@ -60,7 +60,7 @@
 // CHECK: arith.cmpi sgt, %[[J]], %[[LASTKEY]] : index
 // CHECK: arith.select
 // CHECK: scf.yield
-// O = acc / l, LSE = m ln 2 + ln l; the valid rows go to the shared outputs.
+// O = acc * (1 / l), LSE = m ln 2 + ln l; the valid rows go to the shared outputs.
 // CHECK: arith.divf
 // CHECK: math.log
 // CHECK: %[[OPART:.*]] = tensor.extract_slice %{{.*}}[0, 0] [%[[ROWS]], 32] [1, 1] : tensor<32x32xf16> to tensor<?x32xf16>

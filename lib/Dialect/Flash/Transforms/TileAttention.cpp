@@ -437,15 +437,23 @@ SmallVector<Value> AttentionTiler::build() {
   state = keyBlockLoop(fullEnd, end, state, /*masked=*/true);
   Value m = state[0], l = state[1], acc = state[2];
 
-  // O = acc / l (0 for a fully masked row), LSE = m ln 2 + ln l.
-  Value outTile = generic(
-      {acc, l}, empty({br, valueDim}, elementType), {id(2), map(2, {0}), id(2)},
-      {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+  // O = acc · (1 / l) (0 for a fully masked row): one reciprocal per row,
+  // then a multiply per element. LSE = m ln 2 + ln l.
+  Value inverse = generic(
+      l, empty({br}, f32), {id(1), id(1)}, {kPar},
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
         Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
+        Value one = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(1));
         Value none = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
-                                           a[1], zero);
-        Value div = arith::DivFOp::create(nb, nl, a[0], a[1]);
-        Value o = arith::SelectOp::create(nb, nl, none, zero, div);
+                                           a[0], zero);
+        Value rcp = arith::DivFOp::create(nb, nl, one, a[0]);
+        return arith::SelectOp::create(nb, nl, none, zero, rcp);
+      });
+  Value outTile = generic(
+      {acc, inverse}, empty({br, valueDim}, elementType),
+      {id(2), map(2, {0}), id(2)}, {kPar, kPar},
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value o = arith::MulFOp::create(nb, nl, a[0], a[1]);
         if (elementType != f32)
           o = arith::TruncFOp::create(nb, nl, elementType, o);
         return o;
