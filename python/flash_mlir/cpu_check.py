@@ -368,7 +368,7 @@ def main(argv=None):
                                                   full["do"], o=o_ref, **common)
         want = {"dq": dq, "dk": dk, "dv": dv}
 
-    if not args.no_tile and args.mode == "fwd":
+    if not args.no_tile:
         check_no_score_matrix(program, args)
     got = parse_outputs(run_program(program, args.passes, args.keep), results)
     all_ok = True

@@ -7,4 +7,15 @@
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --b 1 --hq 4 --hkv 2 --m 24 --n 40 --d 16 --dtype f16 --causal --seed 5 | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --b 1 --hq 2 --m 24 --n 40 --d 16 --dtype bf16 --seed 6 | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --rank 2 --hq 1 --m 9 --n 20 --d 16 --causal --dynamic mn --seed 7 | FileCheck %s
+// Tiled (the CPU pipeline's default) with small tiles: ragged blocks on both
+// sides, window, bias and mask tiles, a fully masked row, dynamic sizes; and
+// the 200 x 333 causal GQA case with the target's tiles.
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --b 1 --hq 4 --hkv 2 --m 200 --n 333 --d 16 --causal | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --b 1 --hq 2 --m 77 --n 100 --d 16 --window 20 --block-rows 16 --block-cols 32 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --b 2 --hq 4 --hkv 1 --m 37 --n 50 --d 8 --dv 16 --bias 1x4x37x50 --block-rows 8 --block-cols 16 --seed 3 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --b 1 --hq 2 --m 40 --n 33 --d 16 --mask 1x1x40x33 --masked-row --causal --block-rows 16 --block-cols 16 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --b 2 --hq 4 --hkv 2 --m 45 --n 29 --d 16 --causal --dynamic bhmn --block-rows 16 --block-cols 8 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --b 1 --hq 2 --m 50 --n 70 --d 16 --dtype f16 --window 10 --block-rows 16 --block-cols 16 | FileCheck %s
+// And through the naive decomposition.
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --b 2 --hq 4 --hkv 2 --m 30 --n 20 --d 16 --causal --no-tile | FileCheck %s
 // CHECK: PASS

@@ -119,12 +119,32 @@ func.func @dynamic_bias_mask(%q: tensor<?x?x?x16xf32>, %k: tensor<?x?x?x16xf32>,
 
 // -----
 
-// The backward op is not tiled by this pass.
+// The backward: D = rowsum(dO * O), then parallel over (batch, KV head) =
+// (2, 2); key blocks ceil(300 / 64) = 5; the group's 2 query heads; causal
+// (diagonal N - M = 200): key block j is seen from query block
+// floor(max(64 j - 200, 0) / 32) on. P is recomputed with exp(S - LSE); P
+// and dS are rounded to f16 for their products; nothing is M x N.
+
 // CHECK-LABEL: func @backward
-// CHECK: flash.attention_backward
-func.func @backward(%q: tensor<1x2x8x16xf32>, %lse: tensor<1x2x8xf32>) -> tensor<1x2x8x16xf32> {
-  %dq, %dk, %dv = flash.attention_backward %q, %q, %q, %q, %q, %lse : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
-  return %dq : tensor<1x2x8x16xf32>
+// CHECK-NOT: {{tensor<([0-9]+x)*(100x300|300x100)}}
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}}, %{{.*}} : tensor<2x4x100x16xf16>, tensor<2x4x100x16xf16>)
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (%c2, %c2) shared_outs
+// CHECK: %[[KEYS:.*]]:3 = scf.for %{{.*}} = %c0 to %c5 step %c1 iter_args({{.*}}) -> (tensor<?x?x16xf32>, tensor<?x16xf16>, tensor<?x16xf16>)
+// CHECK: arith.floordivsi %{{.*}}, %c32 : index
+// CHECK-NEXT: %[[FIRST:.*]] = arith.minsi %{{.*}}, %c4 : index
+// CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args({{.*}}) -> (tensor<64x16xf32>, tensor<64x16xf32>, tensor<?x?x16xf32>)
+// CHECK: scf.for %{{.*}} = %[[FIRST]] to %c4 step %c1
+// CHECK: math.exp
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}} : tensor<?x16xf32> into tensor<?x?x16xf32>
+// CHECK: scf.forall.in_parallel
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} [1, %c2, %c100, 16]
+// CHECK-NEXT: tensor.parallel_insert_slice %[[KEYS]]#1
+// CHECK-NEXT: tensor.parallel_insert_slice %[[KEYS]]#2
+func.func @backward(%q: tensor<2x4x100x16xf16>, %k: tensor<2x2x300x16xf16>, %v: tensor<2x2x300x16xf16>, %o: tensor<2x4x100x16xf16>, %do: tensor<2x4x100x16xf16>, %lse: tensor<2x4x100xf32>) -> (tensor<2x4x100x16xf16>, tensor<2x2x300x16xf16>, tensor<2x2x300x16xf16>) {
+  %dq, %dk, %dv = flash.attention_backward %q, %k, %v, %o, %do, %lse {causal} : tensor<2x4x100x16xf16>, tensor<2x2x300x16xf16>, tensor<2x2x300x16xf16>, tensor<2x4x100x16xf16>, tensor<2x4x100xf32>
+  return %dq, %dk, %dv : tensor<2x4x100x16xf16>, tensor<2x2x300x16xf16>, tensor<2x2x300x16xf16>
 }
 
 // -----

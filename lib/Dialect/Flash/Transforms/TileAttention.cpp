@@ -15,6 +15,7 @@
 #include "flash/Target/AttentionTarget.h"
 
 #include "LinalgBuilders.h"
+#include "TileBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -137,55 +138,13 @@ Value AttentionTiler::paddedTile(Value source, ArrayRef<OpFoldResult> offsets,
                                  ArrayRef<OpFoldResult> sizes,
                                  ArrayRef<int64_t> sliceShape,
                                  ArrayRef<int64_t> padded) {
-  Type et = cast<RankedTensorType>(source.getType()).getElementType();
-  auto sliceType = RankedTensorType::get(sliceShape, et);
-  SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
-  Value slice = tensor::ExtractSliceOp::create(b, loc, sliceType, source,
-                                               offsets, sizes, strides);
-  auto paddedType = RankedTensorType::get(padded, et);
-  if (paddedType == sliceType)
-    return slice;
-  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(et));
-  return tensor::createPadHighOp(paddedType, slice, zero, /*nofold=*/false, loc,
-                                 b);
+  return buildPaddedTile(b, loc, source, offsets, sizes, sliceShape, padded);
 }
 
 std::pair<Value, AffineMap>
 AttentionTiler::scoreOperandTile(Value operand, Value n0, Value cols) {
-  auto type = cast<RankedTensorType>(operand.getType());
-  int64_t rank = type.getRank();
-  SmallVector<OpFoldResult> offsets, sizes;
-  SmallVector<int64_t> sliceShape, padded;
-  SmallVector<AffineExpr> exprs;
-  for (int64_t i = 0; i < rank; ++i) {
-    int64_t logical = 4 - rank + i;
-    bool broadcast = type.getDimSize(i) == 1;
-    if (broadcast) {
-      offsets.push_back(b.getIndexAttr(0));
-      sizes.push_back(b.getIndexAttr(1));
-    } else {
-      Value offset[] = {batchIdx, headIdx, rowStart, n0};
-      Value size[] = {idx(1), idx(1), rows, cols};
-      offsets.push_back(offset[logical]);
-      sizes.push_back(logical < 2 ? OpFoldResult(b.getIndexAttr(1))
-                                  : OpFoldResult(size[logical]));
-    }
-    // The tile keeps the query and key dimensions the operand has.
-    if (logical < 2)
-      continue;
-    unsigned tileDim = logical - 2;
-    if (broadcast) {
-      sliceShape.push_back(1);
-      padded.push_back(1);
-      exprs.push_back(getAffineConstantExpr(0, ctx));
-    } else {
-      sliceShape.push_back(ShapedType::kDynamic);
-      padded.push_back(tileDim == 0 ? br : bc);
-      exprs.push_back(getAffineDimExpr(tileDim, ctx));
-    }
-  }
-  Value tile = paddedTile(operand, offsets, sizes, sliceShape, padded);
-  return {tile, AffineMap::get(2, 0, exprs, ctx)};
+  return buildScoreOperandTile(
+      b, loc, operand, ScoreTile{batchIdx, headIdx, rowStart, rows, n0, cols, br, bc});
 }
 
 SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
@@ -559,6 +518,19 @@ struct FlashTileAttentionPass
       if (report)
         emitReport(op, *tgt, tiles, d, dv, bytes);
       if (failed(tileAttention(rewriter, op, tiles.blockRows, tiles.blockCols)))
+        return signalPassFailure();
+    }
+    SmallVector<AttentionBackwardOp> backward;
+    getOperation()->walk([&](AttentionBackwardOp op) { backward.push_back(op); });
+    for (AttentionBackwardOp op : backward) {
+      int64_t d = op.getQuery().getType().getShape().back();
+      int64_t dv = op.getValue().getType().getShape().back();
+      int64_t bytes =
+          op.getQuery().getType().getElementType().getIntOrFloatBitWidth() / 8;
+      AttentionTiles tiles = chooseAttentionTiles(*tgt, d, dv, bytes);
+      int64_t br = blockRows > 0 ? blockRows : tiles.blockRows;
+      int64_t bc = blockCols > 0 ? blockCols : tiles.blockCols;
+      if (failed(tileAttentionBackward(rewriter, op, br, bc)))
         return signalPassFailure();
     }
   }

@@ -44,6 +44,12 @@ void populateFoldIntoAttentionPatterns(RewritePatternSet &patterns);
 LogicalResult tileAttention(RewriterBase &rewriter, AttentionOp op,
                             int64_t blockRows, int64_t blockCols);
 
+/// Tiles one attention backward op into the FlashAttention-2 backward loop
+/// nest (recompute P from the LSE per Br x Bc tile); the op is replaced.
+LogicalResult tileAttentionBackward(RewriterBase &rewriter,
+                                    AttentionBackwardOp op, int64_t blockRows,
+                                    int64_t blockCols);
+
 #define GEN_PASS_REGISTRATION
 #include "flash/Dialect/Flash/Transforms/Passes.h.inc"
 

@@ -130,6 +130,26 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
     The largest tensor in the result is Br x max(Bc, D, Dv): nothing of size
     M x N is left.
 
+    `flash.attention_backward` becomes FlashAttention-2's backward:
+
+    ```
+    D = rowsum(dO * O)                                         // [B, Hq, M]
+    scf.forall (b, kv head) in (B, Hkv):                       // parallel
+      dQ = 0                                                   // [G, M, D] f32
+      scf.for key block:                                       // K, V tiles
+        dK = 0, dV = 0                                         // [Bc, D], [Bc, Dv]
+        scf.for query head g of the group, query block that sees the keys:
+          S = scale Q Kᵀ (+ bias, masked); P = exp(S - LSE)    // recomputed
+          dV += Pᵀ dO; dP = dO Vᵀ; dS = P (dP - D)
+          dK += dSᵀ Q; dQ[g, rows] += dS K
+        dK, dV of the block -> results (dK scaled)
+      dQ (scaled) -> result
+    ```
+
+    Causal and window blocks no query row sees are skipped; dK and dV sum
+    the group's query heads; P and dS are rounded to the element type
+    before their products, as tensor cores take them.
+
     Tile sizes come from the target (`cpu`: the FlashAttention paper's
     Bc = ceil(M_sram / 4d), Br = min(Bc, d); `sm_80`/`sm_90a`: the
     register/shared-memory rule of AttentionTarget.h), or are forced with

@@ -1,0 +1,452 @@
+//===- TileAttentionBackward.cpp - FlashAttention-2 backward tiling -------===//
+//
+// Part of the flash-mlir project.
+//
+// flash.attention_backward -> D = rowsum(dO * O), then scf.forall over
+// (batch, KV head) around a loop over key blocks; for each key block, over
+// the group's query heads and the query blocks that see the block: recompute
+// S and P = exp(S - LSE) from Q, K and the saved log-sum-exp, then
+// dV += Pᵀ dO, dP = dO Vᵀ, dS = P (dP - D), dK += dSᵀ Q, dQ += dS K.
+// dK and dV of a key block are finished before the next; dQ is accumulated
+// across key blocks in a [G, M, D] buffer of the (batch, KV head). Nothing
+// is M x N.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flash/Dialect/Flash/IR/FlashOps.h"
+#include "flash/Dialect/Flash/Transforms/Passes.h"
+
+#include "LinalgBuilders.h"
+#include "TileBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::detail;
+
+namespace {
+class BackwardTiler {
+public:
+  BackwardTiler(OpBuilder &b, AttentionBackwardOp op, int64_t br, int64_t bc)
+      : b(b), op(op), loc(op.getLoc()), ctx(op.getContext()), br(br), bc(bc),
+        f32(b.getF32Type()) {
+    elementType = op.getQuery().getType().getElementType();
+    headDim = op.getQuery().getType().getDimSize(3);
+    valueDim = op.getValue().getType().getDimSize(3);
+  }
+
+  SmallVector<Value> build();
+
+private:
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, Value y) {
+    return b.createOrFold<arith::AddIOp>(loc, x, y);
+  }
+  Value sub(Value x, Value y) {
+    return b.createOrFold<arith::SubIOp>(loc, x, y);
+  }
+  Value mul(Value x, Value y) {
+    return b.createOrFold<arith::MulIOp>(loc, x, y);
+  }
+  Value min(Value x, Value y) {
+    return b.createOrFold<arith::MinSIOp>(loc, x, y);
+  }
+  Value max(Value x, Value y) {
+    return b.createOrFold<arith::MaxSIOp>(loc, x, y);
+  }
+  Value dim(Value v, int64_t d) {
+    return b.createOrFold<tensor::DimOp>(loc, v, d);
+  }
+  AffineMap map(unsigned n, ArrayRef<unsigned> dims) {
+    return dimsMap(ctx, n, dims);
+  }
+  AffineMap id(unsigned n) { return AffineMap::getMultiDimIdentityMap(n, ctx); }
+  Value empty(ArrayRef<int64_t> shape, Type t) {
+    return tensor::EmptyOp::create(b, loc, shape, t);
+  }
+  Value zeros(ArrayRef<OpFoldResult> sizes) {
+    return buildFilled(b, loc, sizes, f32, 0.0);
+  }
+  Value generic(ValueRange ins, Value init, ArrayRef<AffineMap> maps,
+                ArrayRef<IteratorType> iters, BodyFn body) {
+    return buildGeneric(b, loc, ins, init, maps, iters, body);
+  }
+  /// C += A B over the last loop; maps over (i, j, k).
+  Value contract(Value a, AffineMap aMap, Value bT, AffineMap bMap, Value c) {
+    return generic({a, bT}, c, {aMap, bMap, map(3, {0, 1})}, {kPar, kPar, kRed},
+                   [&](OpBuilder &nb, Location nl, ValueRange x) -> Value {
+                     Value p = arith::MulFOp::create(
+                         nb, nl, extendToF32(nb, nl, x[0]),
+                         extendToF32(nb, nl, x[1]));
+                     return arith::AddFOp::create(nb, nl, x[2], p);
+                   });
+  }
+  /// `tile` (f32) rounded to the element type, as the tensor-core operands
+  /// of the GPU kernels are.
+  Value rounded(Value tile) {
+    if (elementType == f32)
+      return tile;
+    auto type = cast<RankedTensorType>(tile.getType());
+    return generic(tile, empty(type.getShape(), elementType), {id(2), id(2)},
+                   {kPar, kPar},
+                   [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                     return arith::TruncFOp::create(nb, nl, elementType, a[0]);
+                   });
+  }
+  /// `scale * x` in the element type.
+  Value finish(Value tile, float factor, ArrayRef<int64_t> shape) {
+    return generic(tile, empty(shape, elementType), {id(shape.size()),
+                                                     id(shape.size())},
+                   SmallVector<IteratorType>(shape.size(), kPar),
+                   [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                     Value x = a[0];
+                     if (factor != 1.0f)
+                       x = arith::MulFOp::create(
+                           nb, nl, x,
+                           arith::ConstantOp::create(
+                               nb, nl, nb.getF32FloatAttr(factor)));
+                     if (elementType != f32)
+                       x = arith::TruncFOp::create(nb, nl, elementType, x);
+                     return x;
+                   });
+  }
+
+  SmallVector<Value> queryBlockStep(Value qb, Value head, ValueRange carried);
+
+  OpBuilder &b;
+  AttentionBackwardOp op;
+  Location loc;
+  MLIRContext *ctx;
+  int64_t br, bc;
+  FloatType f32;
+  Type elementType;
+  int64_t headDim, valueDim;
+
+  Value rowDot, querySeq, keySeq, diagonal, group;
+  // Per (batch, KV head) and key block.
+  Value batchIdx, kvHeadIdx, keyStart, cols, keyTile, valueTile;
+};
+} // namespace
+
+/// One query block of one query head against the current key block; carries
+/// (dK, dV, dQ accumulator).
+SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
+                                                 ValueRange carried) {
+  Value gradK = carried[0], gradV = carried[1], gradQ = carried[2];
+  Value headInGroup = sub(head, mul(kvHeadIdx, group));
+  Value rowStart = mul(qb, idx(br));
+  Value rows = min(idx(br), sub(querySeq, rowStart));
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  auto rowTile = [&](Value source, int64_t width) {
+    return buildPaddedTile(b, loc, source, {batchIdx, head, rowStart, zero},
+                           {one, one, rows, b.getIndexAttr(width)},
+                           {ShapedType::kDynamic, width}, {br, width});
+  };
+  Value queryTile = rowTile(op.getQuery(), headDim);
+  Value gradOutTile = rowTile(op.getGradOutput(), valueDim);
+  // Rows past M get LSE = +inf, hence P = 0.
+  Value lseTile = buildPaddedTile(
+      b, loc, op.getLse(), {batchIdx, head, rowStart}, {one, one, rows},
+      {ShapedType::kDynamic}, {br},
+      b.getF32FloatAttr(std::numeric_limits<float>::infinity()));
+  Value rowDotTile =
+      buildPaddedTile(b, loc, rowDot, {batchIdx, head, rowStart},
+                      {one, one, rows}, {ShapedType::kDynamic}, {br});
+
+  // S = scale Q Kᵀ + bias, masked; P = exp(S - LSE), 0 where masked and on
+  // fully masked rows (LSE = -inf).
+  Value scores = contract(queryTile, map(3, {0, 2}), keyTile, map(3, {1, 2}),
+                          zeros({b.getIndexAttr(br), b.getIndexAttr(bc)}));
+  SmallVector<Value> ins = {scores, lseTile};
+  SmallVector<AffineMap> maps = {id(2), map(2, {0})};
+  ScoreTile where{batchIdx, head, rowStart, rows, keyStart, cols, br, bc};
+  int biasArg = -1, maskArg = -1;
+  if (Value bias = op.getBias()) {
+    auto [tile, tileMap] = buildScoreOperandTile(b, loc, bias, where);
+    biasArg = ins.size();
+    ins.push_back(tile);
+    maps.push_back(tileMap);
+  }
+  if (Value mask = op.getMask()) {
+    auto [tile, tileMap] = buildScoreOperandTile(b, loc, mask, where);
+    maskArg = ins.size();
+    ins.push_back(tile);
+    maps.push_back(tileMap);
+  }
+  maps.push_back(id(2));
+  float scale = op.getEffectiveScale();
+  std::optional<int64_t> window = op.getWindow();
+  Value probs = generic(
+      ins, empty({br, bc}, f32), maps, {kPar, kPar},
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value s = arith::MulFOp::create(
+            nb, nl, a[0], arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(scale)));
+        if (biasArg >= 0)
+          s = arith::AddFOp::create(nb, nl, s, extendToF32(nb, nl, a[biasArg]));
+        Value i = arith::AddIOp::create(nb, nl, rowStart,
+                                        linalg::IndexOp::create(nb, nl, 0));
+        Value j = arith::AddIOp::create(nb, nl, keyStart,
+                                        linalg::IndexOp::create(nb, nl, 1));
+        Value hidden = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge,
+                                             j, keySeq);
+        auto hide = [&](Value h) {
+          hidden = arith::OrIOp::create(nb, nl, hidden, h);
+        };
+        if (op.getCausal())
+          hide(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sgt, j,
+                                     arith::AddIOp::create(nb, nl, i, diagonal)));
+        if (window)
+          hide(arith::CmpIOp::create(
+              nb, nl, arith::CmpIPredicate::slt, j,
+              arith::SubIOp::create(
+                  nb, nl, arith::AddIOp::create(nb, nl, i, diagonal),
+                  arith::ConstantIndexOp::create(nb, nl, *window))));
+        if (maskArg >= 0)
+          hide(arith::XOrIOp::create(
+              nb, nl, a[maskArg],
+              arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true))));
+        Value lse = a[1];
+        hide(arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, lse,
+                                   negInfF32(nb, nl)));
+        Value p = math::ExpOp::create(nb, nl,
+                                      arith::SubFOp::create(nb, nl, s, lse));
+        Value zeroF = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
+        return arith::SelectOp::create(nb, nl, hidden, zeroF, p);
+      });
+  Value probsRounded = rounded(probs);
+  // dV += Pᵀ dO; dP = dO Vᵀ; dS = P (dP - D).
+  gradV = contract(probsRounded, map(3, {2, 0}), gradOutTile, map(3, {2, 1}),
+                   gradV);
+  Value gradP = contract(gradOutTile, map(3, {0, 2}), valueTile,
+                         map(3, {1, 2}),
+                         zeros({b.getIndexAttr(br), b.getIndexAttr(bc)}));
+  Value gradS = generic({probs, gradP, rowDotTile}, empty({br, bc}, f32),
+                        {id(2), id(2), map(2, {0}), id(2)}, {kPar, kPar},
+                        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                          Value diff = arith::SubFOp::create(nb, nl, a[1], a[2]);
+                          return arith::MulFOp::create(nb, nl, a[0], diff);
+                        });
+  Value gradSRounded = rounded(gradS);
+  // dK += dSᵀ Q; dQ rows += dS K (both scaled once at the end).
+  gradK = contract(gradSRounded, map(3, {2, 0}), queryTile, map(3, {2, 1}),
+                   gradK);
+  Value gradQTile =
+      contract(gradSRounded, map(3, {0, 2}), keyTile, map(3, {2, 1}),
+               zeros({b.getIndexAttr(br), b.getIndexAttr(headDim)}));
+  SmallVector<OpFoldResult> at = {headInGroup, rowStart, zero};
+  SmallVector<OpFoldResult> size = {one, rows, b.getIndexAttr(headDim)};
+  SmallVector<OpFoldResult> unit(3, one);
+  auto rowsType = RankedTensorType::get({ShapedType::kDynamic, headDim}, f32);
+  Value current = tensor::ExtractSliceOp::create(b, loc, rowsType, gradQ, at,
+                                                 size, unit);
+  Value update = tensor::ExtractSliceOp::create(
+      b, loc, rowsType, gradQTile, ArrayRef<OpFoldResult>{zero, zero},
+      ArrayRef<OpFoldResult>{rows, b.getIndexAttr(headDim)},
+      ArrayRef<OpFoldResult>{one, one});
+  Value sum = generic(update, current, {id(2), id(2)}, {kPar, kPar},
+                      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                        return arith::AddFOp::create(nb, nl, a[1], a[0]);
+                      });
+  gradQ = tensor::InsertSliceOp::create(b, loc, sum, gradQ, at, size, unit);
+  return {gradK, gradV, gradQ};
+}
+
+SmallVector<Value> BackwardTiler::build() {
+  Value q = op.getQuery(), k = op.getKey();
+  Value batch = dim(q, 0), heads = dim(q, 1), kvHeads = dim(k, 1);
+  querySeq = dim(q, 2);
+  keySeq = dim(k, 2);
+  diagonal = sub(keySeq, querySeq);
+  group = b.createOrFold<arith::DivUIOp>(loc, heads, kvHeads);
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+
+  // D = rowsum(dO * O) in f32, [B, Hq, M].
+  rowDot = generic(
+      {op.getGradOutput(), op.getOutput()},
+      buildFilled(b, loc, {batch, heads, querySeq}, f32, 0.0),
+      {id(4), id(4), map(4, {0, 1, 2})}, {kPar, kPar, kPar, kRed},
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value p = arith::MulFOp::create(nb, nl, extendToF32(nb, nl, a[0]),
+                                        extendToF32(nb, nl, a[1]));
+        return arith::AddFOp::create(nb, nl, a[2], p);
+      });
+
+  SmallVector<Value> outs;
+  for (Value result : op->getResults()) {
+    auto type = cast<RankedTensorType>(result.getType());
+    SmallVector<Value> dynamicSizes;
+    Value like = result == op.getGradQuery() ? q
+                 : result == op.getGradKey() ? k
+                                             : op.getValue();
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (type.isDynamicDim(i))
+        dynamicSizes.push_back(dim(like, i));
+    outs.push_back(tensor::EmptyOp::create(b, loc, type, dynamicSizes));
+  }
+  auto forall = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{batch, kvHeads}, outs, std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(forall.getTerminator());
+  batchIdx = forall.getInductionVars()[0];
+  kvHeadIdx = forall.getInductionVars()[1];
+
+  // Per (batch, KV head): dQ of the group in f32, dK and dV of all keys.
+  Value gradQ = zeros({group, querySeq, b.getIndexAttr(headDim)});
+  auto keysType = [&](int64_t width) {
+    return RankedTensorType::get({ShapedType::kDynamic, width}, elementType);
+  };
+  Value gradKAll = tensor::EmptyOp::create(b, loc, keysType(headDim), keySeq);
+  Value gradVAll = tensor::EmptyOp::create(b, loc, keysType(valueDim), keySeq);
+  Value keyBlocks = b.createOrFold<arith::CeilDivSIOp>(loc, keySeq, idx(bc));
+  Value queryBlocks =
+      b.createOrFold<arith::CeilDivSIOp>(loc, querySeq, idx(br));
+  std::optional<int64_t> window = op.getWindow();
+
+  auto keyLoop = scf::ForOp::create(b, loc, idx(0), keyBlocks, idx(1),
+                                    ValueRange{gradQ, gradKAll, gradVAll});
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(keyLoop.getBody());
+    keyStart = mul(keyLoop.getInductionVar(), idx(bc));
+    cols = min(idx(bc), sub(keySeq, keyStart));
+    auto keyRows = [&](Value source, int64_t width) {
+      return buildPaddedTile(b, loc, source, {batchIdx, kvHeadIdx, keyStart, zero},
+                             {one, one, cols, b.getIndexAttr(width)},
+                             {ShapedType::kDynamic, width}, {bc, width});
+    };
+    keyTile = keyRows(k, headDim);
+    valueTile = keyRows(op.getValue(), valueDim);
+    // Query blocks with a row that sees a key of this block: causal rows
+    // i >= j - (N - M); a window's rows i <= j + W - (N - M).
+    Value first = idx(0), last = queryBlocks;
+    if (op.getCausal())
+      first = b.createOrFold<arith::FloorDivSIOp>(
+          loc, max(sub(keyStart, diagonal), idx(0)), idx(br));
+    if (window) {
+      Value lastKey = sub(add(keyStart, cols), idx(1));
+      Value lastRow = add(sub(lastKey, diagonal), idx(*window));
+      last = min(max(b.createOrFold<arith::CeilDivSIOp>(
+                         loc, add(lastRow, idx(1)), idx(br)),
+                     idx(0)),
+                 queryBlocks);
+    }
+    first = min(first, last);
+
+    SmallVector<Value> carried = {
+        zeros({b.getIndexAttr(bc), b.getIndexAttr(headDim)}),
+        zeros({b.getIndexAttr(bc), b.getIndexAttr(valueDim)}),
+        keyLoop.getRegionIterArgs()[0]};
+    auto headLoop = scf::ForOp::create(b, loc, idx(0), group, idx(1), carried);
+    {
+      OpBuilder::InsertionGuard h(b);
+      b.setInsertionPointToStart(headLoop.getBody());
+      Value head = add(mul(kvHeadIdx, group), headLoop.getInductionVar());
+      auto queryLoop = scf::ForOp::create(b, loc, first, last, idx(1),
+                                          headLoop.getRegionIterArgs());
+      {
+        OpBuilder::InsertionGuard qg(b);
+        b.setInsertionPointToStart(queryLoop.getBody());
+        SmallVector<Value> next = queryBlockStep(
+            queryLoop.getInductionVar(), head, queryLoop.getRegionIterArgs());
+        scf::YieldOp::create(b, loc, next);
+      }
+      scf::YieldOp::create(b, loc, queryLoop.getResults());
+    }
+    // This key block's dK (scaled) and dV, valid rows, into the (b, hkv)
+    // results.
+    auto place = [&](Value tile, float factor, int64_t width, Value into) {
+      Value done = finish(tile, factor, {bc, width});
+      auto type = keysType(width);
+      Value valid = tensor::ExtractSliceOp::create(
+          b, loc, type, done, ArrayRef<OpFoldResult>{zero, zero},
+          ArrayRef<OpFoldResult>{cols, b.getIndexAttr(width)},
+          ArrayRef<OpFoldResult>{one, one});
+      return tensor::InsertSliceOp::create(
+                 b, loc, valid, into, ArrayRef<OpFoldResult>{keyStart, zero},
+                 ArrayRef<OpFoldResult>{cols, b.getIndexAttr(width)},
+                 ArrayRef<OpFoldResult>{one, one})
+          .getResult();
+    };
+    Value nextK = place(headLoop.getResult(0), op.getEffectiveScale(), headDim,
+                        keyLoop.getRegionIterArgs()[1]);
+    Value nextV =
+        place(headLoop.getResult(1), 1.0f, valueDim, keyLoop.getRegionIterArgs()[2]);
+    scf::YieldOp::create(b, loc,
+                         ValueRange{headLoop.getResult(2), nextK, nextV});
+  }
+
+  // dQ = scale * accumulated, in the element type.
+  Value gradQDone = generic(
+      keyLoop.getResult(0),
+      tensor::EmptyOp::create(
+          b, loc,
+          RankedTensorType::get(
+              {ShapedType::kDynamic, ShapedType::kDynamic, headDim},
+              elementType),
+          ValueRange{group, querySeq}),
+      {id(3), id(3)}, {kPar, kPar, kPar},
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value x = arith::MulFOp::create(
+            nb, nl, a[0],
+            arith::ConstantOp::create(
+                nb, nl, nb.getF32FloatAttr(op.getEffectiveScale())));
+        if (elementType != f32)
+          x = arith::TruncFOp::create(nb, nl, elementType, x);
+        return x;
+      });
+
+  Value firstHead = mul(kvHeadIdx, group);
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  ValueRange shared = forall.getRegionIterArgs();
+  SmallVector<OpFoldResult> unit4(4, one);
+  tensor::ParallelInsertSliceOp::create(
+      b, loc, gradQDone, shared[0],
+      ArrayRef<OpFoldResult>{batchIdx, firstHead, zero, zero},
+      ArrayRef<OpFoldResult>{one, group, querySeq, b.getIndexAttr(headDim)},
+      unit4);
+  tensor::ParallelInsertSliceOp::create(
+      b, loc, keyLoop.getResult(1), shared[1],
+      ArrayRef<OpFoldResult>{batchIdx, kvHeadIdx, zero, zero},
+      ArrayRef<OpFoldResult>{one, one, keySeq, b.getIndexAttr(headDim)},
+      unit4);
+  tensor::ParallelInsertSliceOp::create(
+      b, loc, keyLoop.getResult(2), shared[2],
+      ArrayRef<OpFoldResult>{batchIdx, kvHeadIdx, zero, zero},
+      ArrayRef<OpFoldResult>{one, one, keySeq, b.getIndexAttr(valueDim)},
+      unit4);
+  return SmallVector<Value>(forall.getResults());
+}
+
+LogicalResult mlir::flash::tileAttentionBackward(RewriterBase &rewriter,
+                                                 AttentionBackwardOp op,
+                                                 int64_t blockRows,
+                                                 int64_t blockCols) {
+  if (blockRows <= 0 || blockCols <= 0)
+    return op.emitOpError("tile sizes must be positive, got Br = ")
+           << blockRows << ", Bc = " << blockCols;
+  FailureOr<AttentionBackwardOp> normalized = normalizeToRank4(rewriter, op);
+  if (failed(normalized))
+    return failure();
+  op = *normalized;
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  SmallVector<Value> results =
+      BackwardTiler(rewriter, op, blockRows, blockCols).build();
+  SmallVector<Value> typed;
+  for (auto [result, old] : llvm::zip(results, op->getResults()))
+    typed.push_back(result.getType() == old.getType()
+                        ? result
+                        : tensor::CastOp::create(rewriter, op.getLoc(),
+                                                 old.getType(), result)
+                              .getResult());
+  rewriter.replaceOp(op, typed);
+  return success();
+}
