@@ -63,3 +63,19 @@ func.func @attn_f16_d64_bias_lse(%q: tensor<?x?x?x64xf16>, %k: tensor<?x?x?x64xf
   %o, %lse = flash.attention %q, %k, %v bias(%b : tensor<?x?xf32>) : tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16> -> tensor<?x?x?x64xf16>, tensor<?x?x?xf32>
   return %o, %lse : tensor<?x?x?x64xf16>, tensor<?x?x?xf32>
 }
+
+// Head dimensions that are multiples of 16 but not powers of two.
+func.func @attn_f16_d80_causal(%q: tensor<?x?x?x80xf16>, %k: tensor<?x?x?x80xf16>, %v: tensor<?x?x?x80xf16>) -> tensor<?x?x?x80xf16> {
+  %o = flash.attention %q, %k, %v {causal} : tensor<?x?x?x80xf16>, tensor<?x?x?x80xf16>, tensor<?x?x?x80xf16> -> tensor<?x?x?x80xf16>
+  return %o : tensor<?x?x?x80xf16>
+}
+
+func.func @attn_bf16_d160(%q: tensor<?x?x?x160xbf16>, %k: tensor<?x?x?x160xbf16>, %v: tensor<?x?x?x160xbf16>) -> tensor<?x?x?x160xbf16> {
+  %o = flash.attention %q, %k, %v : tensor<?x?x?x160xbf16>, tensor<?x?x?x160xbf16>, tensor<?x?x?x160xbf16> -> tensor<?x?x?x160xbf16>
+  return %o : tensor<?x?x?x160xbf16>
+}
+
+func.func @attn_bf16_d224_causal(%q: tensor<?x?x?x224xbf16>, %k: tensor<?x?x?x224xbf16>, %v: tensor<?x?x?x224xbf16>) -> tensor<?x?x?x224xbf16> {
+  %o = flash.attention %q, %k, %v {causal} : tensor<?x?x?x224xbf16>, tensor<?x?x?x224xbf16>, tensor<?x?x?x224xbf16> -> tensor<?x?x?x224xbf16>
+  return %o : tensor<?x?x?x224xbf16>
+}
