@@ -66,9 +66,12 @@ private:
 
 LogicalResult TileMapper::run() {
   if (forall.getRank() != 3 || !forall.getOutputs().empty())
-    return forall.emitError("flash-map-tiles-to-gpu expects the bufferized "
-                            "3-D scf.forall (batch, head, query block) of "
-                            "--flash-tile-attention");
+    return forall.emitError(
+               "flash-map-tiles-to-gpu maps the bufferized 3-D scf.forall "
+               "(batch, head, query block) of the tiled forward; this one has "
+               "rank ")
+           << forall.getRank()
+           << " (the tiled backward has no GPU mapping yet)";
   for (OpFoldResult lb : forall.getMixedLowerBound())
     if (getConstantIntValue(lb) != 0)
       return forall.emitError("expected zero lower bounds");
