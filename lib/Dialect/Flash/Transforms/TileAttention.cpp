@@ -43,64 +43,16 @@ constexpr double kLog2e = 1.4426950408889634;
 constexpr double kLn2 = 0.6931471805599453;
 
 /// Builds the loop nest of one rank-4 attention op.
-class AttentionTiler {
+class AttentionTiler : TilerBase {
 public:
   AttentionTiler(OpBuilder &b, AttentionOp op, int64_t br, int64_t bc)
-      : b(b), op(op), loc(op.getLoc()), ctx(op.getContext()), br(br), bc(bc),
-        f32(b.getF32Type()) {
-    elementType = op.getQuery().getType().getElementType();
-    headDim = op.getQuery().getType().getDimSize(3);
-    valueDim = op.getValue().getType().getDimSize(3);
-  }
+      : TilerBase(b, op.getLoc(), op.getQuery().getType(),
+                  op.getValue().getType()),
+        op(op), br(br), bc(bc) {}
 
   SmallVector<Value> build();
 
 private:
-  // Index arithmetic (signed: block bounds can go below zero before
-  // clamping).
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, Value y) {
-    return b.createOrFold<arith::AddIOp>(loc, x, y);
-  }
-  Value sub(Value x, Value y) {
-    return b.createOrFold<arith::SubIOp>(loc, x, y);
-  }
-  Value mul(Value x, Value y) {
-    return b.createOrFold<arith::MulIOp>(loc, x, y);
-  }
-  Value min(Value x, Value y) {
-    return b.createOrFold<arith::MinSIOp>(loc, x, y);
-  }
-  Value max(Value x, Value y) {
-    return b.createOrFold<arith::MaxSIOp>(loc, x, y);
-  }
-  Value floorDiv(Value x, int64_t y) {
-    return b.createOrFold<arith::FloorDivSIOp>(loc, x, idx(y));
-  }
-  Value ceilDiv(Value x, int64_t y) {
-    return b.createOrFold<arith::CeilDivSIOp>(loc, x, idx(y));
-  }
-  Value dim(Value v, int64_t d) {
-    return b.createOrFold<tensor::DimOp>(loc, v, d);
-  }
-  AffineMap map(unsigned n, ArrayRef<unsigned> dims) {
-    return dimsMap(ctx, n, dims);
-  }
-  AffineMap id(unsigned n) { return AffineMap::getMultiDimIdentityMap(n, ctx); }
-  Value empty(ArrayRef<int64_t> shape, Type t) {
-    return tensor::EmptyOp::create(b, loc, shape, t);
-  }
-  Value filled(ArrayRef<int64_t> shape, double v) {
-    SmallVector<OpFoldResult> sizes;
-    for (int64_t s : shape)
-      sizes.push_back(b.getIndexAttr(s));
-    return buildFilled(b, loc, sizes, f32, v);
-  }
-  Value generic(ValueRange ins, Value init, ArrayRef<AffineMap> maps,
-                ArrayRef<IteratorType> iters, BodyFn body) {
-    return buildGeneric(b, loc, ins, init, maps, iters, body);
-  }
-
   /// The slice `source[offsets][sizes]` of rank-reduced shape `sliceShape`,
   /// zero-padded at the high end to the static shape `padded`.
   Value paddedTile(Value source, ArrayRef<OpFoldResult> offsets,
@@ -119,14 +71,8 @@ private:
   SmallVector<Value> keyBlockLoop(Value lb, Value ub, ValueRange init,
                                   bool masked);
 
-  OpBuilder &b;
   AttentionOp op;
-  Location loc;
-  MLIRContext *ctx;
   int64_t br, bc;
-  FloatType f32;
-  Type elementType;
-  int64_t headDim, valueDim;
 
   // Per query block, set inside the forall.
   Value batchIdx, headIdx, kvHeadIdx, rowStart, rows, keySeq, diagonal;
@@ -465,19 +411,7 @@ SmallVector<Value> AttentionTiler::build() {
 
 LogicalResult mlir::flash::tileAttention(RewriterBase &rewriter, AttentionOp op,
                                          int64_t blockRows, int64_t blockCols) {
-  if (blockRows <= 0 || blockCols <= 0)
-    return op.emitOpError("tile sizes must be positive, got Br = ")
-           << blockRows << ", Bc = " << blockCols;
-  FailureOr<AttentionOp> normalized = normalizeToRank4(rewriter, op);
-  if (failed(normalized))
-    return failure();
-  op = *normalized;
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(op);
-  SmallVector<Value> results =
-      AttentionTiler(rewriter, op, blockRows, blockCols).build();
-  rewriter.replaceOp(op, results);
-  return success();
+  return replaceWithTiles<AttentionTiler>(rewriter, op, blockRows, blockCols);
 }
 
 namespace {

@@ -33,51 +33,18 @@ using namespace mlir::flash;
 using namespace mlir::flash::detail;
 
 namespace {
-class BackwardTiler {
+class BackwardTiler : TilerBase {
 public:
   BackwardTiler(OpBuilder &b, AttentionBackwardOp op, int64_t br, int64_t bc)
-      : b(b), op(op), loc(op.getLoc()), ctx(op.getContext()), br(br), bc(bc),
-        f32(b.getF32Type()) {
-    elementType = op.getQuery().getType().getElementType();
-    headDim = op.getQuery().getType().getDimSize(3);
-    valueDim = op.getValue().getType().getDimSize(3);
-  }
+      : TilerBase(b, op.getLoc(), op.getQuery().getType(),
+                  op.getValue().getType()),
+        op(op), br(br), bc(bc) {}
 
   SmallVector<Value> build();
 
 private:
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, Value y) {
-    return b.createOrFold<arith::AddIOp>(loc, x, y);
-  }
-  Value sub(Value x, Value y) {
-    return b.createOrFold<arith::SubIOp>(loc, x, y);
-  }
-  Value mul(Value x, Value y) {
-    return b.createOrFold<arith::MulIOp>(loc, x, y);
-  }
-  Value min(Value x, Value y) {
-    return b.createOrFold<arith::MinSIOp>(loc, x, y);
-  }
-  Value max(Value x, Value y) {
-    return b.createOrFold<arith::MaxSIOp>(loc, x, y);
-  }
-  Value dim(Value v, int64_t d) {
-    return b.createOrFold<tensor::DimOp>(loc, v, d);
-  }
-  AffineMap map(unsigned n, ArrayRef<unsigned> dims) {
-    return dimsMap(ctx, n, dims);
-  }
-  AffineMap id(unsigned n) { return AffineMap::getMultiDimIdentityMap(n, ctx); }
-  Value empty(ArrayRef<int64_t> shape, Type t) {
-    return tensor::EmptyOp::create(b, loc, shape, t);
-  }
   Value zeros(ArrayRef<OpFoldResult> sizes) {
     return buildFilled(b, loc, sizes, f32, 0.0);
-  }
-  Value generic(ValueRange ins, Value init, ArrayRef<AffineMap> maps,
-                ArrayRef<IteratorType> iters, BodyFn body) {
-    return buildGeneric(b, loc, ins, init, maps, iters, body);
   }
   /// C += A B over the last loop; maps over (i, j, k).
   Value contract(Value a, AffineMap aMap, Value bT, AffineMap bMap, Value c) {
@@ -121,14 +88,8 @@ private:
 
   SmallVector<Value> queryBlockStep(Value qb, Value head, ValueRange carried);
 
-  OpBuilder &b;
   AttentionBackwardOp op;
-  Location loc;
-  MLIRContext *ctx;
   int64_t br, bc;
-  FloatType f32;
-  Type elementType;
-  int64_t headDim, valueDim;
 
   Value rowDot, querySeq, keySeq, diagonal, group;
   // Per (batch, KV head) and key block.
@@ -305,9 +266,8 @@ SmallVector<Value> BackwardTiler::build() {
   };
   Value gradKAll = tensor::EmptyOp::create(b, loc, keysType(headDim), keySeq);
   Value gradVAll = tensor::EmptyOp::create(b, loc, keysType(valueDim), keySeq);
-  Value keyBlocks = b.createOrFold<arith::CeilDivSIOp>(loc, keySeq, idx(bc));
-  Value queryBlocks =
-      b.createOrFold<arith::CeilDivSIOp>(loc, querySeq, idx(br));
+  Value keyBlocks = ceilDiv(keySeq, bc);
+  Value queryBlocks = ceilDiv(querySeq, br);
   std::optional<int64_t> window = op.getWindow();
 
   auto keyLoop = scf::ForOp::create(b, loc, idx(0), keyBlocks, idx(1),
@@ -328,15 +288,11 @@ SmallVector<Value> BackwardTiler::build() {
     // i >= j - (N - M); a window's rows i <= j + W - (N - M).
     Value first = idx(0), last = queryBlocks;
     if (op.getCausal())
-      first = b.createOrFold<arith::FloorDivSIOp>(
-          loc, max(sub(keyStart, diagonal), idx(0)), idx(br));
+      first = floorDiv(max(sub(keyStart, diagonal), idx(0)), br);
     if (window) {
       Value lastKey = sub(add(keyStart, cols), idx(1));
       Value lastRow = add(sub(lastKey, diagonal), idx(*window));
-      last = min(max(b.createOrFold<arith::CeilDivSIOp>(
-                         loc, add(lastRow, idx(1)), idx(br)),
-                     idx(0)),
-                 queryBlocks);
+      last = min(max(ceilDiv(add(lastRow, idx(1)), br), idx(0)), queryBlocks);
     }
     first = min(first, last);
 
@@ -429,24 +385,5 @@ LogicalResult mlir::flash::tileAttentionBackward(RewriterBase &rewriter,
                                                  AttentionBackwardOp op,
                                                  int64_t blockRows,
                                                  int64_t blockCols) {
-  if (blockRows <= 0 || blockCols <= 0)
-    return op.emitOpError("tile sizes must be positive, got Br = ")
-           << blockRows << ", Bc = " << blockCols;
-  FailureOr<AttentionBackwardOp> normalized = normalizeToRank4(rewriter, op);
-  if (failed(normalized))
-    return failure();
-  op = *normalized;
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(op);
-  SmallVector<Value> results =
-      BackwardTiler(rewriter, op, blockRows, blockCols).build();
-  SmallVector<Value> typed;
-  for (auto [result, old] : llvm::zip(results, op->getResults()))
-    typed.push_back(result.getType() == old.getType()
-                        ? result
-                        : tensor::CastOp::create(rewriter, op.getLoc(),
-                                                 old.getType(), result)
-                              .getResult());
-  rewriter.replaceOp(op, typed);
-  return success();
+  return replaceWithTiles<BackwardTiler>(rewriter, op, blockRows, blockCols);
 }

@@ -12,7 +12,12 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
+#include "flash/Dialect/Flash/IR/FlashOps.h"
+
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include "LinalgBuilders.h"
 
 namespace mlir::flash::detail {
 
@@ -86,6 +91,93 @@ buildScoreOperandTile(OpBuilder &b, Location loc, Value operand,
   Value tile =
       buildPaddedTile(b, loc, operand, offsets, sizes, sliceShape, padded);
   return {tile, AffineMap::get(2, 0, exprs, ctx)};
+}
+
+/// What the forward and backward tilers build with: signed index arithmetic
+/// (block bounds can go below zero before clamping), maps, and f32 tensors;
+/// the shapes of the rank-4 op's query and value.
+class TilerBase {
+protected:
+  TilerBase(OpBuilder &b, Location loc, RankedTensorType query,
+            RankedTensorType value)
+      : b(b), loc(loc), ctx(b.getContext()), f32(b.getF32Type()),
+        elementType(query.getElementType()), headDim(query.getDimSize(3)),
+        valueDim(value.getDimSize(3)) {}
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, Value y) {
+    return b.createOrFold<arith::AddIOp>(loc, x, y);
+  }
+  Value sub(Value x, Value y) {
+    return b.createOrFold<arith::SubIOp>(loc, x, y);
+  }
+  Value mul(Value x, Value y) {
+    return b.createOrFold<arith::MulIOp>(loc, x, y);
+  }
+  Value min(Value x, Value y) {
+    return b.createOrFold<arith::MinSIOp>(loc, x, y);
+  }
+  Value max(Value x, Value y) {
+    return b.createOrFold<arith::MaxSIOp>(loc, x, y);
+  }
+  Value floorDiv(Value x, int64_t y) {
+    return b.createOrFold<arith::FloorDivSIOp>(loc, x, idx(y));
+  }
+  Value ceilDiv(Value x, int64_t y) {
+    return b.createOrFold<arith::CeilDivSIOp>(loc, x, idx(y));
+  }
+  Value dim(Value v, int64_t d) {
+    return b.createOrFold<tensor::DimOp>(loc, v, d);
+  }
+  AffineMap map(unsigned n, ArrayRef<unsigned> dims) {
+    return dimsMap(ctx, n, dims);
+  }
+  AffineMap id(unsigned n) { return AffineMap::getMultiDimIdentityMap(n, ctx); }
+  Value empty(ArrayRef<int64_t> shape, Type t) {
+    return tensor::EmptyOp::create(b, loc, shape, t);
+  }
+  /// An f32 tensor of static `shape` filled with `v`.
+  Value filled(ArrayRef<int64_t> shape, double v) {
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t s : shape)
+      sizes.push_back(b.getIndexAttr(s));
+    return buildFilled(b, loc, sizes, f32, v);
+  }
+  Value generic(ValueRange ins, Value init, ArrayRef<AffineMap> maps,
+                ArrayRef<IteratorType> iters, BodyFn body) {
+    return buildGeneric(b, loc, ins, init, maps, iters, body);
+  }
+
+  OpBuilder &b;
+  Location loc;
+  MLIRContext *ctx;
+  FloatType f32;
+  Type elementType;
+  int64_t headDim, valueDim;
+};
+
+/// Checks the tile sizes, brings `op` to rank 4 and replaces it with the loop
+/// nest `Tiler(rewriter, op, br, bc).build()` makes (cast back to the op's
+/// result types where they were more static).
+template <typename Tiler, typename OpTy>
+LogicalResult replaceWithTiles(RewriterBase &rewriter, OpTy op, int64_t br,
+                               int64_t bc) {
+  if (br <= 0 || bc <= 0)
+    return op.emitOpError("tile sizes must be positive, got Br = ")
+           << br << ", Bc = " << bc;
+  FailureOr<OpTy> normalized = normalizeToRank4(rewriter, op);
+  if (failed(normalized))
+    return failure();
+  op = *normalized;
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  SmallVector<Value> results = Tiler(rewriter, op, br, bc).build();
+  for (auto [result, old] : llvm::zip(results, op->getResults()))
+    if (result.getType() != old.getType())
+      result = tensor::CastOp::create(rewriter, op.getLoc(), old.getType(),
+                                      result);
+  rewriter.replaceOp(op, results);
+  return success();
 }
 
 } // namespace mlir::flash::detail
