@@ -13,27 +13,33 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
   let summary = "Map the bufferized tiled attention loop nest onto GPU blocks and threads";
   let description = [{
     Takes the output of `--flash-tile-attention` after bufferization and
-    `--convert-linalg-to-parallel-loops` and makes it a GPU kernel:
+    makes it a GPU kernel:
 
     - the `scf.forall` over (batch, head, query block) becomes a `gpu.launch`
-      with one block per query block (grid x = query blocks, y = heads,
-      z = batch) and `threads` threads;
-    - every tile buffer allocated inside it is carved out of the block's
-      dynamic shared memory (`gpu.dynamic_shared_memory` + `memref.view`);
-    - f16 and bf16 tile contractions (Q Kᵀ and P V) with 16-multiple
-      shapes run on tensor cores: each warp accumulates 16x8 tiles of the
-      result with 16x16 WMMA fragments (f16) or `nvvm.mma.sync` m16n8k16
-      (bf16, or everything with `tensor-cores=mma-sync`); other linalg ops
-      become parallel loops;
-    - every `scf.parallel` and `memref.copy` inside is distributed over the
-      block's threads (a thread-strided loop over the linearised iteration
-      space) and followed by `gpu.barrier`;
+      with one block per query block (grid x = query blocks, last first;
+      y = heads; z = batch) and `threads` threads;
+    - with `register-tiles` (default), the tiles indexed by the block's query
+      rows (scores, probabilities, running max and sum, accumulator, output)
+      live in registers in the mma.sync m16n8k16 accumulator layout, each
+      warp owning 16 or 32 rows (FlashAttention-2): elementwise ops run per
+      owned element, row reductions in registers plus two xor shuffles, the
+      contractions as `nvvm.mma.sync` with `ldmatrix` fragments and P taken
+      from registers as the A operand;
+    - the other tiles (Q, K, V, bias, mask) are carved out of the block's
+      dynamic shared memory (rows padded against ldmatrix bank conflicts);
+      with `async-copies` (default) they are loaded with 16-byte cp.async,
+      zero-filling ragged rows, K one key block ahead; such a kernel requires
+      contiguous 16-byte aligned rows and traps at entry otherwise;
+    - what is left (element copies, and every op of a nest the warp mapping
+      does not take) is the portable SIMT mapping: each `scf.parallel` and
+      `memref.copy` distributed over the block's threads and followed by
+      `gpu.barrier`, contractions on WMMA (f16) or mma.sync per output tile;
     - index computations the body needs from outside are recomputed inside,
       so that the outlined kernel takes only the tensors' memrefs.
 
-    This is the portable SIMT mapping: the tiles stay in shared memory and
-    every thread does scalar f32 arithmetic. The launch records its shared
-    memory size in `flash.shared_memory_bytes`.
+    The launch records its shared memory size in
+    `flash.shared_memory_bytes`, and `flash.warp_register_tiles` when the
+    warp mapping was applied.
   }];
   let options = [
     Option<"threads", "threads", "int64_t", "128", "Threads per block">,
