@@ -7,12 +7,15 @@ FlashAttention's benchmark convention: 16k tokens in total (batch =
 16384 / seq), model width 2048 (heads = 2048 / D), forward FLOPs
 4 * B * H * seq^2 * D, halved for causal. For each kernel whose dtype, D and
 causal flag fit, times ours, SDPA-FA2 and SDPA-cuDNN with CUDA events
-(warm-up, median, three rotating input sets) and prints TFLOP/s and the
+(the GPU brought to working clocks first; three rounds that interleave the
+three; per round a warm-up and the median of up to five runs over three
+rotating input sets; the median of the rounds) and prints TFLOP/s and the
 ratios. The table is also written as markdown to --markdown.
 """
 
 import argparse
 import statistics
+import time
 import sys
 
 import torch
@@ -21,6 +24,7 @@ import torch.nn.functional as F
 from flash_mlir.runtime import load_all
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+ROUNDS = 3
 
 
 def time_ms(fn, inputs, warmup=2, reps=10, budget_ms=4000.0):
@@ -39,6 +43,16 @@ def time_ms(fn, inputs, warmup=2, reps=10, budget_ms=4000.0):
         if sum(times) > budget_ms and len(times) >= 3:
             break
     return statistics.median(times)
+
+
+def warm_up_gpu(seconds=2.0):
+    """Brings the GPU to its working clocks before the first measurement
+    (it idles far below them)."""
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    start = time.time()
+    while time.time() - start < seconds:
+        a @ a
+        torch.cuda.synchronize()
 
 
 def sdpa(backend, causal, scale):
@@ -65,6 +79,7 @@ def main(argv=None):
               "| ours / FA2 | ours / cuDNN |")
     print(header)
     print("|" + "---|" * 10)
+    warm_up_gpu()
     for kernel in load_all(args.directory, general=False):
         man = kernel.manifest
         if man["dtype"] not in DTYPES or man["has_bias"] or man["has_mask"] \
@@ -82,15 +97,25 @@ def main(argv=None):
 
             def ours(q, k, v, o):
                 kernel(q=q, k=k, v=v, o=o)
-            result = {}
-            for name, fn in [("ours", ours),
-                             ("fa2", sdpa(SDPBackend.FLASH_ATTENTION, causal, man["scale"])),
-                             ("cudnn", sdpa(SDPBackend.CUDNN_ATTENTION, causal, man["scale"]))]:
-                try:
-                    result[name] = flops / (time_ms(fn, inputs) * 1e-3) / 1e12
-                except RuntimeError as e:
-                    result[name] = None
-                    print(f"   {name} failed: {str(e).splitlines()[0]}", file=sys.stderr)
+            # Rounds that interleave the three, so that clock and thermal drift
+            # during the run hits them alike; the median of the rounds.
+            fns = [("ours", ours),
+                   ("fa2", sdpa(SDPBackend.FLASH_ATTENTION, causal, man["scale"])),
+                   ("cudnn", sdpa(SDPBackend.CUDNN_ATTENTION, causal, man["scale"]))]
+            samples = {name: [] for name, _ in fns}
+            for _ in range(ROUNDS):
+                for name, fn in fns:
+                    if samples[name] is None:
+                        continue
+                    try:
+                        samples[name].append(time_ms(fn, inputs, warmup=1, reps=5,
+                                                     budget_ms=1500.0))
+                    except RuntimeError as e:
+                        samples[name] = None
+                        print(f"   {name} failed: {str(e).splitlines()[0]}",
+                              file=sys.stderr)
+            result = {name: None if not t else flops / (statistics.median(t) * 1e-3) / 1e12
+                      for name, t in samples.items()}
 
             def fmt(x):
                 return "n/a" if x is None else f"{x:.1f}"
