@@ -1,5 +1,6 @@
 // RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64" | FileCheck %s
 // RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64 register-tiles=false async-copies=false" | FileCheck %s --check-prefix=SHARED
+// RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64 async-copies=false" | FileCheck %s --check-prefix=GENERAL
 
 // The FlashAttention-2 mapping: 2 warps own 32 of the block's 64 query rows
 // each; the scores, probabilities, running max/sum and accumulator live in
@@ -63,6 +64,19 @@
 // CHECK: scf.if
 // CHECK: memref.store %{{.*}}, %{{.*}} : memref<?x64xbf16, strided<[?, ?], offset: ?>>
 // CHECK: flash.shared_memory_bytes = {{[0-9]+}} : i64, flash.warp_register_tiles
+
+// The general kernel (flash-compile's `_general`): the same registers, element
+// copies that take any strides, no entry check, a barrier after each copy.
+// GENERAL-LABEL: func @attention
+// GENERAL-NOT: llvm.intr.trap
+// GENERAL-NOT: nvgpu.device_async_copy
+// GENERAL: scf.for %{{.*}} iter_args(%{{.*}}, %{{.*}}, %{{.*}}) -> (vector<4xf32>, vector<4xf32>, vector<64xf32>)
+// GENERAL-NEXT: gpu.barrier
+// GENERAL: memref.load %{{.*}} : memref<?x64xbf16, strided<[?, ?], offset: ?>>
+// GENERAL: memref.store %{{.*}} : memref<?x64xbf16, strided<[72, 1]>>
+// GENERAL: gpu.barrier
+// GENERAL: nvvm.mma.sync
+// GENERAL: flash.warp_register_tiles
 
 // Without them: every tile in shared memory, element copies, no entry check.
 // SHARED-LABEL: func @attention
