@@ -291,8 +291,9 @@ FailureOr<Kernel> build(flash::AttentionOp op, StringRef name,
   return kernel;
 }
 
-/// Compiles `op` into DIR/<name>.{ptx,cubin,json}; `general`, when set, is
-/// the manifest of the kernel to use for rows that are not 16-byte aligned.
+/// Compiles `op` into DIR/<name>.{ptx,cubin,json}. When the kernel needs
+/// aligned rows, its manifest names `general` (if set) as the kernel to use
+/// for rows that are not 16-byte aligned.
 LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
                             bool asyncCopies, StringRef general,
                             bool &requiresAlignedRows) {
@@ -382,8 +383,9 @@ LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
         {"registers", ptxasReport.registers},
         {"spill_bytes", ptxasReport.spillBytes},
         {"requires_aligned_rows", kernel->requiresAlignedRows},
-        {"general", general.empty() ? json::Value(nullptr)
-                                    : json::Value((general + ".json").str())},
+        {"general", general.empty() || !kernel->requiresAlignedRows
+                        ? json::Value(nullptr)
+                        : json::Value((general + ".json").str())},
     };
     requiresAlignedRows = kernel->requiresAlignedRows;
     std::string text;
@@ -413,10 +415,9 @@ LogicalResult compileOne(flash::AttentionOp op, StringRef name) {
                            requiresAlignedRows)))
     return failure();
   // Without a cp.async load the kernel is general already (rare: rows that
-  // are not a multiple of 16 bytes).
+  // are not a multiple of 16 bytes), and its manifest names no other.
   if (!requiresAlignedRows)
-    return compileKernel(op, name, /*asyncCopies=*/true, "",
-                         requiresAlignedRows);
+    return success();
   return compileKernel(op, general, /*asyncCopies=*/false, "",
                        requiresAlignedRows);
 }

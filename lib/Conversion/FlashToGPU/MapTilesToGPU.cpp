@@ -602,15 +602,14 @@ LogicalResult TileMapper::lowerLinalg(gpu::LaunchOp launch) {
     // 1.7x faster than this mma.sync lowering's scalar ones), mma.sync else.
     bool wmma = tensorCores == "wmma" || tensorCores == "auto";
     bool mmaSync = tensorCores == "mma-sync" || tensorCores == "auto";
-    Value tid;
-    if (generic) {
+    if (generic && flash::matchTileContraction(generic)) {
       OpBuilder tb(generic);
-      tid = gpu::ThreadIdOp::create(tb, loc, gpu::Dimension::x);
+      Value tid = gpu::ThreadIdOp::create(tb, loc, gpu::Dimension::x);
+      if ((wmma && emitWarpMatmul(generic, tid)) ||
+          (mmaSync && emitWarpMmaSync(generic, tid)))
+        continue;
+      tid.getDefiningOp()->erase();
     }
-    if (generic && wmma && emitWarpMatmul(generic, tid))
-      continue;
-    if (generic && mmaSync && emitWarpMmaSync(generic, tid))
-      continue;
     rewriter.setInsertionPoint(op);
     if (failed(linalg::linalgOpToParallelLoops(rewriter, op)))
       return op.emitError("flash-map-tiles-to-gpu: cannot lower to loops");
