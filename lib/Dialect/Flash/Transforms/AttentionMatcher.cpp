@@ -662,7 +662,8 @@ static LogicalResult parseIndexCompare(Expr *cmp, bool keep, unsigned rank,
 
 std::optional<AttentionMatch>
 mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
-                                    bool &looksLikeAttention) {
+                                    bool &looksLikeAttention,
+                                    bool allowProbsUsers) {
   looksLikeAttention = false;
   if (!isMulAddContraction(pv) || !pv.hasPureTensorSemantics())
     return std::nullopt;
@@ -1004,11 +1005,15 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
     // Every intermediate must serve only this attention.
     m.chain = interp.visited;
     m.chain.insert(qk);
+    m.probs = pOperand->get();
     for (Operation *op : m.chain) {
       // Fills are cheap and often shared between inits; they stay if used.
       if (isa<linalg::FillOp>(op))
         continue;
-      for (Operation *user : op->getUsers()) {
+      for (OpOperand &use : op->getUses()) {
+        Operation *user = use.getOwner();
+        if (allowProbsUsers && use.get() == m.probs)
+          continue;
         if (user != pv && !m.chain.contains(user)) {
           reason = "an intermediate (" + op->getName().getStringRef().str() +
                    ") has users outside the attention";

@@ -52,6 +52,8 @@ struct AttentionMatch {
   bool maxSubtracted = false;
   bool base2 = false;
   bool namedSoftmax = false;
+  /// P as the second contraction reads it.
+  Value probs;
   /// Ops that compute only the fused value (erased after fusion).
   llvm::SetVector<Operation *> chain;
 };
@@ -59,10 +61,12 @@ struct AttentionMatch {
 /// Tries to match attention ending in the contraction `candidate`. On
 /// failure returns nullopt and sets `reason`; `looksLikeAttention` tells
 /// whether the candidate had a softmax-like operand at all (only those are
-/// worth reporting).
+/// worth reporting). With `allowProbsUsers`, P itself may have users
+/// outside the attention (the backward reads it).
 std::optional<AttentionMatch> matchAttention(linalg::LinalgOp candidate,
                                              std::string &reason,
-                                             bool &looksLikeAttention);
+                                             bool &looksLikeAttention,
+                                             bool allowProbsUsers = false);
 
 } // namespace mlir::flash::detail
 

@@ -1,0 +1,392 @@
+//===- AttentionFusion.cpp - build flash ops from matches --------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionFusion.h"
+#include "LinalgBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::detail;
+
+FailureOr<Value> mlir::flash::detail::relayout(OpBuilder &b, Location loc,
+                                               ArrayRef<Source> sources,
+                                               ArrayRef<unsigned> dims,
+                                               Type elementType,
+                                               std::string &reason,
+                                               bool allowSuffix) {
+  MLIRContext *ctx = b.getContext();
+  unsigned rank = dims.size();
+  // Sizes of the result dims, taken from the sources that read them.
+  SmallVector<OpFoldResult> sizes(rank, b.getIndexAttr(1));
+  SmallVector<bool> known(rank, false);
+  SmallVector<AffineMap> maps;
+  for (const Source &s : sources) {
+    SmallVector<AffineExpr> exprs;
+    for (auto [i, r] : llvm::enumerate(s.access.map.getResults())) {
+      if (auto c = dyn_cast<AffineConstantExpr>(r)) {
+        exprs.push_back(c);
+        continue;
+      }
+      auto dim = dyn_cast<AffineDimExpr>(r);
+      if (!dim) {
+        reason = "an operand is indexed through a reshape that the fused op "
+                 "cannot express";
+        return failure();
+      }
+      unsigned ext = dim.getPosition();
+      auto it = llvm::find(dims, ext);
+      if (it == dims.end()) {
+        reason = "an operand varies along a dimension the fused op does not "
+                 "have";
+        return failure();
+      }
+      unsigned pos = it - dims.begin();
+      exprs.push_back(getAffineDimExpr(pos, ctx));
+      if (!known[pos]) {
+        sizes[pos] = tensor::getMixedSize(b, loc, s.access.tensor, i);
+        known[pos] = true;
+      }
+    }
+    maps.push_back(AffineMap::get(rank, 0, exprs, ctx));
+  }
+  const Source &first = sources.front();
+  auto firstType = cast<RankedTensorType>(first.access.tensor.getType());
+  bool plain = sources.size() == 1 && !first.negate && first.factor == 1.0 &&
+               firstType.getElementType() == elementType;
+  if (plain && maps.front().isIdentity())
+    return first.access.tensor;
+  // Bias and mask operands broadcast right-aligned: a tensor that reads
+  // the trailing result dims in order is used as it is.
+  if (plain && allowSuffix) {
+    unsigned n = maps.front().getNumResults();
+    bool suffix = n <= rank;
+    for (unsigned i = 0; suffix && i < n; ++i)
+      suffix = maps.front().getResult(i) == getAffineDimExpr(rank - n + i, ctx);
+    if (suffix)
+      return first.access.tensor;
+  }
+  Value init = tensor::EmptyOp::create(b, loc, sizes, elementType);
+  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+  SmallVector<Value> ins;
+  for (const Source &s : sources)
+    ins.push_back(s.access.tensor);
+  return buildGeneric(
+      b, loc, ins, init, maps,
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange args) -> Value {
+        Value acc;
+        for (auto [s, arg] : llvm::zip(sources, args.drop_back())) {
+          Value v = arg;
+          if (elementType.isInteger(1)) {
+            if (s.negate) {
+              Value one =
+                  arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true));
+              v = arith::XOrIOp::create(nb, nl, v, one);
+            }
+            acc = acc ? arith::AndIOp::create(nb, nl, acc, v).getResult() : v;
+            continue;
+          }
+          auto ft = cast<FloatType>(elementType);
+          if (v.getType() != ft)
+            v = ft.getWidth() > v.getType().getIntOrFloatBitWidth()
+                    ? arith::ExtFOp::create(nb, nl, ft, v).getResult()
+                    : arith::TruncFOp::create(nb, nl, ft, v).getResult();
+          if (s.factor != 1.0) {
+            Value f = arith::ConstantOp::create(nb, nl,
+                                                nb.getFloatAttr(ft, s.factor));
+            v = arith::MulFOp::create(nb, nl, v, f);
+          }
+          acc = acc ? arith::AddFOp::create(nb, nl, acc, v).getResult() : v;
+        }
+        return acc;
+      });
+}
+
+std::optional<std::pair<Value, int64_t>>
+mlir::flash::detail::unrepeat(Value v) {
+  auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>();
+  if (!collapse || collapse.getSrcType().getRank() != 5 ||
+      collapse.getReassociationIndices() !=
+          SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}, {4}})
+    return std::nullopt;
+  int64_t groups = collapse.getSrcType().getDimSize(2);
+  auto bcast = collapse.getSrc().getDefiningOp<linalg::LinalgOp>();
+  if (!bcast || ShapedType::isDynamic(groups) || bcast.getNumDpsInputs() != 1 ||
+      !bcast.isAllParallelLoops() || !bcast.hasPureTensorSemantics())
+    return std::nullopt;
+  auto yield = cast<linalg::YieldOp>(bcast.getBlock()->getTerminator());
+  if (yield.getOperand(0) != bcast.getRegionInputArgs()[0] ||
+      !bcast.getIndexingMapMatchingResult(bcast->getResult(0)).isIdentity())
+    return std::nullopt;
+  MLIRContext *ctx = v.getContext();
+  AffineMap in = bcast.getMatchingIndexingMap(bcast.getDpsInputOperand(0));
+  Value src = bcast.getDpsInputOperand(0)->get();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  auto zero = getAffineConstantExpr(0, ctx);
+  if (in == AffineMap::get(5, 0, {d(0), d(1), d(3), d(4)}, ctx))
+    return std::make_pair(src, groups);
+  if (in != AffineMap::get(5, 0, {d(0), d(1), zero, d(3), d(4)}, ctx))
+    return std::nullopt;
+  auto expand = src.getDefiningOp<tensor::ExpandShapeOp>();
+  if (!expand || expand.getReassociationIndices() !=
+                     SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}, {4}})
+    return std::nullopt;
+  return std::make_pair(expand.getSrc(), groups);
+}
+
+FailureOr<FusedAttention>
+mlir::flash::detail::buildFusedAttention(RewriterBase &rewriter,
+                                         const AttentionMatch &m, bool withLse,
+                                         std::string &reason) {
+  linalg::LinalgOp pv = m.output;
+  Location loc = pv.getLoc();
+  MLIRContext *ctx = pv.getContext();
+  unsigned rank = m.rank, head = rank;
+  unsigned nb = m.batchDims.size();
+  if (nb > 3) {
+    reason = "more than three batch dimensions";
+    return failure();
+  }
+
+  Type et = getElementTypeOrSelf(m.query.tensor.getType());
+  if (getElementTypeOrSelf(m.key.tensor.getType()) != et ||
+      getElementTypeOrSelf(m.value.tensor.getType()) != et ||
+      !(et.isF16() || et.isBF16() || et.isF32())) {
+    reason = "Q, K and V do not share one of the element types f16, bf16, f32";
+    return failure();
+  }
+
+  // Which batch dims K and V read; the rest are broadcast (MQA/GQA).
+  auto reads = [&](const TensorAccess &a, unsigned d) {
+    return a.map.isFunctionOfDim(d);
+  };
+  SmallVector<unsigned> kvBatch;
+  for (unsigned d : m.batchDims) {
+    if (reads(m.key, d) != reads(m.value, d)) {
+      reason = "K and V are broadcast over different batch dimensions";
+      return failure();
+    }
+    if (reads(m.key, d))
+      kvBatch.push_back(d);
+  }
+  bool grouped = nb == 3;
+  if (grouped && (kvBatch.size() != 2 || kvBatch[0] != m.batchDims[0] ||
+                  kvBatch[1] != m.batchDims[1])) {
+    reason = "three batch dimensions are fused only as (batch, kv head, "
+             "group) with K and V not reading the group";
+    return failure();
+  }
+  if (!grouped && kvBatch.size() + 1 < nb) {
+    reason = "K and V are broadcast over more than the head dimension";
+    return failure();
+  }
+  if (!grouped && kvBatch.size() < nb && nb == 2 &&
+      kvBatch.front() != m.batchDims.front()) {
+    reason = "K and V are broadcast over the batch, not the heads";
+    return failure();
+  }
+  if (!grouped && nb == 1 && kvBatch.empty()) {
+    reason = "K and V are shared by every batch row (no head dimension to "
+             "broadcast over)";
+    return failure();
+  }
+
+  auto withTail = [&](ArrayRef<unsigned> batch, unsigned seq) {
+    SmallVector<unsigned> dims(batch);
+    dims.append({seq, head});
+    return dims;
+  };
+  SmallVector<unsigned> qDims = withTail(m.batchDims, m.queryDim);
+  SmallVector<unsigned> kvDims =
+      withTail(grouped ? kvBatch : ArrayRef<unsigned>(m.batchDims), m.keyDim);
+  FailureOr<Value> q = relayout(rewriter, loc, {{m.query}}, qDims, et, reason);
+  FailureOr<Value> k = relayout(rewriter, loc, {{m.key}}, kvDims, et, reason);
+  FailureOr<Value> v = relayout(rewriter, loc, {{m.value}}, kvDims, et, reason);
+  if (failed(q) || failed(k) || failed(v))
+    return failure();
+  auto collapseGroups = [&](Value t) -> Value {
+    auto type = cast<RankedTensorType>(t.getType());
+    SmallVector<ReassociationIndices> r = {{0}, {1, 2}};
+    for (int64_t i = 3; i < type.getRank(); ++i)
+      r.push_back({i});
+    return tensor::CollapseShapeOp::create(rewriter, loc, t, r);
+  };
+  if (grouped)
+    *q = collapseGroups(*q);
+
+  SmallVector<unsigned> scoreDims(m.batchDims);
+  scoreDims.append({m.queryDim, m.keyDim});
+  if (grouped) {
+    // A bias or mask over (kv head, group) merges into Hq only if it reads
+    // both or neither.
+    for (const TensorAccess &a :
+         llvm::concat<const TensorAccess>(llvm::make_first_range(m.biases),
+                                          llvm::make_first_range(m.masks))) {
+      if (reads(a, m.batchDims[1]) != reads(a, m.batchDims[2])) {
+        reason = "a bias or mask varies over only one of (kv head, group)";
+        return failure();
+      }
+    }
+  }
+  Value bias, mask;
+  if (!m.biases.empty()) {
+    SmallVector<Source> sources;
+    for (auto [access, factor] : m.biases)
+      sources.push_back({access, factor, false});
+    Type biasType = getElementTypeOrSelf(m.biases.front().first.tensor);
+    if (!(biasType.isF16() || biasType.isBF16()) || m.biases.size() > 1)
+      biasType = rewriter.getF32Type();
+    FailureOr<Value> r = relayout(rewriter, loc, sources, scoreDims, biasType,
+                                  reason, /*allowSuffix=*/!grouped);
+    if (failed(r))
+      return failure();
+    bias = grouped ? collapseGroups(*r) : *r;
+  }
+  if (!m.masks.empty()) {
+    SmallVector<Source> sources;
+    for (auto [access, keep] : m.masks)
+      sources.push_back({access, 1.0, !keep});
+    FailureOr<Value> r =
+        relayout(rewriter, loc, sources, scoreDims, rewriter.getI1Type(),
+                 reason, /*allowSuffix=*/!grouped);
+    if (failed(r))
+      return failure();
+    mask = grouped ? collapseGroups(*r) : *r;
+  }
+
+  // The fused result [batch..., M, Dv] in Q's element type.
+  auto qType = cast<RankedTensorType>(q->getType());
+  auto vType = cast<RankedTensorType>(v->getType());
+  if (qType.isDynamicDim(qType.getRank() - 1) ||
+      vType.isDynamicDim(vType.getRank() - 1)) {
+    reason = "the head dimension is dynamic";
+    return failure();
+  }
+  SmallVector<int64_t> outShape(qType.getShape().drop_back());
+  outShape.push_back(vType.getShape().back());
+  auto outType = RankedTensorType::get(outShape, et);
+  FloatAttr scaleAttr = rewriter.getF32FloatAttr(static_cast<float>(m.scale));
+  UnitAttr causal = m.causal ? rewriter.getUnitAttr() : UnitAttr();
+  IntegerAttr window =
+      m.window ? rewriter.getI64IntegerAttr(*m.window) : IntegerAttr();
+  SmallVector<Type> resultTypes = {outType};
+  if (withLse)
+    resultTypes.push_back(RankedTensorType::get(
+        qType.getShape().drop_back(), rewriter.getF32Type()));
+  auto fused = AttentionOp::create(rewriter, loc, resultTypes, *q, *k, *v,
+                                   bias, mask, scaleAttr, causal, window);
+  {
+    // Quietly: a rejected candidate is reported as a remark, not an error.
+    ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
+    if (failed(fused.verifyInvariants())) {
+      rewriter.eraseOp(fused);
+      reason = "the fused op would not verify";
+      return failure();
+    }
+  }
+  return FusedAttention{fused, qDims, kvDims, grouped};
+}
+
+FailureOr<Value> mlir::flash::detail::ungroup(RewriterBase &rewriter,
+                                              const FusedAttention &fused,
+                                              Value value,
+                                              std::string &reason) {
+  if (!fused.grouped)
+    return value;
+  Location loc = value.getLoc();
+  AttentionOp op = fused.op;
+  Value q = op.getQuery(), k = op.getKey();
+  auto kType = cast<RankedTensorType>(k.getType());
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(rewriter, loc, q);
+  std::optional<int64_t> hq = getConstantIntValue(sizes[1]);
+  if (!hq || kType.isDynamicDim(1)) {
+    reason = "grouped attention with dynamic head counts";
+    return failure();
+  }
+  int64_t hkv = kType.getDimSize(1);
+  SmallVector<OpFoldResult> expanded = {
+      sizes[0], rewriter.getIndexAttr(hkv), rewriter.getIndexAttr(*hq / hkv),
+      sizes[2]};
+  SmallVector<ReassociationIndices> groups = {{0}, {1, 2}, {3}};
+  if (type.getRank() == 4) {
+    expanded.push_back(rewriter.getIndexAttr(type.getDimSize(3)));
+    groups.push_back({4});
+  }
+  SmallVector<int64_t> shape;
+  for (OpFoldResult s : expanded)
+    shape.push_back(getConstantIntValue(s).value_or(ShapedType::kDynamic));
+  return tensor::ExpandShapeOp::create(
+             rewriter, loc, RankedTensorType::get(shape, type.getElementType()),
+             value, groups, expanded)
+      .getResult();
+}
+
+Value mlir::flash::detail::toResultLayout(OpBuilder &b, Location loc,
+                                          Value value, ArrayRef<unsigned> dims,
+                                          AffineMap resultMap,
+                                          RankedTensorType resultType,
+                                          double factor) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineExpr> exprs;
+  for (unsigned d : dims)
+    exprs.push_back(getAffineDimExpr(
+        *resultMap.getResultPosition(getAffineDimExpr(d, ctx)), ctx));
+  AffineMap read = AffineMap::get(resultType.getRank(), 0, exprs, ctx);
+  if (read.isIdentity() && resultType == value.getType() && factor == 1.0)
+    return value;
+  // Sizes from `value`: the replaced result is defined after here.
+  SmallVector<OpFoldResult> sizes(resultType.getRank());
+  for (unsigned j = 0; j < read.getNumResults(); ++j)
+    sizes[cast<AffineDimExpr>(read.getResult(j)).getPosition()] =
+        tensor::getMixedSize(b, loc, value, j);
+  Type want = resultType.getElementType();
+  Value init = tensor::EmptyOp::create(b, loc, sizes, want);
+  Value result = buildGeneric(
+      b, loc, value, init,
+      {read, AffineMap::getMultiDimIdentityMap(resultType.getRank(), ctx)},
+      SmallVector<utils::IteratorType>(resultType.getRank(),
+                                       utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value v = a[0];
+        if (factor != 1.0) {
+          v = extendToF32(nb, nl, v);
+          Value f = arith::ConstantOp::create(
+              nb, nl, nb.getF32FloatAttr(static_cast<float>(factor)));
+          v = arith::MulFOp::create(nb, nl, v, f);
+        }
+        if (v.getType() == want)
+          return v;
+        return v.getType().getIntOrFloatBitWidth() < want.getIntOrFloatBitWidth()
+                   ? arith::ExtFOp::create(nb, nl, want, v).getResult()
+                   : arith::TruncFOp::create(nb, nl, want, v).getResult();
+      });
+  if (result.getType() != resultType)
+    result = tensor::CastOp::create(b, loc, resultType, result);
+  return result;
+}
+
+void mlir::flash::detail::eraseDeadOps(RewriterBase &rewriter,
+                                       ArrayRef<Operation *> seeds) {
+  SmallVector<Operation *> worklist(seeds);
+  DenseSet<Operation *> gone;
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (gone.contains(op) || !isOpTriviallyDead(op))
+      continue;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        worklist.push_back(def);
+    gone.insert(op);
+    rewriter.eraseOp(op);
+  }
+}
