@@ -1,4 +1,5 @@
-//===- AttentionFusion.cpp - build flash ops from matches --------*- C++ -*-===//
+//===- AttentionFusion.cpp - build flash ops from matches --------*- C++
+//-*-===//
 //
 // Part of the flash-mlir project.
 //
@@ -280,10 +281,10 @@ mlir::flash::detail::buildFusedAttention(RewriterBase &rewriter,
       m.window ? rewriter.getI64IntegerAttr(*m.window) : IntegerAttr();
   SmallVector<Type> resultTypes = {outType};
   if (withLse)
-    resultTypes.push_back(RankedTensorType::get(
-        qType.getShape().drop_back(), rewriter.getF32Type()));
-  auto fused = AttentionOp::create(rewriter, loc, resultTypes, *q, *k, *v,
-                                   bias, mask, scaleAttr, causal, window);
+    resultTypes.push_back(RankedTensorType::get(qType.getShape().drop_back(),
+                                                rewriter.getF32Type()));
+  auto fused = AttentionOp::create(rewriter, loc, resultTypes, *q, *k, *v, bias,
+                                   mask, scaleAttr, causal, window);
   {
     // Quietly: a rejected candidate is reported as a remark, not an error.
     ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
@@ -314,9 +315,9 @@ FailureOr<Value> mlir::flash::detail::ungroup(RewriterBase &rewriter,
     return failure();
   }
   int64_t hkv = kType.getDimSize(1);
-  SmallVector<OpFoldResult> expanded = {
-      sizes[0], rewriter.getIndexAttr(hkv), rewriter.getIndexAttr(*hq / hkv),
-      sizes[2]};
+  SmallVector<OpFoldResult> expanded = {sizes[0], rewriter.getIndexAttr(hkv),
+                                        rewriter.getIndexAttr(*hq / hkv),
+                                        sizes[2]};
   SmallVector<ReassociationIndices> groups = {{0}, {1, 2}, {3}};
   if (type.getRank() == 4) {
     expanded.push_back(rewriter.getIndexAttr(type.getDimSize(3)));
@@ -366,7 +367,8 @@ Value mlir::flash::detail::toResultLayout(OpBuilder &b, Location loc,
         }
         if (v.getType() == want)
           return v;
-        return v.getType().getIntOrFloatBitWidth() < want.getIntOrFloatBitWidth()
+        return v.getType().getIntOrFloatBitWidth() <
+                       want.getIntOrFloatBitWidth()
                    ? arith::ExtFOp::create(nb, nl, want, v).getResult()
                    : arith::TruncFOp::create(nb, nl, want, v).getResult();
       });

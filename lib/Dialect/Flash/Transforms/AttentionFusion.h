@@ -1,4 +1,5 @@
-//===- AttentionFusion.h - build flash ops from matches ----------*- C++ -*-===//
+//===- AttentionFusion.h - build flash ops from matches ----------*- C++
+//-*-===//
 //
 // Part of the flash-mlir project.
 //

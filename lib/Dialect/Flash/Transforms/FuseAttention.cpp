@@ -68,8 +68,7 @@ LogicalResult fuse(RewriterBase &rewriter, AttentionMatch &m, bool report,
   AttentionOp fused = built->op;
   Type et = fused.getQuery().getType().getElementType();
   // Back to the layout and element type of the original result.
-  FailureOr<Value> out =
-      ungroup(rewriter, *built, fused.getOutput(), reason);
+  FailureOr<Value> out = ungroup(rewriter, *built, fused.getOutput(), reason);
   if (failed(out)) {
     rewriter.eraseOp(fused);
     return failure();
