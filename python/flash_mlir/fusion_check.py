@@ -3,14 +3,17 @@ compares the numbers.
 
     python3 -m flash_mlir.fusion_check FILE [--expect fused|unfused]
         [--pre "flash-opt passes before fusion"] [--dynamic-size 12]
+        [--fuse=--flash-fuse-attention-backward]
 
 The file is split at `// -----`. In each chunk the first `func.func` is the
 entry: it gets random inputs (dynamic sizes become --dynamic-size) and its
 results are printed as raw f32 bits. The chunk is compiled twice with
-`flash-opt PRE --flash-cpu-pipeline` and `flash-opt PRE
---flash-fuse-attention --flash-cpu-pipeline`; both runs must agree within
-the tolerance of the element type, and with --expect the fused program must
-(or must not) contain flash.attention. One line per chunk, then a summary.
+`flash-opt PRE --flash-cpu-pipeline` and `flash-opt PRE FUSE
+--flash-cpu-pipeline` (FUSE is --flash-fuse-attention unless --fuse says
+otherwise); both runs must agree within the tolerance of the element type,
+and with --expect the fused program must (or must not) contain
+flash.attention (flash.attention_backward when FUSE fuses the backward).
+One line per chunk, then a summary.
 """
 
 import argparse
@@ -85,7 +88,10 @@ def main(argv=None):
     p.add_argument("--pre", default="", help="flash-opt passes applied first (e.g. TOSA lowering)")
     p.add_argument("--dynamic-size", type=int, default=12)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--fuse", default="--flash-fuse-attention",
+                   help="the fusion passes (write --fuse=--pass)")
     args = p.parse_args(argv)
+    marker = "flash.attention_backward" if "backward" in args.fuse else "flash.attention"
 
     text = open(args.file).read()
     chunks = text.split("// -----")
@@ -103,17 +109,18 @@ def main(argv=None):
                                        args.dynamic_size)
         program = chunk + "\n" + main_text
         fused_ir = subprocess.run([flash_opt, "-"] + shlex.split(args.pre) +
-                                  ["--flash-fuse-attention"],
+                                  shlex.split(args.fuse),
                                   input=program, capture_output=True, text=True)
         if fused_ir.returncode != 0:
             print(f"FAIL @{name}: fusion failed:\n{fused_ir.stderr}")
             failures += 1
             continue
-        fused = "flash.attention" in fused_ir.stdout
+        fused = marker in fused_ir.stdout
         pre = args.pre + " " if args.pre else ""
         try:
             plain = parse_outputs(run_program(program, pre + "--flash-cpu-pipeline"), results)
-            fast = parse_outputs(run_program(program, pre + "--flash-fuse-attention --flash-cpu-pipeline"), results)
+            fast = parse_outputs(run_program(program, pre + args.fuse + " --flash-cpu-pipeline"),
+                                 results)
         except RuntimeError as e:
             print(f"FAIL @{name}: {e}")
             failures += 1

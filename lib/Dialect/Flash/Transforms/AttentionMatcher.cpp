@@ -440,6 +440,7 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
         }
         m.window = *offset - *diag.lower;
       }
+      m.keptDiagonal = {diag.lower, diag.upper};
     }
 
     // Both contractions must start from zero (a non-zero init is a bias).

@@ -49,6 +49,8 @@ struct AttentionMatch {
   SmallVector<std::pair<TensorAccess, bool>> masks;
   bool causal = false;
   std::optional<int64_t> window;
+  /// Bounds on j - i of the kept scores (causal and window as parsed).
+  std::pair<std::optional<int64_t>, std::optional<int64_t>> keptDiagonal;
   bool maxSubtracted = false;
   bool base2 = false;
   bool namedSoftmax = false;

@@ -102,6 +102,50 @@ def FlashFuseAttentionPass : Pass<"flash-fuse-attention"> {
   ];
 }
 
+def FlashFuseAttentionBackwardPass
+    : Pass<"flash-fuse-attention-backward", "::mlir::ModuleOp"> {
+  let summary = "Replace attention's backward from saved probabilities with "
+                "flash.attention_backward, saving only the LSE";
+  let description = [{
+    In a training graph the backward of matmul -> softmax -> matmul reads
+    the saved probabilities P (N x N): `dV = Pᵀ dO`, `dP = dO Vᵀ`,
+    `dS = P (dP - rowsum(dP P))`, `dQ = scale dS K`, `dK = scale dSᵀ Q`.
+    This pass finds the forward as `--flash-fuse-attention` does (allowing
+    P's extra users), then the backward among P's users: each contraction
+    that reads a tensor computed from P is matched by meaning — its input is
+    interpreted over P's index space and evaluated to check that it is
+    `c · P (dP - rowsum(P dP))` for a constant `c` (torch's
+    `_softmax_backward_data`, JAX's `dP P - P Σ dP P`, the scale applied
+    before or after), with `dP` a contraction of dO and V. The forward
+    becomes `flash.attention` returning the LSE, the gradients one
+    `flash.attention_backward`, and P is no longer computed.
+
+    Within one function (a jointly traced training step) both are rewritten
+    in place. Across functions — a forward returning P as a saved activation
+    and a backward taking it as an argument — P's result and argument become
+    the fused forward's output O and LSE (and its bias and mask, if any) in
+    both signatures and at every call site, so nothing N x N crosses the
+    boundary. This requires every use of P at every call site to be the
+    backward function's argument.
+
+    Nothing changes when P has another user, when a contraction's input is
+    not the softmax gradient (a look-alike), or when the backward's Q, K, V,
+    dO are not the forward's; with `report` each candidate gets a remark
+    saying what was fused or why not.
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false",
+           "Emit a remark for every candidate: what was fused, or why not">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::flash::FlashDialect"
+  ];
+}
+
 def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
   let summary = "Tile flash.attention into the FlashAttention-2 online-softmax loop nest";
   let description = [{

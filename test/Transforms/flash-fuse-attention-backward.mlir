@@ -1,0 +1,682 @@
+// RUN: flash-opt %s --flash-fuse-attention-backward -split-input-file | FileCheck %s
+// RUN: %python -m flash_mlir.fusion_check %s --fuse=--flash-fuse-attention-backward --expect fused | FileCheck %s --check-prefix=EXEC
+// RUN: flash-opt %s --flash-fuse-attention-backward=report=true -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+
+// Jointly traced training steps, (q, k, v, dO) -> (O, dQ, dK, dV), whose
+// backward reads the probabilities P saved by the forward, written as
+// autodiff emits it in each frontend's spelling. Each becomes
+// flash.attention returning the LSE plus flash.attention_backward, with no
+// M x N tensor left; every case runs unfused and fused on the CPU and must
+// give the same O and gradients (EXEC).
+// EXEC-NOT: FAIL
+// EXEC: fusion_check: 0 failure(s)
+// REPORT-COUNT-5: remark: fused attention backward within the function: gradients dQ dK dV
+// REPORT-NOT: not fused
+
+
+// 1a. torch-mlir style: [B*H, S, D] batch_matmuls with linalg.transpose, S / sqrt(D), softmax as generics; backward dV = bmm(P^T, dO), dP = bmm(dO, V^T), dS = P * (dP - rowsum(dP * P)), dS / sqrt(D), dQ = bmm(dS, K), dK = transpose(bmm(Q^T, dS)).
+#map3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row3 = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+// CHECK-LABEL: func.func @torch_joint
+// CHECK-NOT: x16x20x
+// CHECK: %{{.*}}, %[[LSE:.*]] = flash.attention %arg0, %arg1, %arg2 {scale = 0.353553385 : f32}{{.*}} -> {{.*}}, tensor<2x2x16xf32>
+// CHECK-NOT: x16x20x
+// CHECK: flash.attention_backward {{.*}}{scale = 0.353553385 : f32}
+// CHECK-NOT: x16x20x
+// CHECK: return
+func.func @torch_joint(%q: tensor<2x2x16x8xf32>, %k: tensor<2x2x20x8xf32>, %v: tensor<2x2x20x8xf32>, %do: tensor<2x2x16x8xf32>) -> (tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x20x8xf32>, tensor<2x2x20x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c = arith.constant 2.82842712 : f32
+  %q3 = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<2x2x16x8xf32> into tensor<4x16x8xf32>
+  %k3 = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<2x2x20x8xf32> into tensor<4x20x8xf32>
+  %v3 = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<2x2x20x8xf32> into tensor<4x20x8xf32>
+  %do3 = tensor.collapse_shape %do [[0, 1], [2], [3]] : tensor<2x2x16x8xf32> into tensor<4x16x8xf32>
+  // forward
+  %kt0 = tensor.empty() : tensor<4x8x20xf32>
+  %kt = linalg.transpose ins(%k3 : tensor<4x20x8xf32>) outs(%kt0 : tensor<4x8x20xf32>) permutation = [0, 2, 1]
+  %s0 = tensor.empty() : tensor<4x16x20xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<4x16x20xf32>) -> tensor<4x16x20xf32>
+  %s = linalg.batch_matmul ins(%q3, %kt : tensor<4x16x8xf32>, tensor<4x8x20xf32>) outs(%sz : tensor<4x16x20xf32>) -> tensor<4x16x20xf32>
+  %x = linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<4x16x20xf32>) outs(%s0 : tensor<4x16x20xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %d = arith.divf %a, %c : f32
+    linalg.yield %d : f32
+  } -> tensor<4x16x20xf32>
+  %m0 = tensor.empty() : tensor<4x16x1xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%m0 : tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
+  %mx = linalg.generic {indexing_maps = [#map3, #row3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x : tensor<4x16x20xf32>) outs(%mi : tensor<4x16x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16x1xf32>
+  %e = linalg.generic {indexing_maps = [#map3, #row3, #map3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x, %mx : tensor<4x16x20xf32>, tensor<4x16x1xf32>) outs(%s0 : tensor<4x16x20xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %ex = math.exp %d : f32
+    linalg.yield %ex : f32
+  } -> tensor<4x16x20xf32>
+  %l0 = linalg.fill ins(%zero : f32) outs(%m0 : tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
+  %l = linalg.generic {indexing_maps = [#map3, #row3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%e : tensor<4x16x20xf32>) outs(%l0 : tensor<4x16x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16x1xf32>
+  %p = linalg.generic {indexing_maps = [#map3, #row3, #map3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%e, %l : tensor<4x16x20xf32>, tensor<4x16x1xf32>) outs(%s0 : tensor<4x16x20xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.divf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<4x16x20xf32>
+  %o0 = tensor.empty() : tensor<4x16x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<4x16x8xf32>) -> tensor<4x16x8xf32>
+  %o3 = linalg.batch_matmul ins(%p, %v3 : tensor<4x16x20xf32>, tensor<4x20x8xf32>) outs(%oz : tensor<4x16x8xf32>) -> tensor<4x16x8xf32>
+  // backward
+  // dV = bmm(P^T, dO)
+  %pt0 = tensor.empty() : tensor<4x20x16xf32>
+  %pt = linalg.transpose ins(%p : tensor<4x16x20xf32>) outs(%pt0 : tensor<4x20x16xf32>) permutation = [0, 2, 1]
+  %dv0 = tensor.empty() : tensor<4x20x8xf32>
+  %dvz = linalg.fill ins(%zero : f32) outs(%dv0 : tensor<4x20x8xf32>) -> tensor<4x20x8xf32>
+  %dv3 = linalg.batch_matmul ins(%pt, %do3 : tensor<4x20x16xf32>, tensor<4x16x8xf32>) outs(%dvz : tensor<4x20x8xf32>) -> tensor<4x20x8xf32>
+  // dP = bmm(dO, V^T)
+  %vt0 = tensor.empty() : tensor<4x8x20xf32>
+  %vt = linalg.transpose ins(%v3 : tensor<4x20x8xf32>) outs(%vt0 : tensor<4x8x20xf32>) permutation = [0, 2, 1]
+  %dpz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<4x16x20xf32>) -> tensor<4x16x20xf32>
+  %dp = linalg.batch_matmul ins(%do3, %vt : tensor<4x16x8xf32>, tensor<4x8x20xf32>) outs(%dpz : tensor<4x16x20xf32>) -> tensor<4x16x20xf32>
+  // _softmax_backward_data(dP, P): dS = P * (dP - sum(dP * P, -1, keepdim))
+  %t = linalg.generic {indexing_maps = [#map3, #map3, #map3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%dp, %p : tensor<4x16x20xf32>, tensor<4x16x20xf32>) outs(%s0 : tensor<4x16x20xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16x20xf32>
+  %rz = linalg.fill ins(%zero : f32) outs(%m0 : tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
+  %rs = linalg.generic {indexing_maps = [#map3, #row3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%t : tensor<4x16x20xf32>) outs(%rz : tensor<4x16x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16x1xf32>
+  %ds = linalg.generic {indexing_maps = [#map3, #map3, #row3, #map3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%p, %dp, %rs : tensor<4x16x20xf32>, tensor<4x16x20xf32>, tensor<4x16x1xf32>) outs(%s0 : tensor<4x16x20xf32>) {
+  ^bb0(%pp: f32, %g: f32, %r: f32, %o: f32):
+    %d = arith.subf %g, %r : f32
+    %m = arith.mulf %pp, %d : f32
+    linalg.yield %m : f32
+  } -> tensor<4x16x20xf32>
+  // backward of S / sqrt(D)
+  %dss = linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ds : tensor<4x16x20xf32>) outs(%s0 : tensor<4x16x20xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %d = arith.divf %a, %c : f32
+    linalg.yield %d : f32
+  } -> tensor<4x16x20xf32>
+  // dQ = bmm(dS, K)   (the transpose of K^T folded away)
+  %dq0 = tensor.empty() : tensor<4x16x8xf32>
+  %dqz = linalg.fill ins(%zero : f32) outs(%dq0 : tensor<4x16x8xf32>) -> tensor<4x16x8xf32>
+  %dq3 = linalg.batch_matmul ins(%dss, %k3 : tensor<4x16x20xf32>, tensor<4x20x8xf32>) outs(%dqz : tensor<4x16x8xf32>) -> tensor<4x16x8xf32>
+  // dK^T = bmm(Q^T, dS), dK = transpose(dK^T)
+  %qt0 = tensor.empty() : tensor<4x8x16xf32>
+  %qt = linalg.transpose ins(%q3 : tensor<4x16x8xf32>) outs(%qt0 : tensor<4x8x16xf32>) permutation = [0, 2, 1]
+  %dktz = linalg.fill ins(%zero : f32) outs(%kt0 : tensor<4x8x20xf32>) -> tensor<4x8x20xf32>
+  %dkt = linalg.batch_matmul ins(%qt, %dss : tensor<4x8x16xf32>, tensor<4x16x20xf32>) outs(%dktz : tensor<4x8x20xf32>) -> tensor<4x8x20xf32>
+  %dk30 = tensor.empty() : tensor<4x20x8xf32>
+  %dk3 = linalg.transpose ins(%dkt : tensor<4x8x20xf32>) outs(%dk30 : tensor<4x20x8xf32>) permutation = [0, 2, 1]
+  %o4 = tensor.expand_shape %o3 [[0, 1], [2], [3]] output_shape [2, 2, 16, 8] : tensor<4x16x8xf32> into tensor<2x2x16x8xf32>
+  %dq = tensor.expand_shape %dq3 [[0, 1], [2], [3]] output_shape [2, 2, 16, 8] : tensor<4x16x8xf32> into tensor<2x2x16x8xf32>
+  %dk = tensor.expand_shape %dk3 [[0, 1], [2], [3]] output_shape [2, 2, 20, 8] : tensor<4x20x8xf32> into tensor<2x2x20x8xf32>
+  %dv = tensor.expand_shape %dv3 [[0, 1], [2], [3]] output_shape [2, 2, 20, 8] : tensor<4x20x8xf32> into tensor<2x2x20x8xf32>
+  return %o4, %dq, %dk, %dv : tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x20x8xf32>, tensor<2x2x20x8xf32>
+}
+
+// -----
+
+// 1b. JAX (stablehlo-to-linalg) style: rank-4 einsums as 5-D generics, flax's q / sqrt(D) before Q K^T, softmax and its VJP via linalg.reduce/broadcast/map (dS = dP*P - P*sum(dP*P)), dQ = (dS K) / sqrt(D), dK = dS^T Qs (reads the scaled q).
+#q = affine_map<(b, h, m, n, d) -> (b, h, m, d)>
+#k = affine_map<(b, h, m, n, d) -> (b, h, n, d)>
+#s = affine_map<(b, h, m, n, d) -> (b, h, m, n)>
+#p = affine_map<(b, h, m, d, n) -> (b, h, m, n)>
+#v = affine_map<(b, h, m, d, n) -> (b, h, n, d)>
+#o = affine_map<(b, h, m, d, n) -> (b, h, m, d)>
+#pt = affine_map<(b, h, n, d, m) -> (b, h, m, n)>
+#dot = affine_map<(b, h, n, d, m) -> (b, h, m, d)>
+#kv = affine_map<(b, h, n, d, m) -> (b, h, n, d)>
+// CHECK-LABEL: func.func @jax_joint
+// CHECK-NOT: x10x14x
+// CHECK: %{{.*}}, %[[LSE:.*]] = flash.attention %arg0, %arg1, %arg2 {scale = 0.353553385 : f32}{{.*}} -> {{.*}}, tensor<2x2x10xf32>
+// CHECK-NOT: x10x14x
+// CHECK: flash.attention_backward %arg0, %arg1, %arg2, %{{.*}}, %arg3, %[[LSE]] {scale = 0.353553385 : f32}
+// CHECK-NOT: x10x14x
+// CHECK: return
+func.func @jax_joint(%q: tensor<2x2x10x8xf32>, %k: tensor<2x2x14x8xf32>, %v: tensor<2x2x14x8xf32>, %do: tensor<2x2x10x8xf32>) -> (tensor<2x2x10x8xf32>, tensor<2x2x10x8xf32>, tensor<2x2x14x8xf32>, tensor<2x2x14x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  // forward
+  %sq = arith.constant dense<2.82842712> : tensor<2x2x10x8xf32>
+  %q0 = tensor.empty() : tensor<2x2x10x8xf32>
+  %qs = linalg.map { arith.divf } ins(%q, %sq : tensor<2x2x10x8xf32>, tensor<2x2x10x8xf32>) outs(%q0 : tensor<2x2x10x8xf32>)
+  %s0 = tensor.empty() : tensor<2x2x10x14xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x2x10x14xf32>) -> tensor<2x2x10x14xf32>
+  %s = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%qs, %k : tensor<2x2x10x8xf32>, tensor<2x2x14x8xf32>) outs(%sz : tensor<2x2x10x14xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x10x14xf32>
+  %r0 = tensor.empty() : tensor<2x2x10xf32>
+  %ri = linalg.fill ins(%ninf : f32) outs(%r0 : tensor<2x2x10xf32>) -> tensor<2x2x10xf32>
+  %mx = linalg.reduce { arith.maximumf } ins(%s : tensor<2x2x10x14xf32>) outs(%ri : tensor<2x2x10xf32>) dimensions = [3]
+  %mxb = linalg.broadcast ins(%mx : tensor<2x2x10xf32>) outs(%s0 : tensor<2x2x10x14xf32>) dimensions = [3]
+  %d = linalg.map { arith.subf } ins(%s, %mxb : tensor<2x2x10x14xf32>, tensor<2x2x10x14xf32>) outs(%s0 : tensor<2x2x10x14xf32>)
+  %e = linalg.map { math.exp } ins(%d : tensor<2x2x10x14xf32>) outs(%s0 : tensor<2x2x10x14xf32>)
+  %li = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x2x10xf32>) -> tensor<2x2x10xf32>
+  %l = linalg.reduce { arith.addf } ins(%e : tensor<2x2x10x14xf32>) outs(%li : tensor<2x2x10xf32>) dimensions = [3]
+  %lb = linalg.broadcast ins(%l : tensor<2x2x10xf32>) outs(%s0 : tensor<2x2x10x14xf32>) dimensions = [3]
+  %p = linalg.map { arith.divf } ins(%e, %lb : tensor<2x2x10x14xf32>, tensor<2x2x10x14xf32>) outs(%s0 : tensor<2x2x10x14xf32>)
+  %o0 = tensor.empty() : tensor<2x2x10x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x2x10x8xf32>) -> tensor<2x2x10x8xf32>
+  %out = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x2x10x14xf32>, tensor<2x2x14x8xf32>) outs(%oz : tensor<2x2x10x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x10x8xf32>
+  // backward
+  // dV = einsum('bhmn,bhmd->bhnd', P, dO)
+  %kv0 = tensor.empty() : tensor<2x2x14x8xf32>
+  %dvz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x2x14x8xf32>) -> tensor<2x2x14x8xf32>
+  %dv = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %do : tensor<2x2x10x14xf32>, tensor<2x2x10x8xf32>) outs(%dvz : tensor<2x2x14x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x14x8xf32>
+  // dP = einsum('bhmd,bhnd->bhmn', dO, V)
+  %dpz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x2x10x14xf32>) -> tensor<2x2x10x14xf32>
+  %dp = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%do, %v : tensor<2x2x10x8xf32>, tensor<2x2x14x8xf32>) outs(%dpz : tensor<2x2x10x14xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x10x14xf32>
+  // softmax VJP: t = dP * P; dS = t - P * sum(t)
+  %t = linalg.map { arith.mulf } ins(%dp, %p : tensor<2x2x10x14xf32>, tensor<2x2x10x14xf32>) outs(%s0 : tensor<2x2x10x14xf32>)
+  %ti = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x2x10xf32>) -> tensor<2x2x10xf32>
+  %ts = linalg.reduce { arith.addf } ins(%t : tensor<2x2x10x14xf32>) outs(%ti : tensor<2x2x10xf32>) dimensions = [3]
+  %tsb = linalg.broadcast ins(%ts : tensor<2x2x10xf32>) outs(%s0 : tensor<2x2x10x14xf32>) dimensions = [3]
+  %pts = linalg.map { arith.mulf } ins(%p, %tsb : tensor<2x2x10x14xf32>, tensor<2x2x10x14xf32>) outs(%s0 : tensor<2x2x10x14xf32>)
+  %ds = linalg.map { arith.subf } ins(%t, %pts : tensor<2x2x10x14xf32>, tensor<2x2x10x14xf32>) outs(%s0 : tensor<2x2x10x14xf32>)
+  // dQs = einsum('bhmn,bhnd->bhmd', dS, K); dQ = dQs / sqrt(D)
+  %dqz = linalg.fill ins(%zero : f32) outs(%q0 : tensor<2x2x10x8xf32>) -> tensor<2x2x10x8xf32>
+  %dqs = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%ds, %k : tensor<2x2x10x14xf32>, tensor<2x2x14x8xf32>) outs(%dqz : tensor<2x2x10x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x10x8xf32>
+  %dq = linalg.map { arith.divf } ins(%dqs, %sq : tensor<2x2x10x8xf32>, tensor<2x2x10x8xf32>) outs(%q0 : tensor<2x2x10x8xf32>)
+  // dK = einsum('bhmn,bhmd->bhnd', dS, Qs)
+  %dkz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x2x14x8xf32>) -> tensor<2x2x14x8xf32>
+  %dk = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%ds, %qs : tensor<2x2x10x14xf32>, tensor<2x2x10x8xf32>) outs(%dkz : tensor<2x2x14x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x14x8xf32>
+  return %out, %dq, %dk, %dv : tensor<2x2x10x8xf32>, tensor<2x2x10x8xf32>, tensor<2x2x14x8xf32>, tensor<2x2x14x8xf32>
+}
+
+// -----
+
+// 1c. Bottom-right causal (M = 12 < N = 16, keep j <= i + 4 via linalg.index, select -inf), rank-4 generics, S / sqrt(D); backward as 1a (dS = P * (dP - rowsum(dP * P))) plus the select's backward (masked entries of dS zeroed) before / sqrt(D).
+#q = affine_map<(b, h, m, n, d) -> (b, h, m, d)>
+#k = affine_map<(b, h, m, n, d) -> (b, h, n, d)>
+#s = affine_map<(b, h, m, n, d) -> (b, h, m, n)>
+#p = affine_map<(b, h, m, d, n) -> (b, h, m, n)>
+#v = affine_map<(b, h, m, d, n) -> (b, h, n, d)>
+#o = affine_map<(b, h, m, d, n) -> (b, h, m, d)>
+#pt = affine_map<(b, h, n, d, m) -> (b, h, m, n)>
+#dot = affine_map<(b, h, n, d, m) -> (b, h, m, d)>
+#kv = affine_map<(b, h, n, d, m) -> (b, h, n, d)>
+#id4 = affine_map<(b, h, m, n) -> (b, h, m, n)>
+#row4 = affine_map<(b, h, m, n) -> (b, h, m)>
+// CHECK-LABEL: func.func @causal_joint
+// CHECK-NOT: x12x16x
+// CHECK: %{{.*}}, %[[LSE:.*]] = flash.attention %arg0, %arg1, %arg2 {causal, scale = 0.353553385 : f32}{{.*}} -> {{.*}}, tensor<2x2x12xf32>
+// CHECK-NOT: x12x16x
+// CHECK: flash.attention_backward %arg0, %arg1, %arg2, %{{.*}}, %arg3, %[[LSE]] {causal, scale = 0.353553385 : f32}
+// CHECK-NOT: x12x16x
+// CHECK: return
+func.func @causal_joint(%q: tensor<2x2x12x8xf32>, %k: tensor<2x2x16x8xf32>, %v: tensor<2x2x16x8xf32>, %do: tensor<2x2x12x8xf32>) -> (tensor<2x2x12x8xf32>, tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c = arith.constant 2.82842712 : f32
+  %c4 = arith.constant 4 : index
+  // forward
+  %s0 = tensor.empty() : tensor<2x2x12x16xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x2x12x16xf32>) -> tensor<2x2x12x16xf32>
+  %s = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>) outs(%sz : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  %x = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<2x2x12x16xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %last = arith.addi %i, %c4 : index
+    %keep = arith.cmpi sle, %j, %last : index
+    %sc = arith.divf %a, %c : f32
+    %r = arith.select %keep, %sc, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  %r0 = tensor.empty() : tensor<2x2x12xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%r0 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %mx = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x : tensor<2x2x12x16xf32>) outs(%mi : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %e = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %mx : tensor<2x2x12x16xf32>, tensor<2x2x12xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %ex = math.exp %d : f32
+    linalg.yield %ex : f32
+  } -> tensor<2x2x12x16xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %l = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%e : tensor<2x2x12x16xf32>) outs(%li : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %p = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%e, %l : tensor<2x2x12x16xf32>, tensor<2x2x12xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.divf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<2x2x12x16xf32>
+  %q0 = tensor.empty() : tensor<2x2x12x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%q0 : tensor<2x2x12x8xf32>) -> tensor<2x2x12x8xf32>
+  %out = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x2x12x16xf32>, tensor<2x2x16x8xf32>) outs(%oz : tensor<2x2x12x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x8xf32>
+  // backward
+  // dV = P^T dO (contraction over the query axis)
+  %kv0 = tensor.empty() : tensor<2x2x16x8xf32>
+  %dvz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
+  %dv = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %do : tensor<2x2x12x16xf32>, tensor<2x2x12x8xf32>) outs(%dvz : tensor<2x2x16x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x16x8xf32>
+  // dP = dO V^T
+  %dpz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x2x12x16xf32>) -> tensor<2x2x12x16xf32>
+  %dp = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%do, %v : tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>) outs(%dpz : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  // dS = P * (dP - rowsum(dP * P))
+  %t = linalg.generic {indexing_maps = [#id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dp, %p : tensor<2x2x12x16xf32>, tensor<2x2x12x16xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  %rz = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %rs = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%t : tensor<2x2x12x16xf32>) outs(%rz : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %ds = linalg.generic {indexing_maps = [#id4, #id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%p, %dp, %rs : tensor<2x2x12x16xf32>, tensor<2x2x12x16xf32>, tensor<2x2x12xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%pp: f32, %g: f32, %r: f32, %o: f32):
+    %d = arith.subf %g, %r : f32
+    %m = arith.mulf %pp, %d : f32
+    linalg.yield %m : f32
+  } -> tensor<2x2x12x16xf32>
+  // backward of select(keep, S / sqrt(D), -inf): select(keep, dS, 0) / sqrt(D)
+  %dss = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ds : tensor<2x2x12x16xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %last = arith.addi %i, %c4 : index
+    %keep = arith.cmpi sle, %j, %last : index
+    %g = arith.select %keep, %a, %zero : f32
+    %r = arith.divf %g, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  // dQ = dS K
+  %dqz = linalg.fill ins(%zero : f32) outs(%q0 : tensor<2x2x12x8xf32>) -> tensor<2x2x12x8xf32>
+  %dq = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss, %k : tensor<2x2x12x16xf32>, tensor<2x2x16x8xf32>) outs(%dqz : tensor<2x2x12x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x8xf32>
+  // dK = dS^T Q
+  %dkz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
+  %dk = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss, %q : tensor<2x2x12x16xf32>, tensor<2x2x12x8xf32>) outs(%dkz : tensor<2x2x16x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x16x8xf32>
+  return %out, %dq, %dk, %dv : tensor<2x2x12x8xf32>, tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>
+}
+
+// -----
+
+// 1d. Mixed precision: bf16 Q/K/V/dO and additive bf16 bias [1, 1, M, N] on the scaled scores, contractions accumulate in f32 (extf in bodies), softmax in f32, P saved in bf16 (truncf); backward dS = P * (dP - rowsum(dP * P)) in f32, scaled and rounded to bf16 before dQ / dK; gradients rounded to bf16.
+#q = affine_map<(b, h, m, n, d) -> (b, h, m, d)>
+#k = affine_map<(b, h, m, n, d) -> (b, h, n, d)>
+#s = affine_map<(b, h, m, n, d) -> (b, h, m, n)>
+#p = affine_map<(b, h, m, d, n) -> (b, h, m, n)>
+#v = affine_map<(b, h, m, d, n) -> (b, h, n, d)>
+#o = affine_map<(b, h, m, d, n) -> (b, h, m, d)>
+#pt = affine_map<(b, h, n, d, m) -> (b, h, m, n)>
+#dot = affine_map<(b, h, n, d, m) -> (b, h, m, d)>
+#kv = affine_map<(b, h, n, d, m) -> (b, h, n, d)>
+#id4 = affine_map<(b, h, m, n) -> (b, h, m, n)>
+#row4 = affine_map<(b, h, m, n) -> (b, h, m)>
+#bias = affine_map<(b, h, m, n) -> (0, 0, m, n)>
+// CHECK-LABEL: func.func @bias_bf16_joint
+// CHECK-NOT: 2x2x8x12x
+// CHECK: %{{.*}}, %[[LSE:.*]] = flash.attention %arg0, %arg1, %arg2 bias({{.*}} -> {{.*}}, tensor<2x2x8xf32>
+// CHECK-NOT: 2x2x8x12x
+// CHECK: flash.attention_backward %arg0, %arg1, %arg2, %{{.*}}, %arg3, %[[LSE]] bias(%{{.*}} : tensor<1x1x8x12xbf16>)
+// CHECK-NOT: 2x2x8x12x
+// CHECK: return
+func.func @bias_bf16_joint(%q: tensor<2x2x8x8xbf16>, %k: tensor<2x2x12x8xbf16>, %v: tensor<2x2x12x8xbf16>, %do: tensor<2x2x8x8xbf16>, %bias: tensor<1x1x8x12xbf16>) -> (tensor<2x2x8x8xbf16>, tensor<2x2x8x8xbf16>, tensor<2x2x12x8xbf16>, tensor<2x2x12x8xbf16>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c = arith.constant 0.353553385 : f32
+  // forward
+  %s0 = tensor.empty() : tensor<2x2x8x12xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x2x8x12xf32>) -> tensor<2x2x8x12xf32>
+  %s = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x2x8x8xbf16>, tensor<2x2x12x8xbf16>) outs(%sz : tensor<2x2x8x12xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %a32 = arith.extf %a : bf16 to f32
+    %b32 = arith.extf %b : bf16 to f32
+    %m = arith.mulf %a32, %b32 : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x8x12xf32>
+  %x = linalg.generic {indexing_maps = [#id4, #bias, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %bias : tensor<2x2x8x12xf32>, tensor<1x1x8x12xbf16>) outs(%s0 : tensor<2x2x8x12xf32>) {
+  ^bb0(%a: f32, %b: bf16, %o: f32):
+    %sc = arith.mulf %a, %c : f32
+    %b32 = arith.extf %b : bf16 to f32
+    %r = arith.addf %sc, %b32 : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x8x12xf32>
+  %r0 = tensor.empty() : tensor<2x2x8xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%r0 : tensor<2x2x8xf32>) -> tensor<2x2x8xf32>
+  %mx = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x : tensor<2x2x8x12xf32>) outs(%mi : tensor<2x2x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x8xf32>
+  %e = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %mx : tensor<2x2x8x12xf32>, tensor<2x2x8xf32>) outs(%s0 : tensor<2x2x8x12xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %ex = math.exp %d : f32
+    linalg.yield %ex : f32
+  } -> tensor<2x2x8x12xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x2x8xf32>) -> tensor<2x2x8xf32>
+  %l = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%e : tensor<2x2x8x12xf32>) outs(%li : tensor<2x2x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x8xf32>
+  %p0 = tensor.empty() : tensor<2x2x8x12xbf16>
+  %p = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%e, %l : tensor<2x2x8x12xf32>, tensor<2x2x8xf32>) outs(%p0 : tensor<2x2x8x12xbf16>) {
+  ^bb0(%a: f32, %b: f32, %o: bf16):
+    %d = arith.divf %a, %b : f32
+    %t = arith.truncf %d : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<2x2x8x12xbf16>
+  %q0 = tensor.empty() : tensor<2x2x8x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%q0 : tensor<2x2x8x8xf32>) -> tensor<2x2x8x8xf32>
+  %of = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x2x8x12xbf16>, tensor<2x2x12x8xbf16>) outs(%oz : tensor<2x2x8x8xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %a32 = arith.extf %a : bf16 to f32
+    %b32 = arith.extf %b : bf16 to f32
+    %m = arith.mulf %a32, %b32 : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x8x8xf32>
+  %qb0 = tensor.empty() : tensor<2x2x8x8xbf16>
+  %out = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%of : tensor<2x2x8x8xf32>) outs(%qb0 : tensor<2x2x8x8xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %t = arith.truncf %a : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<2x2x8x8xbf16>
+  // backward
+  // dV = P^T dO, accumulated in f32, rounded to bf16
+  %kv0 = tensor.empty() : tensor<2x2x12x8xf32>
+  %dvz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x2x12x8xf32>) -> tensor<2x2x12x8xf32>
+  %dvf = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %do : tensor<2x2x8x12xbf16>, tensor<2x2x8x8xbf16>) outs(%dvz : tensor<2x2x12x8xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %a32 = arith.extf %a : bf16 to f32
+    %b32 = arith.extf %b : bf16 to f32
+    %m = arith.mulf %a32, %b32 : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x8xf32>
+  %kvb0 = tensor.empty() : tensor<2x2x12x8xbf16>
+  %dv = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dvf : tensor<2x2x12x8xf32>) outs(%kvb0 : tensor<2x2x12x8xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %t = arith.truncf %a : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<2x2x12x8xbf16>
+  // dP = dO V^T in f32
+  %dpz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x2x8x12xf32>) -> tensor<2x2x8x12xf32>
+  %dp = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%do, %v : tensor<2x2x8x8xbf16>, tensor<2x2x12x8xbf16>) outs(%dpz : tensor<2x2x8x12xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %a32 = arith.extf %a : bf16 to f32
+    %b32 = arith.extf %b : bf16 to f32
+    %m = arith.mulf %a32, %b32 : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x8x12xf32>
+  // dS = P * (dP - rowsum(dP * P)) in f32
+  %gp = linalg.generic {indexing_maps = [#id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dp, %p : tensor<2x2x8x12xf32>, tensor<2x2x8x12xbf16>) outs(%s0 : tensor<2x2x8x12xf32>) {
+  ^bb0(%a: f32, %b: bf16, %o: f32):
+    %b32 = arith.extf %b : bf16 to f32
+    %r = arith.mulf %a, %b32 : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x8x12xf32>
+  %rz = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x2x8xf32>) -> tensor<2x2x8xf32>
+  %rs = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%gp : tensor<2x2x8x12xf32>) outs(%rz : tensor<2x2x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x8xf32>
+  %ds = linalg.generic {indexing_maps = [#id4, #id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%p, %dp, %rs : tensor<2x2x8x12xbf16>, tensor<2x2x8x12xf32>, tensor<2x2x8xf32>) outs(%s0 : tensor<2x2x8x12xf32>) {
+  ^bb0(%pp: bf16, %g: f32, %r: f32, %o: f32):
+    %p32 = arith.extf %pp : bf16 to f32
+    %d = arith.subf %g, %r : f32
+    %m = arith.mulf %p32, %d : f32
+    linalg.yield %m : f32
+  } -> tensor<2x2x8x12xf32>
+  // backward of S * scale, rounded to bf16 for the two matmuls
+  %dsb = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ds : tensor<2x2x8x12xf32>) outs(%p0 : tensor<2x2x8x12xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %m = arith.mulf %a, %c : f32
+    %t = arith.truncf %m : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<2x2x8x12xbf16>
+  // dQ = dS K
+  %dqz = linalg.fill ins(%zero : f32) outs(%q0 : tensor<2x2x8x8xf32>) -> tensor<2x2x8x8xf32>
+  %dqf = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dsb, %k : tensor<2x2x8x12xbf16>, tensor<2x2x12x8xbf16>) outs(%dqz : tensor<2x2x8x8xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %a32 = arith.extf %a : bf16 to f32
+    %b32 = arith.extf %b : bf16 to f32
+    %m = arith.mulf %a32, %b32 : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x8x8xf32>
+  %dq = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dqf : tensor<2x2x8x8xf32>) outs(%qb0 : tensor<2x2x8x8xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %t = arith.truncf %a : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<2x2x8x8xbf16>
+  // dK = dS^T Q
+  %dkz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x2x12x8xf32>) -> tensor<2x2x12x8xf32>
+  %dkf = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dsb, %q : tensor<2x2x8x12xbf16>, tensor<2x2x8x8xbf16>) outs(%dkz : tensor<2x2x12x8xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %a32 = arith.extf %a : bf16 to f32
+    %b32 = arith.extf %b : bf16 to f32
+    %m = arith.mulf %a32, %b32 : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x8xf32>
+  %dk = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dkf : tensor<2x2x12x8xf32>) outs(%kvb0 : tensor<2x2x12x8xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %t = arith.truncf %a : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<2x2x12x8xbf16>
+  return %out, %dq, %dk, %dv : tensor<2x2x8x8xbf16>, tensor<2x2x8x8xbf16>, tensor<2x2x12x8xbf16>, tensor<2x2x12x8xbf16>
+}
+
+// -----
+
+// 1e. Long causal case B=1, H=2, M=200, N=333, D=16 (keep j <= i + 133), rank-4 generics, S * 0.25; backward with JAX's softmax VJP (t = dP * P; dS = t - P * rowsum(t)) and the mask's select backward, then * 0.25.
+#q = affine_map<(b, h, m, n, d) -> (b, h, m, d)>
+#k = affine_map<(b, h, m, n, d) -> (b, h, n, d)>
+#s = affine_map<(b, h, m, n, d) -> (b, h, m, n)>
+#p = affine_map<(b, h, m, d, n) -> (b, h, m, n)>
+#v = affine_map<(b, h, m, d, n) -> (b, h, n, d)>
+#o = affine_map<(b, h, m, d, n) -> (b, h, m, d)>
+#pt = affine_map<(b, h, n, d, m) -> (b, h, m, n)>
+#dot = affine_map<(b, h, n, d, m) -> (b, h, m, d)>
+#kv = affine_map<(b, h, n, d, m) -> (b, h, n, d)>
+#id4 = affine_map<(b, h, m, n) -> (b, h, m, n)>
+#row4 = affine_map<(b, h, m, n) -> (b, h, m)>
+// CHECK-LABEL: func.func @causal_200x333_joint
+// CHECK-NOT: x200x333x
+// CHECK: %{{.*}}, %[[LSE:.*]] = flash.attention %arg0, %arg1, %arg2 {causal, scale = 2.500000e-01 : f32}{{.*}} -> {{.*}}, tensor<1x2x200xf32>
+// CHECK-NOT: x200x333x
+// CHECK: flash.attention_backward %arg0, %arg1, %arg2, %{{.*}}, %arg3, %[[LSE]] {causal, scale = 2.500000e-01 : f32}
+// CHECK-NOT: x200x333x
+// CHECK: return
+func.func @causal_200x333_joint(%q: tensor<1x2x200x16xf32>, %k: tensor<1x2x333x16xf32>, %v: tensor<1x2x333x16xf32>, %do: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x333x16xf32>, tensor<1x2x333x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c = arith.constant 2.500000e-01 : f32
+  %c133 = arith.constant 133 : index
+  // forward
+  %s0 = tensor.empty() : tensor<1x2x200x333xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<1x2x200x333xf32>) -> tensor<1x2x200x333xf32>
+  %s = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<1x2x200x16xf32>, tensor<1x2x333x16xf32>) outs(%sz : tensor<1x2x200x333xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x200x333xf32>
+  %x = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x2x200x333xf32>) outs(%s0 : tensor<1x2x200x333xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %last = arith.addi %i, %c133 : index
+    %keep = arith.cmpi sle, %j, %last : index
+    %sc = arith.mulf %a, %c : f32
+    %r = arith.select %keep, %sc, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x200x333xf32>
+  %r0 = tensor.empty() : tensor<1x2x200xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%r0 : tensor<1x2x200xf32>) -> tensor<1x2x200xf32>
+  %mx = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x : tensor<1x2x200x333xf32>) outs(%mi : tensor<1x2x200xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x200xf32>
+  %e = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %mx : tensor<1x2x200x333xf32>, tensor<1x2x200xf32>) outs(%s0 : tensor<1x2x200x333xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %ex = math.exp %d : f32
+    linalg.yield %ex : f32
+  } -> tensor<1x2x200x333xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%r0 : tensor<1x2x200xf32>) -> tensor<1x2x200xf32>
+  %l = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%e : tensor<1x2x200x333xf32>) outs(%li : tensor<1x2x200xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x200xf32>
+  %p = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%e, %l : tensor<1x2x200x333xf32>, tensor<1x2x200xf32>) outs(%s0 : tensor<1x2x200x333xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.divf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<1x2x200x333xf32>
+  %q0 = tensor.empty() : tensor<1x2x200x16xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%q0 : tensor<1x2x200x16xf32>) -> tensor<1x2x200x16xf32>
+  %out = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<1x2x200x333xf32>, tensor<1x2x333x16xf32>) outs(%oz : tensor<1x2x200x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x200x16xf32>
+  // backward
+  // dV = P^T dO (contraction over the query axis)
+  %kv0 = tensor.empty() : tensor<1x2x333x16xf32>
+  %dvz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<1x2x333x16xf32>) -> tensor<1x2x333x16xf32>
+  %dv = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %do : tensor<1x2x200x333xf32>, tensor<1x2x200x16xf32>) outs(%dvz : tensor<1x2x333x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x333x16xf32>
+  // dP = dO V^T
+  %dpz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<1x2x200x333xf32>) -> tensor<1x2x200x333xf32>
+  %dp = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%do, %v : tensor<1x2x200x16xf32>, tensor<1x2x333x16xf32>) outs(%dpz : tensor<1x2x200x333xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x200x333xf32>
+  // softmax VJP in JAX's spelling: t = dP * P; dS = t - P * rowsum(t)
+  %t = linalg.generic {indexing_maps = [#id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dp, %p : tensor<1x2x200x333xf32>, tensor<1x2x200x333xf32>) outs(%s0 : tensor<1x2x200x333xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x200x333xf32>
+  %rz = linalg.fill ins(%zero : f32) outs(%r0 : tensor<1x2x200xf32>) -> tensor<1x2x200xf32>
+  %rs = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%t : tensor<1x2x200x333xf32>) outs(%rz : tensor<1x2x200xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x200xf32>
+  %ds = linalg.generic {indexing_maps = [#id4, #id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%t, %p, %rs : tensor<1x2x200x333xf32>, tensor<1x2x200x333xf32>, tensor<1x2x200xf32>) outs(%s0 : tensor<1x2x200x333xf32>) {
+  ^bb0(%tt: f32, %pp: f32, %r: f32, %o: f32):
+    %m = arith.mulf %pp, %r : f32
+    %d = arith.subf %tt, %m : f32
+    linalg.yield %d : f32
+  } -> tensor<1x2x200x333xf32>
+  // backward of select(keep, S * 0.25, -inf): select(keep, dS, 0) * 0.25
+  %dss = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ds : tensor<1x2x200x333xf32>) outs(%s0 : tensor<1x2x200x333xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %last = arith.addi %i, %c133 : index
+    %keep = arith.cmpi sle, %j, %last : index
+    %g = arith.select %keep, %a, %zero : f32
+    %r = arith.mulf %g, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x200x333xf32>
+  // dQ = dS K
+  %dqz = linalg.fill ins(%zero : f32) outs(%q0 : tensor<1x2x200x16xf32>) -> tensor<1x2x200x16xf32>
+  %dq = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss, %k : tensor<1x2x200x333xf32>, tensor<1x2x333x16xf32>) outs(%dqz : tensor<1x2x200x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x200x16xf32>
+  // dK = dS^T Q
+  %dkz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<1x2x333x16xf32>) -> tensor<1x2x333x16xf32>
+  %dk = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss, %q : tensor<1x2x200x333xf32>, tensor<1x2x200x16xf32>) outs(%dkz : tensor<1x2x333x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x333x16xf32>
+  return %out, %dq, %dk, %dv : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x333x16xf32>, tensor<1x2x333x16xf32>
+}
