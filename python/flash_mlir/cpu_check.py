@@ -238,7 +238,7 @@ def check_no_score_matrix(program, args):
             or args.bias or args.mask:
         return
     flash_opt = os.environ.get("FLASH_OPT", "flash-opt")
-    opts = f"block-rows={args.block_rows} block-cols={args.block_cols}"
+    opts = f"block-rows={args.block_rows} block-cols={args.block_cols} target={args.target}"
     tiled = subprocess.run([flash_opt, "-", f"--flash-tile-attention={opts}"],
                            input=program, capture_output=True, text=True)
     if tiled.returncode != 0:
@@ -337,6 +337,9 @@ def main(argv=None):
                         "(default: --flash-cpu-pipeline with the options below)")
     p.add_argument("--block-rows", type=int, default=0, help="force Br of the tiling")
     p.add_argument("--block-cols", type=int, default=0, help="force Bc of the tiling")
+    p.add_argument("--target", default="cpu",
+                   help="tiling target (sm_80/sm_90a: the GPU form, e.g. the backward as "
+                        "a dQ nest and a dK/dV nest)")
     p.add_argument("--no-tile", action="store_true",
                    help="run flash.attention through the naive decomposition")
     p.add_argument("--seed", type=int, default=0)
@@ -345,7 +348,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     args.hkv = args.hkv or args.hq
     if args.passes is None:
-        opts = f"block-rows={args.block_rows} block-cols={args.block_cols}"
+        opts = f"block-rows={args.block_rows} block-cols={args.block_cols} target={args.target}"
         if args.no_tile:
             opts += " tile=false"
         args.passes = f'--flash-cpu-pipeline="{opts}"'

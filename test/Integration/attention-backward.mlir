@@ -18,4 +18,13 @@
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --b 1 --hq 2 --m 50 --n 70 --d 16 --dtype f16 --window 10 --block-rows 16 --block-cols 16 | FileCheck %s
 // And through the naive decomposition.
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --b 2 --hq 4 --hkv 2 --m 30 --n 20 --d 16 --causal --no-tile | FileCheck %s
+// The GPU form (target sm_90a: a dQ nest that also writes D, and a dK/dV
+// nest over key blocks with transposed tiles), small tiles, on the CPU.
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --block-rows 16 --block-cols 16 --b 2 --hq 4 --hkv 2 --m 30 --n 20 --d 16 --causal --seed 1 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --block-rows 16 --block-cols 32 --b 1 --hq 2 --m 77 --n 100 --d 16 --window 20 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --block-rows 16 --block-cols 16 --b 1 --hq 4 --hkv 1 --m 25 --n 25 --d 8 --dv 16 --bias 25x25 --seed 2 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --block-rows 16 --block-cols 16 --b 2 --hq 2 --m 20 --n 30 --d 16 --mask 2x1x20x30 --masked-row --seed 3 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --block-rows 16 --block-cols 16 --b 2 --hq 4 --hkv 2 --m 33 --n 17 --d 16 --causal --dynamic bhmn --seed 4 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --block-rows 16 --block-cols 16 --b 1 --hq 2 --m 24 --n 40 --d 16 --dtype bf16 --seed 6 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --b 1 --hq 4 --hkv 2 --m 200 --n 333 --d 16 --causal | FileCheck %s
 // CHECK: PASS

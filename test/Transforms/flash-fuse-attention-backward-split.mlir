@@ -14,6 +14,7 @@
 // REPORT: remark: fused attention backward across @attn_fwd_jax and @attn_bwd_jax
 // REPORT: remark: fused attention backward across @attn_fwd_perm and @attn_bwd_perm
 // REPORT: remark: fused attention backward across @attn_fwd_causal and @attn_bwd_causal
+// REPORT: remark: fused attention backward across @attn_fwd_bias and @attn_bwd_bias
 // REPORT-NOT: not fused
 
 
@@ -562,4 +563,150 @@ func.func private @attn_bwd_causal(%q: tensor<1x2x200x16xf32>, %k: tensor<1x2x33
     linalg.yield %r : f32
   } -> tensor<1x2x333x16xf32>
   return %dq, %dk, %dv : tensor<1x2x200x16xf32>, tensor<1x2x333x16xf32>, tensor<1x2x333x16xf32>
+}
+
+// -----
+
+// A4. Split with an additive f32 bias [1, H, M, N] (read as (0, h, m, n)) passed to the forward only: @attn_fwd_bias(q, k, v, bias) -> (o, P) with S * 0.353553385 + bias; @attn_bwd_bias(q, k, v, P, dO) -> (dq, dk, dv), torch's dS, then * 0.353553385.
+#q = affine_map<(b, h, m, n, d) -> (b, h, m, d)>
+#k = affine_map<(b, h, m, n, d) -> (b, h, n, d)>
+#s = affine_map<(b, h, m, n, d) -> (b, h, m, n)>
+#p = affine_map<(b, h, m, d, n) -> (b, h, m, n)>
+#v = affine_map<(b, h, m, d, n) -> (b, h, n, d)>
+#o = affine_map<(b, h, m, d, n) -> (b, h, m, d)>
+#pt = affine_map<(b, h, n, d, m) -> (b, h, m, n)>
+#dot = affine_map<(b, h, n, d, m) -> (b, h, m, d)>
+#kv = affine_map<(b, h, n, d, m) -> (b, h, n, d)>
+#id4 = affine_map<(b, h, m, n) -> (b, h, m, n)>
+#row4 = affine_map<(b, h, m, n) -> (b, h, m)>
+#bias = affine_map<(b, h, m, n) -> (0, h, m, n)>
+// CHECK-LABEL: func.func @train_step_bias
+// The bias crosses the boundary with O and LSE (it is an input, not a saved activation).
+// CHECK: %[[F:.*]]:4 = call @attn_fwd_bias
+// CHECK: call @attn_bwd_bias({{.*}}%[[F]]#1, %[[F]]#2, %[[F]]#3
+// CHECK-LABEL: func.func private @attn_bwd_bias
+// CHECK: flash.attention_backward {{.*}} bias(
+func.func @train_step_bias(%q: tensor<2x2x12x8xf32>, %k: tensor<2x2x16x8xf32>, %v: tensor<2x2x16x8xf32>, %do: tensor<2x2x12x8xf32>, %bias: tensor<1x2x12x16xf32>) -> (tensor<2x2x12x8xf32>, tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) {
+  %o, %p = call @attn_fwd_bias(%q, %k, %v, %bias) : (tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<1x2x12x16xf32>) -> (tensor<2x2x12x8xf32>, tensor<2x2x12x16xf32>)
+  %dq, %dk, %dv = call @attn_bwd_bias(%q, %k, %v, %p, %do) : (tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x12x16xf32>, tensor<2x2x12x8xf32>) -> (tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>)
+  return %o, %dq, %dk, %dv : tensor<2x2x12x8xf32>, tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>
+}
+
+func.func private @attn_fwd_bias(%q: tensor<2x2x12x8xf32>, %k: tensor<2x2x16x8xf32>, %v: tensor<2x2x16x8xf32>, %bias: tensor<1x2x12x16xf32>) -> (tensor<2x2x12x8xf32>, tensor<2x2x12x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c = arith.constant 0.353553385 : f32
+  %s0 = tensor.empty() : tensor<2x2x12x16xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x2x12x16xf32>) -> tensor<2x2x12x16xf32>
+  %s = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>) outs(%sz : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  %x = linalg.generic {indexing_maps = [#id4, #bias, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %bias : tensor<2x2x12x16xf32>, tensor<1x2x12x16xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %sc = arith.mulf %a, %c : f32
+    %r = arith.addf %sc, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  %r0 = tensor.empty() : tensor<2x2x12xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%r0 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %mx = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x : tensor<2x2x12x16xf32>) outs(%mi : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %e = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %mx : tensor<2x2x12x16xf32>, tensor<2x2x12xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %ex = math.exp %d : f32
+    linalg.yield %ex : f32
+  } -> tensor<2x2x12x16xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %l = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%e : tensor<2x2x12x16xf32>) outs(%li : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %p = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%e, %l : tensor<2x2x12x16xf32>, tensor<2x2x12xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.divf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<2x2x12x16xf32>
+  %q0 = tensor.empty() : tensor<2x2x12x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%q0 : tensor<2x2x12x8xf32>) -> tensor<2x2x12x8xf32>
+  %out = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x2x12x16xf32>, tensor<2x2x16x8xf32>) outs(%oz : tensor<2x2x12x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x8xf32>
+  return %out, %p : tensor<2x2x12x8xf32>, tensor<2x2x12x16xf32>
+}
+
+func.func private @attn_bwd_bias(%q: tensor<2x2x12x8xf32>, %k: tensor<2x2x16x8xf32>, %v: tensor<2x2x16x8xf32>, %p: tensor<2x2x12x16xf32>, %do: tensor<2x2x12x8xf32>) -> (tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = arith.constant 0.353553385 : f32
+  %s0 = tensor.empty() : tensor<2x2x12x16xf32>
+  %r0 = tensor.empty() : tensor<2x2x12xf32>
+  %q0 = tensor.empty() : tensor<2x2x12x8xf32>
+  // dV = P^T dO (contraction over the query axis)
+  %kv0 = tensor.empty() : tensor<2x2x16x8xf32>
+  %dvz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
+  %dv = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %do : tensor<2x2x12x16xf32>, tensor<2x2x12x8xf32>) outs(%dvz : tensor<2x2x16x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x16x8xf32>
+  // dP = dO V^T
+  %dpz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x2x12x16xf32>) -> tensor<2x2x12x16xf32>
+  %dp = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%do, %v : tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>) outs(%dpz : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  // dS = P * (dP - rowsum(dP * P))
+  %t = linalg.generic {indexing_maps = [#id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dp, %p : tensor<2x2x12x16xf32>, tensor<2x2x12x16xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  %rz = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %rs = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%t : tensor<2x2x12x16xf32>) outs(%rz : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %ds = linalg.generic {indexing_maps = [#id4, #id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%p, %dp, %rs : tensor<2x2x12x16xf32>, tensor<2x2x12x16xf32>, tensor<2x2x12xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%pp: f32, %g: f32, %r: f32, %o: f32):
+    %d = arith.subf %g, %r : f32
+    %m = arith.mulf %pp, %d : f32
+    linalg.yield %m : f32
+  } -> tensor<2x2x12x16xf32>
+  // backward of S * scale
+  %dss = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ds : tensor<2x2x12x16xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  // dQ = dS K
+  %dqz = linalg.fill ins(%zero : f32) outs(%q0 : tensor<2x2x12x8xf32>) -> tensor<2x2x12x8xf32>
+  %dq = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss, %k : tensor<2x2x12x16xf32>, tensor<2x2x16x8xf32>) outs(%dqz : tensor<2x2x12x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x8xf32>
+  // dK = dS^T Q
+  %dkz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
+  %dk = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss, %q : tensor<2x2x12x16xf32>, tensor<2x2x12x8xf32>) outs(%dkz : tensor<2x2x16x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x16x8xf32>
+  return %dq, %dk, %dv : tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>
 }

@@ -10,7 +10,7 @@
 // give the same O and gradients (EXEC).
 // EXEC-NOT: FAIL
 // EXEC: fusion_check: 0 failure(s)
-// REPORT-COUNT-5: remark: fused attention backward within the function: gradients dQ dK dV
+// REPORT-COUNT-10: remark: fused attention backward within the function: gradients dQ dK dV
 // REPORT-NOT: not fused
 
 
@@ -679,4 +679,683 @@ func.func @causal_200x333_joint(%q: tensor<1x2x200x16xf32>, %k: tensor<1x2x333x1
     linalg.yield %r : f32
   } -> tensor<1x2x333x16xf32>
   return %out, %dq, %dk, %dv : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x333x16xf32>, tensor<1x2x333x16xf32>
+}
+
+// -----
+
+// A1. Dynamic batch and sequence lengths: Q/dO tensor<?x2x?x8xf32>, K/V tensor<?x2x?x8xf32>, tensor.empty sized by tensor.dim, rank-4 generics, no mask, S * 0.35355339; torch's dS = P * (dP - rowsum(dP * P)), then * 0.35355339.
+#q = affine_map<(b, h, m, n, d) -> (b, h, m, d)>
+#k = affine_map<(b, h, m, n, d) -> (b, h, n, d)>
+#s = affine_map<(b, h, m, n, d) -> (b, h, m, n)>
+#p = affine_map<(b, h, m, d, n) -> (b, h, m, n)>
+#v = affine_map<(b, h, m, d, n) -> (b, h, n, d)>
+#o = affine_map<(b, h, m, d, n) -> (b, h, m, d)>
+#pt = affine_map<(b, h, n, d, m) -> (b, h, m, n)>
+#dot = affine_map<(b, h, n, d, m) -> (b, h, m, d)>
+#kv = affine_map<(b, h, n, d, m) -> (b, h, n, d)>
+#id4 = affine_map<(b, h, m, n) -> (b, h, m, n)>
+#row4 = affine_map<(b, h, m, n) -> (b, h, m)>
+// CHECK-LABEL: func.func @dynamic_joint
+// CHECK-NOT: ?x?xf32
+// CHECK: %{{.*}}, %[[LSE:.*]] = flash.attention %arg0, %arg1, %arg2 {scale = 0.353553385 : f32}{{.*}} -> {{.*}}, tensor<?x2x?xf32>
+// CHECK-NOT: ?x?xf32
+// CHECK: flash.attention_backward %arg0, %arg1, %arg2, %{{.*}}, %arg3, %[[LSE]] {scale = 0.353553385 : f32}
+// CHECK-NOT: ?x?xf32
+// CHECK: return
+func.func @dynamic_joint(%q: tensor<?x2x?x8xf32>, %k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x8xf32>, %do: tensor<?x2x?x8xf32>) -> (tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c = arith.constant 0.35355339 : f32
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %bq = tensor.dim %q, %c0 : tensor<?x2x?x8xf32>
+  %mq = tensor.dim %q, %c2 : tensor<?x2x?x8xf32>
+  %bk = tensor.dim %k, %c0 : tensor<?x2x?x8xf32>
+  %nk = tensor.dim %k, %c2 : tensor<?x2x?x8xf32>
+  // forward
+  %s0 = tensor.empty(%bq, %mq, %nk) : tensor<?x2x?x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %s = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) outs(%sz : tensor<?x2x?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<?x2x?x?xf32>
+  %x = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<?x2x?x?xf32>) outs(%s0 : tensor<?x2x?x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<?x2x?x?xf32>
+  %r0 = tensor.empty(%bq, %mq) : tensor<?x2x?xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%r0 : tensor<?x2x?xf32>) -> tensor<?x2x?xf32>
+  %mx = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x : tensor<?x2x?x?xf32>) outs(%mi : tensor<?x2x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<?x2x?xf32>
+  %e = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %mx : tensor<?x2x?x?xf32>, tensor<?x2x?xf32>) outs(%s0 : tensor<?x2x?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %ex = math.exp %d : f32
+    linalg.yield %ex : f32
+  } -> tensor<?x2x?x?xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%r0 : tensor<?x2x?xf32>) -> tensor<?x2x?xf32>
+  %l = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%e : tensor<?x2x?x?xf32>) outs(%li : tensor<?x2x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<?x2x?xf32>
+  %p = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%e, %l : tensor<?x2x?x?xf32>, tensor<?x2x?xf32>) outs(%s0 : tensor<?x2x?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.divf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<?x2x?x?xf32>
+  %q0 = tensor.empty(%bq, %mq) : tensor<?x2x?x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%q0 : tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32>
+  %out = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<?x2x?x?xf32>, tensor<?x2x?x8xf32>) outs(%oz : tensor<?x2x?x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<?x2x?x8xf32>
+  // backward
+  // dV = P^T dO (contraction over the query axis)
+  %kv0 = tensor.empty(%bk, %nk) : tensor<?x2x?x8xf32>
+  %dvz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32>
+  %dv = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %do : tensor<?x2x?x?xf32>, tensor<?x2x?x8xf32>) outs(%dvz : tensor<?x2x?x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<?x2x?x8xf32>
+  // dP = dO V^T
+  %dpz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %dp = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%do, %v : tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) outs(%dpz : tensor<?x2x?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<?x2x?x?xf32>
+  // dS = P * (dP - rowsum(dP * P))
+  %t = linalg.generic {indexing_maps = [#id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dp, %p : tensor<?x2x?x?xf32>, tensor<?x2x?x?xf32>) outs(%s0 : tensor<?x2x?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<?x2x?x?xf32>
+  %rz = linalg.fill ins(%zero : f32) outs(%r0 : tensor<?x2x?xf32>) -> tensor<?x2x?xf32>
+  %rs = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%t : tensor<?x2x?x?xf32>) outs(%rz : tensor<?x2x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<?x2x?xf32>
+  %ds = linalg.generic {indexing_maps = [#id4, #id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%p, %dp, %rs : tensor<?x2x?x?xf32>, tensor<?x2x?x?xf32>, tensor<?x2x?xf32>) outs(%s0 : tensor<?x2x?x?xf32>) {
+  ^bb0(%pp: f32, %g: f32, %r: f32, %o: f32):
+    %d = arith.subf %g, %r : f32
+    %m = arith.mulf %pp, %d : f32
+    linalg.yield %m : f32
+  } -> tensor<?x2x?x?xf32>
+  // backward of S * scale
+  %dss = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ds : tensor<?x2x?x?xf32>) outs(%s0 : tensor<?x2x?x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<?x2x?x?xf32>
+  // dQ = dS K
+  %dqz = linalg.fill ins(%zero : f32) outs(%q0 : tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32>
+  %dq = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss, %k : tensor<?x2x?x?xf32>, tensor<?x2x?x8xf32>) outs(%dqz : tensor<?x2x?x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<?x2x?x8xf32>
+  // dK = dS^T Q
+  %dkz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32>
+  %dk = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss, %q : tensor<?x2x?x?xf32>, tensor<?x2x?x8xf32>) outs(%dkz : tensor<?x2x?x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<?x2x?x8xf32>
+  return %out, %dq, %dk, %dv : tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>
+}
+
+// -----
+
+// A2. GQA the torch way: Hq = 4, Hkv = 2, K/V repeated to the query heads (repeat_kv: expand_shape to [B, Hkv, 1, N, D], broadcast generic to G = 2, collapse_shape to [B, Hq, N, D]), S * 0.353553385; backward computes dK_rep / dV_rep for the repeated heads and sums them over the group (expand_shape to [B, Hkv, G, N, D], reduction generic over G).
+#q = affine_map<(b, h, m, n, d) -> (b, h, m, d)>
+#k = affine_map<(b, h, m, n, d) -> (b, h, n, d)>
+#s = affine_map<(b, h, m, n, d) -> (b, h, m, n)>
+#p = affine_map<(b, h, m, d, n) -> (b, h, m, n)>
+#v = affine_map<(b, h, m, d, n) -> (b, h, n, d)>
+#o = affine_map<(b, h, m, d, n) -> (b, h, m, d)>
+#pt = affine_map<(b, h, n, d, m) -> (b, h, m, n)>
+#dot = affine_map<(b, h, n, d, m) -> (b, h, m, d)>
+#kv = affine_map<(b, h, n, d, m) -> (b, h, n, d)>
+#id4 = affine_map<(b, h, m, n) -> (b, h, m, n)>
+#row4 = affine_map<(b, h, m, n) -> (b, h, m)>
+#rep_in = affine_map<(b, h, g, n, d) -> (b, h, 0, n, d)>
+#rep_out = affine_map<(b, h, g, n, d) -> (b, h, g, n, d)>
+#grp = affine_map<(b, h, g, n, d) -> (b, h, n, d)>
+// CHECK-LABEL: func.func @gqa_repeat_kv_joint
+// CHECK-NOT: x10x14x
+// CHECK: %{{.*}}, %[[LSE:.*]] = flash.attention %arg0, %arg1, %arg2 {scale = 0.353553385 : f32} : tensor<2x4x10x8xf32>, tensor<2x2x14x8xf32>{{.*}} -> {{.*}}, tensor<2x4x10xf32>
+// CHECK-NOT: x10x14x
+// CHECK: flash.attention_backward {{.*}} {scale = 0.353553385 : f32} : tensor<2x4x10x8xf32>, tensor<2x4x14x8xf32>
+// CHECK-NOT: x10x14x
+// CHECK: return
+func.func @gqa_repeat_kv_joint(%q: tensor<2x4x10x8xf32>, %k: tensor<2x2x14x8xf32>, %v: tensor<2x2x14x8xf32>, %do: tensor<2x4x10x8xf32>) -> (tensor<2x4x10x8xf32>, tensor<2x4x10x8xf32>, tensor<2x2x14x8xf32>, tensor<2x2x14x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c = arith.constant 0.353553385 : f32
+  // repeat_kv: [B, Hkv, N, D] -> [B, Hkv, 1, N, D] -> broadcast to G = 2 -> [B, Hkv * G, N, D]
+  %k5 = tensor.expand_shape %k [[0], [1, 2], [3], [4]] output_shape [2, 2, 1, 14, 8] : tensor<2x2x14x8xf32> into tensor<2x2x1x14x8xf32>
+  %v5 = tensor.expand_shape %v [[0], [1, 2], [3], [4]] output_shape [2, 2, 1, 14, 8] : tensor<2x2x14x8xf32> into tensor<2x2x1x14x8xf32>
+  %g0 = tensor.empty() : tensor<2x2x2x14x8xf32>
+  %kr = linalg.generic {indexing_maps = [#rep_in, #rep_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%k5 : tensor<2x2x1x14x8xf32>) outs(%g0 : tensor<2x2x2x14x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<2x2x2x14x8xf32>
+  %vr = linalg.generic {indexing_maps = [#rep_in, #rep_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%v5 : tensor<2x2x1x14x8xf32>) outs(%g0 : tensor<2x2x2x14x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<2x2x2x14x8xf32>
+  %k4 = tensor.collapse_shape %kr [[0], [1, 2], [3], [4]] : tensor<2x2x2x14x8xf32> into tensor<2x4x14x8xf32>
+  %v4 = tensor.collapse_shape %vr [[0], [1, 2], [3], [4]] : tensor<2x2x2x14x8xf32> into tensor<2x4x14x8xf32>
+  // forward
+  %s0 = tensor.empty() : tensor<2x4x10x14xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x4x10x14xf32>) -> tensor<2x4x10x14xf32>
+  %s = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k4 : tensor<2x4x10x8xf32>, tensor<2x4x14x8xf32>) outs(%sz : tensor<2x4x10x14xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x10x14xf32>
+  %x = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<2x4x10x14xf32>) outs(%s0 : tensor<2x4x10x14xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x10x14xf32>
+  %r0 = tensor.empty() : tensor<2x4x10xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%r0 : tensor<2x4x10xf32>) -> tensor<2x4x10xf32>
+  %mx = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x : tensor<2x4x10x14xf32>) outs(%mi : tensor<2x4x10xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x10xf32>
+  %e = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %mx : tensor<2x4x10x14xf32>, tensor<2x4x10xf32>) outs(%s0 : tensor<2x4x10x14xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %ex = math.exp %d : f32
+    linalg.yield %ex : f32
+  } -> tensor<2x4x10x14xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x4x10xf32>) -> tensor<2x4x10xf32>
+  %l = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%e : tensor<2x4x10x14xf32>) outs(%li : tensor<2x4x10xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x10xf32>
+  %p = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%e, %l : tensor<2x4x10x14xf32>, tensor<2x4x10xf32>) outs(%s0 : tensor<2x4x10x14xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.divf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<2x4x10x14xf32>
+  %q0 = tensor.empty() : tensor<2x4x10x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%q0 : tensor<2x4x10x8xf32>) -> tensor<2x4x10x8xf32>
+  %out = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v4 : tensor<2x4x10x14xf32>, tensor<2x4x14x8xf32>) outs(%oz : tensor<2x4x10x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x10x8xf32>
+  // backward (on the repeated heads)
+  // dV = P^T dO (contraction over the query axis)
+  %kv0 = tensor.empty() : tensor<2x4x14x8xf32>
+  %dvz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x4x14x8xf32>) -> tensor<2x4x14x8xf32>
+  %dvr = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %do : tensor<2x4x10x14xf32>, tensor<2x4x10x8xf32>) outs(%dvz : tensor<2x4x14x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x14x8xf32>
+  // dP = dO V^T
+  %dpz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x4x10x14xf32>) -> tensor<2x4x10x14xf32>
+  %dp = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%do, %v4 : tensor<2x4x10x8xf32>, tensor<2x4x14x8xf32>) outs(%dpz : tensor<2x4x10x14xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x10x14xf32>
+  // dS = P * (dP - rowsum(dP * P))
+  %t = linalg.generic {indexing_maps = [#id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dp, %p : tensor<2x4x10x14xf32>, tensor<2x4x10x14xf32>) outs(%s0 : tensor<2x4x10x14xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x10x14xf32>
+  %rz = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x4x10xf32>) -> tensor<2x4x10xf32>
+  %rs = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%t : tensor<2x4x10x14xf32>) outs(%rz : tensor<2x4x10xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x10xf32>
+  %ds = linalg.generic {indexing_maps = [#id4, #id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%p, %dp, %rs : tensor<2x4x10x14xf32>, tensor<2x4x10x14xf32>, tensor<2x4x10xf32>) outs(%s0 : tensor<2x4x10x14xf32>) {
+  ^bb0(%pp: f32, %g: f32, %r: f32, %o: f32):
+    %d = arith.subf %g, %r : f32
+    %m = arith.mulf %pp, %d : f32
+    linalg.yield %m : f32
+  } -> tensor<2x4x10x14xf32>
+  // backward of S * scale
+  %dss = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ds : tensor<2x4x10x14xf32>) outs(%s0 : tensor<2x4x10x14xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x10x14xf32>
+  // dQ = dS K
+  %dqz = linalg.fill ins(%zero : f32) outs(%q0 : tensor<2x4x10x8xf32>) -> tensor<2x4x10x8xf32>
+  %dq = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss, %k4 : tensor<2x4x10x14xf32>, tensor<2x4x14x8xf32>) outs(%dqz : tensor<2x4x10x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x10x8xf32>
+  // dK = dS^T Q
+  %dkz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x4x14x8xf32>) -> tensor<2x4x14x8xf32>
+  %dkr = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss, %q : tensor<2x4x10x14xf32>, tensor<2x4x10x8xf32>) outs(%dkz : tensor<2x4x14x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x14x8xf32>
+  // backward of repeat_kv: sum dK_rep over the group
+  %dk5 = tensor.expand_shape %dkr [[0], [1, 2], [3], [4]] output_shape [2, 2, 2, 14, 8] : tensor<2x4x14x8xf32> into tensor<2x2x2x14x8xf32>
+  %dkh0 = tensor.empty() : tensor<2x2x14x8xf32>
+  %dkhz = linalg.fill ins(%zero : f32) outs(%dkh0 : tensor<2x2x14x8xf32>) -> tensor<2x2x14x8xf32>
+  %dk = linalg.generic {indexing_maps = [#rep_out, #grp], iterator_types = ["parallel", "parallel", "reduction", "parallel", "parallel"]} ins(%dk5 : tensor<2x2x2x14x8xf32>) outs(%dkhz : tensor<2x2x14x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x14x8xf32>
+  // backward of repeat_kv: sum dV_rep over the group
+  %dv5 = tensor.expand_shape %dvr [[0], [1, 2], [3], [4]] output_shape [2, 2, 2, 14, 8] : tensor<2x4x14x8xf32> into tensor<2x2x2x14x8xf32>
+  %dvh0 = tensor.empty() : tensor<2x2x14x8xf32>
+  %dvhz = linalg.fill ins(%zero : f32) outs(%dvh0 : tensor<2x2x14x8xf32>) -> tensor<2x2x14x8xf32>
+  %dv = linalg.generic {indexing_maps = [#rep_out, #grp], iterator_types = ["parallel", "parallel", "reduction", "parallel", "parallel"]} ins(%dv5 : tensor<2x2x2x14x8xf32>) outs(%dvhz : tensor<2x2x14x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x14x8xf32>
+  return %out, %dq, %dk, %dv : tensor<2x4x10x8xf32>, tensor<2x4x10x8xf32>, tensor<2x2x14x8xf32>, tensor<2x2x14x8xf32>
+}
+
+// -----
+
+// A3. Boolean mask input tensor<2x1x12x16xi1> (read as (b, 0, m, n)): forward select(mask, S * 0.353553385, -inf), backward select(mask, dS, 0) * 0.353553385; torch's dS = P * (dP - rowsum(dP * P)).
+#q = affine_map<(b, h, m, n, d) -> (b, h, m, d)>
+#k = affine_map<(b, h, m, n, d) -> (b, h, n, d)>
+#s = affine_map<(b, h, m, n, d) -> (b, h, m, n)>
+#p = affine_map<(b, h, m, d, n) -> (b, h, m, n)>
+#v = affine_map<(b, h, m, d, n) -> (b, h, n, d)>
+#o = affine_map<(b, h, m, d, n) -> (b, h, m, d)>
+#pt = affine_map<(b, h, n, d, m) -> (b, h, m, n)>
+#dot = affine_map<(b, h, n, d, m) -> (b, h, m, d)>
+#kv = affine_map<(b, h, n, d, m) -> (b, h, n, d)>
+#id4 = affine_map<(b, h, m, n) -> (b, h, m, n)>
+#row4 = affine_map<(b, h, m, n) -> (b, h, m)>
+#mask = affine_map<(b, h, m, n) -> (b, 0, m, n)>
+// CHECK-LABEL: func.func @mask_i1_joint
+// CHECK-NOT: 2x2x12x16x
+// CHECK: %{{.*}}, %[[LSE:.*]] = flash.attention %arg0, %arg1, %arg2 mask(%{{.*}} : tensor<2x1x12x16xi1>){{.*}} -> {{.*}}, tensor<2x2x12xf32>
+// CHECK-NOT: 2x2x12x16x
+// CHECK: flash.attention_backward %arg0, %arg1, %arg2, %{{.*}}, %arg3, %[[LSE]] mask(%{{.*}} : tensor<2x1x12x16xi1>)
+// CHECK-NOT: 2x2x12x16x
+// CHECK: return
+func.func @mask_i1_joint(%q: tensor<2x2x12x8xf32>, %k: tensor<2x2x16x8xf32>, %v: tensor<2x2x16x8xf32>, %do: tensor<2x2x12x8xf32>, %mask: tensor<2x1x12x16xi1>) -> (tensor<2x2x12x8xf32>, tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c = arith.constant 0.353553385 : f32
+  // forward
+  %s0 = tensor.empty() : tensor<2x2x12x16xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x2x12x16xf32>) -> tensor<2x2x12x16xf32>
+  %s = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>) outs(%sz : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  %x = linalg.generic {indexing_maps = [#id4, #mask, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %mask : tensor<2x2x12x16xf32>, tensor<2x1x12x16xi1>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %keep: i1, %o: f32):
+    %sc = arith.mulf %a, %c : f32
+    %r = arith.select %keep, %sc, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  %r0 = tensor.empty() : tensor<2x2x12xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%r0 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %mx = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x : tensor<2x2x12x16xf32>) outs(%mi : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %e = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %mx : tensor<2x2x12x16xf32>, tensor<2x2x12xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %ex = math.exp %d : f32
+    linalg.yield %ex : f32
+  } -> tensor<2x2x12x16xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %l = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%e : tensor<2x2x12x16xf32>) outs(%li : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %p = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%e, %l : tensor<2x2x12x16xf32>, tensor<2x2x12xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.divf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<2x2x12x16xf32>
+  %q0 = tensor.empty() : tensor<2x2x12x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%q0 : tensor<2x2x12x8xf32>) -> tensor<2x2x12x8xf32>
+  %out = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x2x12x16xf32>, tensor<2x2x16x8xf32>) outs(%oz : tensor<2x2x12x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x8xf32>
+  // backward
+  // dV = P^T dO (contraction over the query axis)
+  %kv0 = tensor.empty() : tensor<2x2x16x8xf32>
+  %dvz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
+  %dv = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %do : tensor<2x2x12x16xf32>, tensor<2x2x12x8xf32>) outs(%dvz : tensor<2x2x16x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x16x8xf32>
+  // dP = dO V^T
+  %dpz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x2x12x16xf32>) -> tensor<2x2x12x16xf32>
+  %dp = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%do, %v : tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>) outs(%dpz : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  // dS = P * (dP - rowsum(dP * P))
+  %t = linalg.generic {indexing_maps = [#id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dp, %p : tensor<2x2x12x16xf32>, tensor<2x2x12x16xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  %rz = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %rs = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%t : tensor<2x2x12x16xf32>) outs(%rz : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %ds = linalg.generic {indexing_maps = [#id4, #id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%p, %dp, %rs : tensor<2x2x12x16xf32>, tensor<2x2x12x16xf32>, tensor<2x2x12xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%pp: f32, %g: f32, %r: f32, %o: f32):
+    %d = arith.subf %g, %r : f32
+    %m = arith.mulf %pp, %d : f32
+    linalg.yield %m : f32
+  } -> tensor<2x2x12x16xf32>
+  // backward of select(mask, S * scale, -inf): select(mask, dS, 0) * scale
+  %dss = linalg.generic {indexing_maps = [#id4, #mask, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ds, %mask : tensor<2x2x12x16xf32>, tensor<2x1x12x16xi1>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %keep: i1, %o: f32):
+    %g = arith.select %keep, %a, %zero : f32
+    %r = arith.mulf %g, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  // dQ = dS K
+  %dqz = linalg.fill ins(%zero : f32) outs(%q0 : tensor<2x2x12x8xf32>) -> tensor<2x2x12x8xf32>
+  %dq = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss, %k : tensor<2x2x12x16xf32>, tensor<2x2x16x8xf32>) outs(%dqz : tensor<2x2x12x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x8xf32>
+  // dK = dS^T Q
+  %dkz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
+  %dk = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss, %q : tensor<2x2x12x16xf32>, tensor<2x2x12x8xf32>) outs(%dkz : tensor<2x2x16x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x16x8xf32>
+  return %out, %dq, %dk, %dv : tensor<2x2x12x8xf32>, tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>
+}
+
+// -----
+
+// A5. Two attention layers in one function, o1 = attn(q, k1, v1), o2 = attn(o1, k2, v2) (S * 0.353553385 each), and both backwards: layer 2's from dO (dq2 = dO of layer 1, dk2, dv2), then layer 1's from dq2; returns (o2, dq, dk1, dv1, dk2, dv2).
+#q = affine_map<(b, h, m, n, d) -> (b, h, m, d)>
+#k = affine_map<(b, h, m, n, d) -> (b, h, n, d)>
+#s = affine_map<(b, h, m, n, d) -> (b, h, m, n)>
+#p = affine_map<(b, h, m, d, n) -> (b, h, m, n)>
+#v = affine_map<(b, h, m, d, n) -> (b, h, n, d)>
+#o = affine_map<(b, h, m, d, n) -> (b, h, m, d)>
+#pt = affine_map<(b, h, n, d, m) -> (b, h, m, n)>
+#dot = affine_map<(b, h, n, d, m) -> (b, h, m, d)>
+#kv = affine_map<(b, h, n, d, m) -> (b, h, n, d)>
+#id4 = affine_map<(b, h, m, n) -> (b, h, m, n)>
+#row4 = affine_map<(b, h, m, n) -> (b, h, m)>
+// CHECK-LABEL: func.func @two_layer_joint
+// CHECK-NOT: x12x16x
+// CHECK-NOT: x12x20x
+// CHECK: %[[O1:.*]], %{{.*}} = flash.attention %arg0, %arg1, %arg2
+// CHECK: %[[O2:.*]], %{{.*}} = flash.attention %[[O1]], %arg3, %arg4
+// CHECK: %[[DQ2:.*]], %{{.*}}, %{{.*}} = flash.attention_backward %[[O1]], %arg3, %arg4, %[[O2]], %arg5
+// CHECK: flash.attention_backward %arg0, %arg1, %arg2, %[[O1]], %[[DQ2]]
+// CHECK-NOT: x12x16x
+// CHECK-NOT: x12x20x
+// CHECK: return
+func.func @two_layer_joint(%q: tensor<2x2x12x8xf32>, %k1: tensor<2x2x16x8xf32>, %v1: tensor<2x2x16x8xf32>, %k2: tensor<2x2x20x8xf32>, %v2: tensor<2x2x20x8xf32>, %do: tensor<2x2x12x8xf32>) -> (tensor<2x2x12x8xf32>, tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x20x8xf32>, tensor<2x2x20x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c = arith.constant 0.353553385 : f32
+  // layer 1 forward
+  %s01 = tensor.empty() : tensor<2x2x12x16xf32>
+  %sz1 = linalg.fill ins(%zero : f32) outs(%s01 : tensor<2x2x12x16xf32>) -> tensor<2x2x12x16xf32>
+  %s1 = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k1 : tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>) outs(%sz1 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  %x1 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s1 : tensor<2x2x12x16xf32>) outs(%s01 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  %r01 = tensor.empty() : tensor<2x2x12xf32>
+  %mi1 = linalg.fill ins(%ninf : f32) outs(%r01 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %mx1 = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x1 : tensor<2x2x12x16xf32>) outs(%mi1 : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %e1 = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x1, %mx1 : tensor<2x2x12x16xf32>, tensor<2x2x12xf32>) outs(%s01 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %ex = math.exp %d : f32
+    linalg.yield %ex : f32
+  } -> tensor<2x2x12x16xf32>
+  %li1 = linalg.fill ins(%zero : f32) outs(%r01 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %l1 = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%e1 : tensor<2x2x12x16xf32>) outs(%li1 : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %p1 = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%e1, %l1 : tensor<2x2x12x16xf32>, tensor<2x2x12xf32>) outs(%s01 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.divf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<2x2x12x16xf32>
+  %q01 = tensor.empty() : tensor<2x2x12x8xf32>
+  %oz1 = linalg.fill ins(%zero : f32) outs(%q01 : tensor<2x2x12x8xf32>) -> tensor<2x2x12x8xf32>
+  %out1 = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p1, %v1 : tensor<2x2x12x16xf32>, tensor<2x2x16x8xf32>) outs(%oz1 : tensor<2x2x12x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x8xf32>
+  // layer 2 forward (q = o1)
+  %s02 = tensor.empty() : tensor<2x2x12x20xf32>
+  %sz2 = linalg.fill ins(%zero : f32) outs(%s02 : tensor<2x2x12x20xf32>) -> tensor<2x2x12x20xf32>
+  %s2 = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%out1, %k2 : tensor<2x2x12x8xf32>, tensor<2x2x20x8xf32>) outs(%sz2 : tensor<2x2x12x20xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x20xf32>
+  %x2 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s2 : tensor<2x2x12x20xf32>) outs(%s02 : tensor<2x2x12x20xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x20xf32>
+  %r02 = tensor.empty() : tensor<2x2x12xf32>
+  %mi2 = linalg.fill ins(%ninf : f32) outs(%r02 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %mx2 = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x2 : tensor<2x2x12x20xf32>) outs(%mi2 : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %e2 = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x2, %mx2 : tensor<2x2x12x20xf32>, tensor<2x2x12xf32>) outs(%s02 : tensor<2x2x12x20xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %ex = math.exp %d : f32
+    linalg.yield %ex : f32
+  } -> tensor<2x2x12x20xf32>
+  %li2 = linalg.fill ins(%zero : f32) outs(%r02 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %l2 = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%e2 : tensor<2x2x12x20xf32>) outs(%li2 : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %p2 = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%e2, %l2 : tensor<2x2x12x20xf32>, tensor<2x2x12xf32>) outs(%s02 : tensor<2x2x12x20xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.divf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<2x2x12x20xf32>
+  %q02 = tensor.empty() : tensor<2x2x12x8xf32>
+  %oz2 = linalg.fill ins(%zero : f32) outs(%q02 : tensor<2x2x12x8xf32>) -> tensor<2x2x12x8xf32>
+  %out2 = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p2, %v2 : tensor<2x2x12x20xf32>, tensor<2x2x20x8xf32>) outs(%oz2 : tensor<2x2x12x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x8xf32>
+  // layer 2 backward (dO given)
+  // dV = P^T dO (contraction over the query axis)
+  %kv02 = tensor.empty() : tensor<2x2x20x8xf32>
+  %dvz2 = linalg.fill ins(%zero : f32) outs(%kv02 : tensor<2x2x20x8xf32>) -> tensor<2x2x20x8xf32>
+  %dv2 = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p2, %do : tensor<2x2x12x20xf32>, tensor<2x2x12x8xf32>) outs(%dvz2 : tensor<2x2x20x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x20x8xf32>
+  // dP = dO V^T
+  %dpz2 = linalg.fill ins(%zero : f32) outs(%s02 : tensor<2x2x12x20xf32>) -> tensor<2x2x12x20xf32>
+  %dp2 = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%do, %v2 : tensor<2x2x12x8xf32>, tensor<2x2x20x8xf32>) outs(%dpz2 : tensor<2x2x12x20xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x20xf32>
+  // dS = P * (dP - rowsum(dP * P))
+  %t2 = linalg.generic {indexing_maps = [#id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dp2, %p2 : tensor<2x2x12x20xf32>, tensor<2x2x12x20xf32>) outs(%s02 : tensor<2x2x12x20xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x20xf32>
+  %rz2 = linalg.fill ins(%zero : f32) outs(%r02 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %rs2 = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%t2 : tensor<2x2x12x20xf32>) outs(%rz2 : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %ds2 = linalg.generic {indexing_maps = [#id4, #id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%p2, %dp2, %rs2 : tensor<2x2x12x20xf32>, tensor<2x2x12x20xf32>, tensor<2x2x12xf32>) outs(%s02 : tensor<2x2x12x20xf32>) {
+  ^bb0(%pp: f32, %g: f32, %r: f32, %o: f32):
+    %d = arith.subf %g, %r : f32
+    %m = arith.mulf %pp, %d : f32
+    linalg.yield %m : f32
+  } -> tensor<2x2x12x20xf32>
+  // backward of S * scale
+  %dss2 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ds2 : tensor<2x2x12x20xf32>) outs(%s02 : tensor<2x2x12x20xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x20xf32>
+  // dQ = dS K
+  %dqz2 = linalg.fill ins(%zero : f32) outs(%q02 : tensor<2x2x12x8xf32>) -> tensor<2x2x12x8xf32>
+  %dq2 = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss2, %k2 : tensor<2x2x12x20xf32>, tensor<2x2x20x8xf32>) outs(%dqz2 : tensor<2x2x12x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x8xf32>
+  // dK = dS^T Q
+  %dkz2 = linalg.fill ins(%zero : f32) outs(%kv02 : tensor<2x2x20x8xf32>) -> tensor<2x2x20x8xf32>
+  %dk2 = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss2, %out1 : tensor<2x2x12x20xf32>, tensor<2x2x12x8xf32>) outs(%dkz2 : tensor<2x2x20x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x20x8xf32>
+  // layer 1 backward (dO = dq2)
+  // dV = P^T dO (contraction over the query axis)
+  %kv01 = tensor.empty() : tensor<2x2x16x8xf32>
+  %dvz1 = linalg.fill ins(%zero : f32) outs(%kv01 : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
+  %dv1 = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p1, %dq2 : tensor<2x2x12x16xf32>, tensor<2x2x12x8xf32>) outs(%dvz1 : tensor<2x2x16x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x16x8xf32>
+  // dP = dO V^T
+  %dpz1 = linalg.fill ins(%zero : f32) outs(%s01 : tensor<2x2x12x16xf32>) -> tensor<2x2x12x16xf32>
+  %dp1 = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dq2, %v1 : tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>) outs(%dpz1 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  // dS = P * (dP - rowsum(dP * P))
+  %t1 = linalg.generic {indexing_maps = [#id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dp1, %p1 : tensor<2x2x12x16xf32>, tensor<2x2x12x16xf32>) outs(%s01 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  %rz1 = linalg.fill ins(%zero : f32) outs(%r01 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %rs1 = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%t1 : tensor<2x2x12x16xf32>) outs(%rz1 : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %ds1 = linalg.generic {indexing_maps = [#id4, #id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%p1, %dp1, %rs1 : tensor<2x2x12x16xf32>, tensor<2x2x12x16xf32>, tensor<2x2x12xf32>) outs(%s01 : tensor<2x2x12x16xf32>) {
+  ^bb0(%pp: f32, %g: f32, %r: f32, %o: f32):
+    %d = arith.subf %g, %r : f32
+    %m = arith.mulf %pp, %d : f32
+    linalg.yield %m : f32
+  } -> tensor<2x2x12x16xf32>
+  // backward of S * scale
+  %dss1 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ds1 : tensor<2x2x12x16xf32>) outs(%s01 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  // dQ = dS K
+  %dqz1 = linalg.fill ins(%zero : f32) outs(%q01 : tensor<2x2x12x8xf32>) -> tensor<2x2x12x8xf32>
+  %dq1 = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss1, %k1 : tensor<2x2x12x16xf32>, tensor<2x2x16x8xf32>) outs(%dqz1 : tensor<2x2x12x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x8xf32>
+  // dK = dS^T Q
+  %dkz1 = linalg.fill ins(%zero : f32) outs(%kv01 : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
+  %dk1 = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss1, %q : tensor<2x2x12x16xf32>, tensor<2x2x12x8xf32>) outs(%dkz1 : tensor<2x2x16x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x16x8xf32>
+  return %out2, %dq1, %dk1, %dv1, %dk2, %dv2 : tensor<2x2x12x8xf32>, tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x20x8xf32>, tensor<2x2x20x8xf32>
 }

@@ -132,7 +132,11 @@ const Expr *findGradProbs(const Expr *e, Value probs, const Expr *&found,
       ambiguous = true;
     found = e;
   }
-  for (const Expr *a : e->args)
+  // A select's condition is a mask, not a value of the gradient.
+  ArrayRef<Expr *> args = e->args;
+  if (e->kind == Expr::Op && e->name == "arith.select")
+    args = args.drop_front();
+  for (const Expr *a : args)
     findGradProbs(a, probs, found, ambiguous);
   return found;
 }

@@ -90,7 +90,8 @@ Value AttentionTiler::paddedTile(Value source, ArrayRef<OpFoldResult> offsets,
 std::pair<Value, AffineMap>
 AttentionTiler::scoreOperandTile(Value operand, Value n0, Value cols) {
   return buildScoreOperandTile(
-      b, loc, operand, ScoreTile{batchIdx, headIdx, rowStart, rows, n0, cols, br, bc});
+      b, loc, operand,
+      ScoreTile{batchIdx, headIdx, rowStart, rows, n0, cols, br, bc});
 }
 
 SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
@@ -151,49 +152,50 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
   Value logits = scores;
   if (!scaleInExponent || masked || maskArg >= 0)
     logits = generic(
-      ins, empty({br, bc}, f32), maps, {kPar, kPar},
-      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        Value s = a[0];
-        if (!scaleInExponent)
-          s = arith::MulFOp::create(nb, nl, s, scaleLog2(nb, nl));
-        if (biasArg >= 0) {
-          Value log2e = arith::ConstantOp::create(
-              nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e)));
-          Value bias = arith::MulFOp::create(
-              nb, nl, extendToF32(nb, nl, a[biasArg]), log2e);
-          s = arith::AddFOp::create(nb, nl, s, bias);
-        }
-        Value hidden;
-        auto hide = [&](Value h) {
-          hidden =
-              hidden ? arith::OrIOp::create(nb, nl, hidden, h).getResult() : h;
-        };
-        if (maskArg >= 0) {
-          Value one = arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true));
-          hide(arith::XOrIOp::create(nb, nl, a[maskArg], one));
-        }
-        if (masked) {
-          Value i = arith::AddIOp::create(nb, nl, rowStart,
-                                          linalg::IndexOp::create(nb, nl, 0));
-          Value j = arith::AddIOp::create(nb, nl, keyStart,
-                                          linalg::IndexOp::create(nb, nl, 1));
-          hide(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, j,
-                                     keySeq));
-          if (op.getCausal()) {
-            Value last = arith::AddIOp::create(nb, nl, i, diagonal);
-            hide(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sgt, j,
-                                       last));
+        ins, empty({br, bc}, f32), maps, {kPar, kPar},
+        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value s = a[0];
+          if (!scaleInExponent)
+            s = arith::MulFOp::create(nb, nl, s, scaleLog2(nb, nl));
+          if (biasArg >= 0) {
+            Value log2e = arith::ConstantOp::create(
+                nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e)));
+            Value bias = arith::MulFOp::create(
+                nb, nl, extendToF32(nb, nl, a[biasArg]), log2e);
+            s = arith::AddFOp::create(nb, nl, s, bias);
           }
-          if (window) {
-            Value first = arith::AddIOp::create(nb, nl, i, windowStart);
-            hide(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, j,
-                                       first));
+          Value hidden;
+          auto hide = [&](Value h) {
+            hidden = hidden
+                         ? arith::OrIOp::create(nb, nl, hidden, h).getResult()
+                         : h;
+          };
+          if (maskArg >= 0) {
+            Value one = arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true));
+            hide(arith::XOrIOp::create(nb, nl, a[maskArg], one));
           }
-        }
-        if (hidden)
-          s = arith::SelectOp::create(nb, nl, hidden, negInfF32(nb, nl), s);
-        return s;
-      });
+          if (masked) {
+            Value i = arith::AddIOp::create(nb, nl, rowStart,
+                                            linalg::IndexOp::create(nb, nl, 0));
+            Value j = arith::AddIOp::create(nb, nl, keyStart,
+                                            linalg::IndexOp::create(nb, nl, 1));
+            hide(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, j,
+                                       keySeq));
+            if (op.getCausal()) {
+              Value last = arith::AddIOp::create(nb, nl, i, diagonal);
+              hide(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sgt, j,
+                                         last));
+            }
+            if (window) {
+              Value first = arith::AddIOp::create(nb, nl, i, windowStart);
+              hide(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, j,
+                                         first));
+            }
+          }
+          if (hidden)
+            s = arith::SelectOp::create(nb, nl, hidden, negInfF32(nb, nl), s);
+          return s;
+        });
 
   // The running state is updated in place (outs = the loop-carried value),
   // so that bufferization keeps one buffer per state across iterations.
@@ -205,11 +207,11 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
               });
   // The row max in the log2 domain.
   if (scaleInExponent)
-    rowMax = generic(rowMax, empty({br}, f32), {id(1), id(1)}, {kPar},
-                     [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                       return arith::MulFOp::create(nb, nl, a[0],
-                                                    scaleLog2(nb, nl));
-                     });
+    rowMax =
+        generic(rowMax, empty({br}, f32), {id(1), id(1)}, {kPar},
+                [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                  return arith::MulFOp::create(nb, nl, a[0], scaleLog2(nb, nl));
+                });
   // exp2(x - m') with a row that is still fully masked (m' = -inf) taken
   // relative to 0, so that it stays 0 instead of NaN.
   auto expRelative = [&](OpBuilder &nb, Location nl, Value x,
@@ -233,15 +235,14 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
                        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
                          return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
                        });
-  Value probs =
-      generic({logits, mNew}, empty({br, bc}, f32), {id(2), map(2, {0}), id(2)},
-              {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
-                Value x = a[0];
-                if (scaleInExponent)
-                  x = arith::MulFOp::create(nb, nl, x, scaleLog2(nb, nl),
-                                            contract);
-                return expRelative(nb, nl, x, a[1]);
-              });
+  Value probs = generic(
+      {logits, mNew}, empty({br, bc}, f32), {id(2), map(2, {0}), id(2)},
+      {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value x = a[0];
+        if (scaleInExponent)
+          x = arith::MulFOp::create(nb, nl, x, scaleLog2(nb, nl), contract);
+        return expRelative(nb, nl, x, a[1]);
+      });
   auto scaleBy = [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
     return arith::MulFOp::create(nb, nl, a[1], a[0]);
   };
@@ -354,15 +355,15 @@ SmallVector<Value> AttentionTiler::build() {
         Value rcp = arith::DivFOp::create(nb, nl, one, a[0]);
         return arith::SelectOp::create(nb, nl, none, zero, rcp);
       });
-  Value outTile = generic(
-      {acc, inverse}, empty({br, valueDim}, elementType),
-      {id(2), map(2, {0}), id(2)}, {kPar, kPar},
-      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        Value o = arith::MulFOp::create(nb, nl, a[0], a[1]);
-        if (elementType != f32)
-          o = arith::TruncFOp::create(nb, nl, elementType, o);
-        return o;
-      });
+  Value outTile =
+      generic({acc, inverse}, empty({br, valueDim}, elementType),
+              {id(2), map(2, {0}), id(2)}, {kPar, kPar},
+              [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                Value o = arith::MulFOp::create(nb, nl, a[0], a[1]);
+                if (elementType != f32)
+                  o = arith::TruncFOp::create(nb, nl, elementType, o);
+                return o;
+              });
   SmallVector<Value> tiles = {outTile};
   if (op.getLse()) {
     tiles.push_back(
@@ -455,16 +456,25 @@ struct FlashTileAttentionPass
         return signalPassFailure();
     }
     SmallVector<AttentionBackwardOp> backward;
-    getOperation()->walk([&](AttentionBackwardOp op) { backward.push_back(op); });
+    getOperation()->walk(
+        [&](AttentionBackwardOp op) { backward.push_back(op); });
     for (AttentionBackwardOp op : backward) {
       int64_t d = op.getQuery().getType().getShape().back();
       int64_t dv = op.getValue().getType().getShape().back();
       int64_t bytes =
           op.getQuery().getType().getElementType().getIntOrFloatBitWidth() / 8;
       AttentionTiles tiles = chooseAttentionTiles(*tgt, d, dv, bytes);
+      if (tgt->tensorCores) {
+        // Both nests hold two f32 [rows, D] tiles (dK, dV) or one and two
+        // score tiles in registers: 64 rows fit up to D = 128.
+        tiles.blockRows = tiles.blockCols = std::max(d, dv) <= 128 ? 64 : 32;
+      }
       int64_t br = blockRows > 0 ? blockRows : tiles.blockRows;
       int64_t bc = blockCols > 0 ? blockCols : tiles.blockCols;
-      if (failed(tileAttentionBackward(rewriter, op, br, bc)))
+      LogicalResult tiled =
+          tgt->tensorCores ? tileAttentionBackwardSplit(rewriter, op, br, bc)
+                           : tileAttentionBackward(rewriter, op, br, bc);
+      if (failed(tiled))
         return signalPassFailure();
     }
   }

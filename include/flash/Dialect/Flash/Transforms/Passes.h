@@ -51,6 +51,15 @@ LogicalResult tileAttentionBackward(RewriterBase &rewriter,
                                     AttentionBackwardOp op, int64_t blockRows,
                                     int64_t blockCols);
 
+/// Tiles one attention backward op into two forward-shaped nests, the form
+/// the GPU mapping takes: a dQ nest over (batch, head, query block) that
+/// also writes D = rowsum(dO O), and a dK/dV nest over (batch, KV head, key
+/// block) whose tiles are transposed (key rows, query columns); the op is
+/// replaced.
+LogicalResult tileAttentionBackwardSplit(RewriterBase &rewriter,
+                                         AttentionBackwardOp op,
+                                         int64_t blockRows, int64_t blockCols);
+
 #define GEN_PASS_REGISTRATION
 #include "flash/Dialect/Flash/Transforms/Passes.h.inc"
 

@@ -1,0 +1,447 @@
+//===- TileAttentionBackwardSplit.cpp - backward as two kernels -*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+// The FlashAttention-2 backward in the form the GPU mapping takes: two
+// forward-shaped nests whose register tiles are indexed by the rows each
+// parallel iteration owns.
+//
+//   dQ nest, scf.forall (b, h, query block):
+//     D = rowsum(dO * O) (written out for the second nest)
+//     for key block: S = Q Kᵀ; P = exp2(S c - LSE log2 e); dP = dO Vᵀ;
+//                    dS = P (dP - D); dQ += dS K
+//   dK/dV nest, scf.forall (b, kv head, key block):
+//     for query head of the group, query block that sees the keys:
+//       Sᵀ = K Qᵀ; Pᵀ = exp2(Sᵀ c - LSE[col] log2 e); dPᵀ = V dOᵀ;
+//       dSᵀ = Pᵀ (dPᵀ - D[col]); dV += Pᵀ dO; dK += dSᵀ Q
+//
+// No accumulation crosses parallel iterations (deterministic, no atomics);
+// S and P are recomputed once per nest. Nothing is M x N.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flash/Dialect/Flash/IR/FlashOps.h"
+#include "flash/Dialect/Flash/Transforms/Passes.h"
+
+#include "LinalgBuilders.h"
+#include "TileBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::detail;
+
+namespace {
+constexpr double kLog2e = 1.4426950408889634;
+
+class SplitBackwardTiler : TilerBase {
+public:
+  SplitBackwardTiler(OpBuilder &b, AttentionBackwardOp op, int64_t br,
+                     int64_t bc)
+      : TilerBase(b, op.getLoc(), op.getQuery().getType(),
+                  op.getValue().getType()),
+        op(op), br(br), bc(bc) {}
+
+  SmallVector<Value> build();
+
+private:
+  /// C = A Bᵀ-style contraction over the last loop of (i, j, k), into a
+  /// fresh f32 tile or accumulating into `c`.
+  Value contract(Value a, AffineMap aMap, Value bT, AffineMap bMap, Value c) {
+    return generic({a, bT}, c, {aMap, bMap, map(3, {0, 1})}, {kPar, kPar, kRed},
+                   [&](OpBuilder &nb, Location nl, ValueRange x) -> Value {
+                     Value p = arith::MulFOp::create(nb, nl,
+                                                     extendToF32(nb, nl, x[0]),
+                                                     extendToF32(nb, nl, x[1]));
+                     return arith::AddFOp::create(nb, nl, x[2], p);
+                   });
+  }
+  Value zeros(int64_t rows, int64_t cols) { return filled({rows, cols}, 0.0); }
+  /// `scale * tile` in the element type.
+  Value finish(Value tile, float factor, int64_t rows, int64_t cols) {
+    return generic(
+        tile, empty({rows, cols}, elementType), {id(2), id(2)}, {kPar, kPar},
+        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value x = a[0];
+          if (factor != 1.0f)
+            x = arith::MulFOp::create(
+                nb, nl, x,
+                arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(factor)));
+          if (elementType != f32)
+            x = arith::TruncFOp::create(nb, nl, elementType, x);
+          return x;
+        });
+  }
+  /// P = exp2(S scale log2e + bias log2e - LSE log2e), 0 where hidden.
+  /// `transposed`: the tile is Sᵀ (key rows, query columns) and the LSE a
+  /// column vector.
+  Value probabilities(Value scores, Value lse, bool transposed, Value head,
+                      Value rowStart, Value rows);
+  Value queryRowTile(Value source, Value head, Value rowStart, Value rows,
+                     int64_t width) {
+    OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+    return buildPaddedTile(b, loc, source, {batchIdx, head, rowStart, zero},
+                           {one, one, rows, b.getIndexAttr(width)},
+                           {ShapedType::kDynamic, width}, {br, width});
+  }
+  Value rowVector(Value source, Value head, Value rowStart, Value rows,
+                  float pad) {
+    OpFoldResult one = b.getIndexAttr(1);
+    return buildPaddedTile(b, loc, source, {batchIdx, head, rowStart},
+                           {one, one, rows}, {ShapedType::kDynamic}, {br},
+                           b.getF32FloatAttr(pad));
+  }
+  Value keyRowTile(Value source, Value kvHead, int64_t width) {
+    OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+    return buildPaddedTile(b, loc, source, {batchIdx, kvHead, keyStart, zero},
+                           {one, one, cols, b.getIndexAttr(width)},
+                           {ShapedType::kDynamic, width}, {bc, width});
+  }
+
+  Value buildGradQuery(Value &rowDot);
+  SmallVector<Value> buildGradKeyValue(Value rowDot);
+
+  AttentionBackwardOp op;
+  int64_t br, bc;
+  Value querySeq, keySeq, diagonal, group, batch, heads, kvHeads;
+  // Of the current parallel iteration and key block.
+  Value batchIdx, keyStart, cols;
+};
+} // namespace
+
+Value SplitBackwardTiler::probabilities(Value scores, Value lse,
+                                        bool transposed, Value head,
+                                        Value rowStart, Value rows) {
+  int64_t tr = transposed ? bc : br, tc = transposed ? br : bc;
+  unsigned queryLoop = transposed ? 1 : 0, keyLoop = transposed ? 0 : 1;
+  SmallVector<Value> ins = {scores, lse};
+  SmallVector<AffineMap> maps = {id(2), map(2, {queryLoop})};
+  ScoreTile where{batchIdx, head, rowStart, rows, keyStart, cols, br, bc};
+  auto swap = [&](AffineMap m) {
+    return transposed ? m.compose(map(2, {1, 0})) : m;
+  };
+  int biasArg = -1, maskArg = -1;
+  if (Value bias = op.getBias()) {
+    auto [tile, tileMap] = buildScoreOperandTile(b, loc, bias, where);
+    biasArg = ins.size();
+    ins.push_back(tile);
+    maps.push_back(swap(tileMap));
+  }
+  if (Value mask = op.getMask()) {
+    auto [tile, tileMap] = buildScoreOperandTile(b, loc, mask, where);
+    maskArg = ins.size();
+    ins.push_back(tile);
+    maps.push_back(swap(tileMap));
+  }
+  maps.push_back(id(2));
+  float factor = op.getEffectiveScale() * kLog2e;
+  std::optional<int64_t> window = op.getWindow();
+  return generic(
+      ins, empty({tr, tc}, f32), maps, {kPar, kPar},
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        auto cst = [&](float v) {
+          return arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(v));
+        };
+        Value s = arith::MulFOp::create(nb, nl, a[0], cst(factor));
+        if (biasArg >= 0)
+          s = math::FmaOp::create(nb, nl, extendToF32(nb, nl, a[biasArg]),
+                                  cst(kLog2e), s);
+        Value i = arith::AddIOp::create(
+            nb, nl, rowStart, linalg::IndexOp::create(nb, nl, queryLoop));
+        Value j = arith::AddIOp::create(
+            nb, nl, keyStart, linalg::IndexOp::create(nb, nl, keyLoop));
+        Value hidden =
+            arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, j, keySeq);
+        auto hide = [&](Value h) {
+          hidden = arith::OrIOp::create(nb, nl, hidden, h);
+        };
+        if (op.getCausal())
+          hide(arith::CmpIOp::create(
+              nb, nl, arith::CmpIPredicate::sgt, j,
+              arith::AddIOp::create(nb, nl, i, diagonal)));
+        if (window)
+          hide(arith::CmpIOp::create(
+              nb, nl, arith::CmpIPredicate::slt, j,
+              arith::SubIOp::create(
+                  nb, nl, arith::AddIOp::create(nb, nl, i, diagonal),
+                  arith::ConstantIndexOp::create(nb, nl, *window))));
+        if (maskArg >= 0)
+          hide(arith::XOrIOp::create(
+              nb, nl, a[maskArg],
+              arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true))));
+        // Fully masked rows (LSE = -inf) have P = 0.
+        Value lseValue = a[1];
+        hide(arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, lseValue,
+                                   negInfF32(nb, nl)));
+        Value e = math::Exp2Op::create(
+            nb, nl, math::FmaOp::create(nb, nl, lseValue, cst(-kLog2e), s));
+        return arith::SelectOp::create(nb, nl, hidden, cst(0.0f), e);
+      });
+}
+
+/// The dQ nest; also returns D = rowsum(dO * O) [B, Hq, M] in `rowDot`.
+Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  Value queryBlocks = ceilDiv(querySeq, br);
+  auto gradQType = cast<RankedTensorType>(op.getGradQuery().getType());
+  SmallVector<Value> dynamicSizes;
+  for (int64_t i = 0; i < 4; ++i)
+    if (gradQType.isDynamicDim(i))
+      dynamicSizes.push_back(dim(op.getQuery(), i));
+  Value gradQInit = tensor::EmptyOp::create(b, loc, gradQType, dynamicSizes);
+  Value rowDotInit = tensor::EmptyOp::create(
+      b, loc,
+      RankedTensorType::get(
+          {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic},
+          f32),
+      ValueRange{batch, heads, querySeq});
+  auto forall = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{batch, heads, queryBlocks},
+      ValueRange{gradQInit, rowDotInit}, std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(forall.getTerminator());
+  batchIdx = forall.getInductionVars()[0];
+  Value head = forall.getInductionVars()[1];
+  Value rowStart = mul(forall.getInductionVars()[2], idx(br));
+  Value rows = min(idx(br), sub(querySeq, rowStart));
+
+  Value queryTile = queryRowTile(op.getQuery(), head, rowStart, rows, headDim);
+  Value gradOutTile =
+      queryRowTile(op.getGradOutput(), head, rowStart, rows, valueDim);
+  Value outTile = queryRowTile(op.getOutput(), head, rowStart, rows, valueDim);
+  Value lseTile = rowVector(op.getLse(), head, rowStart, rows,
+                            std::numeric_limits<float>::infinity());
+  // D = rowsum(dO * O) of the block.
+  Value product = generic(
+      {gradOutTile, outTile}, empty({br, valueDim}, f32), {id(2), id(2), id(2)},
+      {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        return arith::MulFOp::create(nb, nl, extendToF32(nb, nl, a[0]),
+                                     extendToF32(nb, nl, a[1]));
+      });
+  Value blockRowDot =
+      generic(product, filled({br}, 0.0), {id(2), map(2, {0})}, {kPar, kRed},
+              [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                return arith::AddFOp::create(nb, nl, a[0], a[1]);
+              });
+
+  // Key blocks the rows see: causal j <= i + N - M; window j >= i + N - M - W.
+  Value first = idx(0), last = ceilDiv(keySeq, bc);
+  if (op.getCausal()) {
+    Value lastRow = sub(add(rowStart, rows), idx(1));
+    Value lastKey = add(lastRow, diagonal);
+    last = min(last, max(floorDiv(add(lastKey, idx(bc)), bc), idx(0)));
+  }
+  if (std::optional<int64_t> window = op.getWindow()) {
+    Value firstKey = sub(add(rowStart, diagonal), idx(*window));
+    first = floorDiv(max(firstKey, idx(0)), bc);
+  }
+  first = min(first, last);
+  auto keyLoop = scf::ForOp::create(b, loc, first, last, idx(1),
+                                    ValueRange{zeros(br, headDim)});
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(keyLoop.getBody());
+    keyStart = mul(keyLoop.getInductionVar(), idx(bc));
+    cols = min(idx(bc), sub(keySeq, keyStart));
+    Value kvHead = b.createOrFold<arith::DivUIOp>(loc, head, group);
+    Value keyTile = keyRowTile(op.getKey(), kvHead, headDim);
+    Value valueTile = keyRowTile(op.getValue(), kvHead, valueDim);
+    Value scores = contract(queryTile, map(3, {0, 2}), keyTile, map(3, {1, 2}),
+                            zeros(br, bc));
+    Value probs = probabilities(scores, lseTile, /*transposed=*/false, head,
+                                rowStart, rows);
+    Value gradP = contract(gradOutTile, map(3, {0, 2}), valueTile,
+                           map(3, {1, 2}), zeros(br, bc));
+    // dS = P (dP - D), in the element type (the tensor-core operand).
+    Value gradS =
+        generic({probs, gradP, blockRowDot}, empty({br, bc}, elementType),
+                {id(2), id(2), map(2, {0}), id(2)}, {kPar, kPar},
+                [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                  Value diff = arith::SubFOp::create(nb, nl, a[1], a[2]);
+                  Value ds = arith::MulFOp::create(nb, nl, a[0], diff);
+                  if (elementType != f32)
+                    ds = arith::TruncFOp::create(nb, nl, elementType, ds);
+                  return ds;
+                });
+    Value acc = contract(gradS, map(3, {0, 2}), keyTile, map(3, {2, 1}),
+                         keyLoop.getRegionIterArgs()[0]);
+    scf::YieldOp::create(b, loc, acc);
+  }
+  Value gradQ =
+      finish(keyLoop.getResult(0), op.getEffectiveScale(), br, headDim);
+
+  ValueRange shared = forall.getRegionIterArgs();
+  auto rowsType =
+      RankedTensorType::get({ShapedType::kDynamic, headDim}, elementType);
+  Value validQ = tensor::ExtractSliceOp::create(
+      b, loc, rowsType, gradQ, ArrayRef<OpFoldResult>{zero, zero},
+      ArrayRef<OpFoldResult>{rows, b.getIndexAttr(headDim)},
+      ArrayRef<OpFoldResult>{one, one});
+  Value validD = tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get({ShapedType::kDynamic}, f32), blockRowDot,
+      ArrayRef<OpFoldResult>{zero}, ArrayRef<OpFoldResult>{rows},
+      ArrayRef<OpFoldResult>{one});
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(
+      b, loc, validQ, shared[0],
+      ArrayRef<OpFoldResult>{batchIdx, head, rowStart, zero},
+      ArrayRef<OpFoldResult>{one, one, rows, b.getIndexAttr(headDim)},
+      SmallVector<OpFoldResult>(4, one));
+  tensor::ParallelInsertSliceOp::create(
+      b, loc, validD, shared[1],
+      ArrayRef<OpFoldResult>{batchIdx, head, rowStart},
+      ArrayRef<OpFoldResult>{one, one, rows},
+      SmallVector<OpFoldResult>(3, one));
+  rowDot = forall.getResult(1);
+  return forall.getResult(0);
+}
+
+/// The dK/dV nest.
+SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot) {
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  Value keyBlocks = ceilDiv(keySeq, bc);
+  SmallVector<Value> outs;
+  for (Value result : {op.getGradKey(), op.getGradValue()}) {
+    auto type = cast<RankedTensorType>(result.getType());
+    Value like = result == op.getGradKey() ? op.getKey() : op.getValue();
+    SmallVector<Value> dynamicSizes;
+    for (int64_t i = 0; i < 4; ++i)
+      if (type.isDynamicDim(i))
+        dynamicSizes.push_back(dim(like, i));
+    outs.push_back(tensor::EmptyOp::create(b, loc, type, dynamicSizes));
+  }
+  auto forall = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{batch, kvHeads, keyBlocks}, outs,
+      std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(forall.getTerminator());
+  batchIdx = forall.getInductionVars()[0];
+  Value kvHead = forall.getInductionVars()[1];
+  keyStart = mul(forall.getInductionVars()[2], idx(bc));
+  cols = min(idx(bc), sub(keySeq, keyStart));
+  Value keyTile = keyRowTile(op.getKey(), kvHead, headDim);
+  Value valueTile = keyRowTile(op.getValue(), kvHead, valueDim);
+
+  // Query blocks with a row that sees a key of this block: causal rows
+  // i >= j - (N - M); a window's rows i <= j + W - (N - M).
+  Value queryBlocks = ceilDiv(querySeq, br);
+  Value first = idx(0), last = queryBlocks;
+  if (op.getCausal())
+    first = floorDiv(max(sub(keyStart, diagonal), idx(0)), br);
+  if (std::optional<int64_t> window = op.getWindow()) {
+    Value lastKey = sub(add(keyStart, cols), idx(1));
+    Value lastRow = add(sub(lastKey, diagonal), idx(*window));
+    last = min(max(ceilDiv(add(lastRow, idx(1)), br), idx(0)), queryBlocks);
+  }
+  first = min(first, last);
+
+  auto headLoop =
+      scf::ForOp::create(b, loc, idx(0), group, idx(1),
+                         ValueRange{zeros(bc, headDim), zeros(bc, valueDim)});
+  {
+    OpBuilder::InsertionGuard h(b);
+    b.setInsertionPointToStart(headLoop.getBody());
+    Value head = add(mul(kvHead, group), headLoop.getInductionVar());
+    auto queryLoop = scf::ForOp::create(b, loc, first, last, idx(1),
+                                        headLoop.getRegionIterArgs());
+    {
+      OpBuilder::InsertionGuard qg(b);
+      b.setInsertionPointToStart(queryLoop.getBody());
+      Value rowStart = mul(queryLoop.getInductionVar(), idx(br));
+      Value rows = min(idx(br), sub(querySeq, rowStart));
+      Value queryTile =
+          queryRowTile(op.getQuery(), head, rowStart, rows, headDim);
+      Value gradOutTile =
+          queryRowTile(op.getGradOutput(), head, rowStart, rows, valueDim);
+      Value lseTile = rowVector(op.getLse(), head, rowStart, rows,
+                                std::numeric_limits<float>::infinity());
+      Value rowDotTile = rowVector(rowDot, head, rowStart, rows, 0.0f);
+      // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ over (key row, query column).
+      Value scoresT = contract(keyTile, map(3, {0, 2}), queryTile,
+                               map(3, {1, 2}), zeros(bc, br));
+      Value probsT = probabilities(scoresT, lseTile, /*transposed=*/true, head,
+                                   rowStart, rows);
+      Value gradPT = contract(valueTile, map(3, {0, 2}), gradOutTile,
+                              map(3, {1, 2}), zeros(bc, br));
+      Value probsTRounded = probsT;
+      if (elementType != f32)
+        probsTRounded = generic(
+            probsT, empty({bc, br}, elementType), {id(2), id(2)}, {kPar, kPar},
+            [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+              return arith::TruncFOp::create(nb, nl, elementType, a[0]);
+            });
+      Value gradST =
+          generic({probsT, gradPT, rowDotTile}, empty({bc, br}, elementType),
+                  {id(2), id(2), map(2, {1}), id(2)}, {kPar, kPar},
+                  [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                    Value diff = arith::SubFOp::create(nb, nl, a[1], a[2]);
+                    Value ds = arith::MulFOp::create(nb, nl, a[0], diff);
+                    if (elementType != f32)
+                      ds = arith::TruncFOp::create(nb, nl, elementType, ds);
+                    return ds;
+                  });
+      ValueRange carried = queryLoop.getRegionIterArgs();
+      Value gradV = contract(probsTRounded, map(3, {0, 2}), gradOutTile,
+                             map(3, {2, 1}), carried[1]);
+      Value gradK = contract(gradST, map(3, {0, 2}), queryTile, map(3, {2, 1}),
+                             carried[0]);
+      scf::YieldOp::create(b, loc, ValueRange{gradK, gradV});
+    }
+    scf::YieldOp::create(b, loc, queryLoop.getResults());
+  }
+  Value gradK =
+      finish(headLoop.getResult(0), op.getEffectiveScale(), bc, headDim);
+  Value gradV = finish(headLoop.getResult(1), 1.0f, bc, valueDim);
+
+  ValueRange shared = forall.getRegionIterArgs();
+  SmallVector<Value> valid;
+  for (auto [tile, width] :
+       {std::pair(gradK, headDim), std::pair(gradV, valueDim)})
+    valid.push_back(tensor::ExtractSliceOp::create(
+        b, loc,
+        RankedTensorType::get({ShapedType::kDynamic, width}, elementType), tile,
+        ArrayRef<OpFoldResult>{zero, zero},
+        ArrayRef<OpFoldResult>{cols, b.getIndexAttr(width)},
+        ArrayRef<OpFoldResult>{one, one}));
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  for (auto [tile, width, into] : {std::tuple(valid[0], headDim, shared[0]),
+                                   std::tuple(valid[1], valueDim, shared[1])}) {
+    tensor::ParallelInsertSliceOp::create(
+        b, loc, tile, into,
+        ArrayRef<OpFoldResult>{batchIdx, kvHead, keyStart, zero},
+        ArrayRef<OpFoldResult>{one, one, cols, b.getIndexAttr(width)},
+        SmallVector<OpFoldResult>(4, one));
+  }
+  return SmallVector<Value>(forall.getResults());
+}
+
+SmallVector<Value> SplitBackwardTiler::build() {
+  Value q = op.getQuery(), k = op.getKey();
+  batch = dim(q, 0);
+  heads = dim(q, 1);
+  kvHeads = dim(k, 1);
+  querySeq = dim(q, 2);
+  keySeq = dim(k, 2);
+  diagonal = sub(keySeq, querySeq);
+  group = b.createOrFold<arith::DivUIOp>(loc, heads, kvHeads);
+  Value rowDot;
+  Value gradQ = buildGradQuery(rowDot);
+  SmallVector<Value> gradKV = buildGradKeyValue(rowDot);
+  return {gradQ, gradKV[0], gradKV[1]};
+}
+
+LogicalResult mlir::flash::tileAttentionBackwardSplit(RewriterBase &rewriter,
+                                                      AttentionBackwardOp op,
+                                                      int64_t blockRows,
+                                                      int64_t blockCols) {
+  return replaceWithTiles<SplitBackwardTiler>(rewriter, op, blockRows,
+                                              blockCols);
+}
