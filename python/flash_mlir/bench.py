@@ -11,6 +11,13 @@ causal flag fit, times ours, SDPA-FA2 and SDPA-cuDNN with CUDA events
 three; per round a warm-up and the median of up to five runs over three
 rotating input sets; the median of the rounds) and prints TFLOP/s and the
 ratios. The table is also written as markdown to --markdown.
+
+A backward kernel (flash-compile's @f_backward next to its forward @f,
+which returns the LSE) is timed as forward + backward against SDPA-FA2's
+forward + backward through autograd, and its backward alone; FLOPs 2.5x
+the forward's for the backward. --memory N measures the peak extra memory
+of our forward + backward (and FA2's) for B = 1, H = 16 and sequence
+lengths up to N, to show that it grows linearly in N.
 """
 
 import argparse
@@ -65,6 +72,115 @@ def sdpa(backend, causal, scale):
     return run
 
 
+def training_tensors(b, h, seq, d, dtype):
+    q, k, v, do = (torch.randn(b, h, seq, d, device="cuda", dtype=dtype)
+                   for _ in range(4))
+    return dict(q=q, k=k, v=v, do=do, o=torch.empty_like(q),
+                lse=torch.empty(b, h, seq, device="cuda"),
+                dq=torch.empty_like(q), dk=torch.empty_like(k), dv=torch.empty_like(v))
+
+
+def ours_training(forward, backward):
+    def run(t):
+        forward(q=t["q"], k=t["k"], v=t["v"], o=t["o"], lse=t["lse"])
+        backward(**t)
+    return run
+
+
+def fa2_training(causal, scale):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def run(t):
+        q, k, v = (t[n].detach().requires_grad_() for n in ("q", "k", "v"))
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+        o.backward(t["do"])
+    return run
+
+
+def bench_training(forward, backward, seqs, rows):
+    man = backward.manifest
+    dtype, d, causal = DTYPES[man["dtype"]], man["head_dim"], man["causal"]
+    for seq in seqs:
+        b, h = 16384 // seq, 2048 // d
+        inputs = [(training_tensors(b, h, seq, d, dtype),) for _ in range(2)]
+        for (t,) in inputs:  # O and LSE for the backward-only timing
+            forward(q=t["q"], k=t["k"], v=t["v"], o=t["o"], lse=t["lse"])
+        flops = 4 * b * h * seq * seq * d / (2 if causal else 1)
+        fa2_graphs = []
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        for (t,) in inputs:
+            q, k, v = (t[n].detach().requires_grad_() for n in ("q", "k", "v"))
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                o = F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                   scale=man["scale"])
+            fa2_graphs.append((o, q, k, v, t["do"]))
+        step = {"i": 0}
+
+        def fa2_backward(t):
+            o, q, k, v, do = fa2_graphs[step["i"] % len(fa2_graphs)]
+            step["i"] += 1
+            torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+
+        def ours_backward(t):
+            backward(**t)
+        fns = [("ours", ours_training(forward, backward), 3.5),
+               ("fa2", fa2_training(causal, man["scale"]), 3.5),
+               ("ours_bwd", ours_backward, 2.5), ("fa2_bwd", fa2_backward, 2.5)]
+        samples = {name: [] for name, _, _ in fns}
+        for _ in range(ROUNDS):
+            for name, fn, _ in fns:
+                samples[name].append(time_ms(fn, inputs, warmup=1, reps=5,
+                                             budget_ms=1500.0))
+        tf = {name: factor * flops / (statistics.median(samples[name]) * 1e-3) / 1e12
+              for name, _, factor in fns}
+        row = (f"| {backward.name} | {man['dtype']} | {d} | {'yes' if causal else 'no'} | "
+               f"{seq} | {tf['ours']:.1f} | {tf['fa2']:.1f} | {tf['ours'] / tf['fa2']:.3f} | "
+               f"{tf['ours_bwd']:.1f} | {tf['fa2_bwd']:.1f} | "
+               f"{tf['ours_bwd'] / tf['fa2_bwd']:.3f} |")
+        print(row, flush=True)
+        rows.append(row)
+
+
+def peak_extra_memory(run, inputs, allocate_outputs):
+    """Peak bytes allocated by one forward + backward beyond Q, K, V, dO:
+    O, LSE, dQ, dK, dV and every workspace."""
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    t = dict(inputs)
+    if allocate_outputs:
+        q, k, v = inputs["q"], inputs["k"], inputs["v"]
+        b, h, seq, _ = q.shape
+        t.update(o=torch.empty_like(q), lse=torch.empty(b, h, seq, device="cuda"),
+                 dq=torch.empty_like(q), dk=torch.empty_like(k), dv=torch.empty_like(v))
+    run(t)
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - base
+    del t
+    return peak
+
+
+def bench_memory(forward, backward, max_seq):
+    man = backward.manifest
+    dtype, d, causal = DTYPES[man["dtype"]], man["head_dim"], man["causal"]
+    print(f"\n| {backward.name}, B = 1, H = 16: seq | ours peak extra MiB | "
+          "per token KiB | FA2 peak extra MiB | per token KiB | N x N f32 would be MiB |")
+    print("|---|---|---|---|---|---|")
+    seq = 4096
+    while seq <= max_seq:
+        inputs = {n: torch.randn(1, 16, seq, d, device="cuda", dtype=dtype)
+                  for n in ("q", "k", "v", "do")}
+        ours = peak_extra_memory(ours_training(forward, backward), inputs, True)
+        fa2 = peak_extra_memory(fa2_training(causal, man["scale"]), inputs, False)
+        square = 16 * seq * seq * 4
+        print(f"| {seq} | {ours / 2**20:.1f} | {ours / seq / 1024:.2f} | "
+              f"{fa2 / 2**20:.1f} | {fa2 / seq / 1024:.2f} | {square / 2**20:.0f} |",
+              flush=True)
+        del inputs
+        seq *= 2
+
+
 def main(argv=None):
     from torch.nn.attention import SDPBackend
     p = argparse.ArgumentParser(description=__doc__,
@@ -72,6 +188,8 @@ def main(argv=None):
     p.add_argument("directory")
     p.add_argument("--seqs", default="1024,2048,4096,8192,16384")
     p.add_argument("--markdown")
+    p.add_argument("--memory", type=int, default=0,
+                   help="also measure fwd+bwd peak extra memory up to this seq")
     args = p.parse_args(argv)
     seqs = [int(s) for s in args.seqs.split(",")]
     rows = []
@@ -80,8 +198,14 @@ def main(argv=None):
     print(header)
     print("|" + "---|" * 10)
     warm_up_gpu()
-    for kernel in load_all(args.directory, general=False):
+    kernels = load_all(args.directory, general=False)
+    by_name = {k.name: k for k in kernels}
+    training = [(by_name.get(k.name[:-len("_backward")]), k) for k in kernels
+                if k.backward and k.name.endswith("_backward")]
+    for kernel in kernels:
         man = kernel.manifest
+        if kernel.backward:
+            continue
         if man["dtype"] not in DTYPES or man["has_bias"] or man["has_mask"] \
                 or man["window"] is not None:
             continue
@@ -94,9 +218,13 @@ def main(argv=None):
                            for _ in range(3))
                 inputs.append((q, k, v, torch.empty_like(q)))
             flops = 4 * b * h * seq * seq * d / (2 if causal else 1)
+            lse = torch.empty(b, h, seq, device="cuda") if man.get("has_lse") else None
 
             def ours(q, k, v, o):
-                kernel(q=q, k=k, v=v, o=o)
+                if lse is None:
+                    kernel(q=q, k=k, v=v, o=o)
+                else:
+                    kernel(q=q, k=k, v=v, o=o, lse=lse)
             # Rounds that interleave the three, so that clock and thermal drift
             # during the run hits them alike; the median of the rounds.
             fns = [("ours", ours),
@@ -128,9 +256,29 @@ def main(argv=None):
                    f"{ratio(result['ours'], result['cudnn'])} |")
             print(row, flush=True)
             rows.append(row)
+    train_header = ("| backward | dtype | D | causal | seq | ours fwd+bwd TFLOP/s | "
+                    "FA2 fwd+bwd | ours / FA2 | ours bwd | FA2 bwd | ours / FA2 bwd |")
+    train_rows = []
+    if training:
+        print()
+        print(train_header)
+        print("|" + "---|" * 11)
+    for forward, backward in training:
+        if forward is None or not forward.manifest.get("has_lse"):
+            print(f"   {backward.name}: no forward with LSE next to it", file=sys.stderr)
+            continue
+        bench_training(forward, backward, seqs, train_rows)
+    if args.memory:
+        for forward, backward in training:
+            if forward is not None and backward.manifest["dtype"] == "bf16" and \
+                    backward.manifest["head_dim"] == 128 and not backward.manifest["causal"]:
+                bench_memory(forward, backward, args.memory)
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(header + "\n|" + "---|" * 10 + "\n" + "\n".join(rows) + "\n")
+            if train_rows:
+                f.write("\n" + train_header + "\n|" + "---|" * 11 + "\n"
+                        + "\n".join(train_rows) + "\n")
     return 0
 
 

@@ -2,7 +2,8 @@
 
     python -m flash_mlir.check DIR
 
-For every kernel in DIR and every case of a shape matrix (ragged M and N,
+For every kernel in DIR (forward, and backward: gradients against float64
+autograd and SDPA FlashAttention-2's) and every case of a shape matrix (ragged M and N,
 M != N causal, GQA, BHSD and BSHD layouts, and unaligned rows that take the
 element-copy path, fully masked rows), runs the
 kernel on random inputs into a NaN-poisoned output and compares it with a
@@ -155,6 +156,79 @@ def run_case(kernel, case, layout, seed):
                 f"{rmse:.2e} fa2 {fa2_text}"), (rmse, fa2_rmse)
 
 
+def reference_grads(q, k, v, do, scale, causal, window, bias=None, mask=None):
+    """float64 autograd of `reference` on the same quantised inputs; also
+    returns O and LSE (the backward kernel's inputs)."""
+    q64, k64, v64 = (t.double().requires_grad_() for t in (q, k, v))
+    o, lse, hidden = reference(q64, k64, v64, scale, causal, window, bias, mask)
+    o.backward(do.double())
+    return o.detach(), lse.detach(), hidden, (q64.grad, k64.grad, v64.grad)
+
+
+def sdpa_flash_grads(q, k, v, do, scale, hidden):
+    """SDPA FlashAttention-2's gradients on the same inputs (None if it
+    cannot run the same function)."""
+    q, k, v = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    o = sdpa_flash(q, k, v, scale, hidden)
+    if o is None:
+        return None
+    o.backward(do)
+    return q.grad, k.grad, v.grad
+
+
+def run_backward_case(kernel, case, layout, seed):
+    man = kernel.manifest
+    dtype = DTYPES[man["dtype"]]
+    d, dv = man["head_dim"], man["value_dim"]
+    b, hq, hkv, m, n = case
+    g = torch.Generator(device="cuda").manual_seed(seed)
+
+    def make(h, s, width, scale=1.0):
+        t = torch.randn(b, s, h, width, device="cuda", generator=g) * scale
+        if layout == "bshd":
+            return t.to(dtype).transpose(1, 2)
+        return t.transpose(1, 2).contiguous().to(dtype)
+
+    q, k, v = make(hq, m, d), make(hkv, n, d), make(hkv, n, dv)
+    do = make(hq, m, dv)
+    o_ref, lse_ref, hidden, grads_ref = reference_grads(
+        q, k, v, do, man["scale"], man["causal"], man["window"])
+    o = o_ref.to(dtype)
+    if layout == "bshd":
+        o = o.transpose(1, 2).contiguous().transpose(1, 2)
+    tensors = dict(q=q, k=k, v=v, o=o, do=do, lse=lse_ref.float().contiguous())
+    outs = {}
+    for name, like in (("dq", q), ("dk", k), ("dv", v)):
+        outs[name] = torch.full_like(like, float("nan"))
+    tensors.update(outs)
+    kernel(**tensors)
+    torch.cuda.synchronize()
+    fa2 = None
+    if man["window"] is None:
+        fa2 = sdpa_flash_grads(*(t.contiguous() for t in (q, k, v, do)),
+                               man["scale"], hidden)
+    tol = {"f32": 1e-5, "f16": 2e-3, "bf16": 1.6e-2}[man["dtype"]]
+    ok, parts = True, []
+    for i, name in enumerate(("dq", "dk", "dv")):
+        ours, ref = outs[name].double(), grads_ref[i]
+        if torch.isnan(ours).any():
+            return False, f"{case} {layout}: NaN in {name} (unwritten or invalid)"
+        err = ((ours - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+        rmse = ((ours - ref) ** 2).mean().sqrt().item()
+        fa2_rmse = None if fa2 is None else \
+            ((fa2[i].double() - ref) ** 2).mean().sqrt().item()
+        ok &= err <= tol
+        if fa2_rmse is not None and rmse > 1.25 * fa2_rmse + 1e-12:
+            ok = False
+        parts.append(f"{name} rel {err:.2e} rmse {rmse:.2e} fa2 "
+                     + ("n/a" if fa2_rmse is None else f"{fa2_rmse:.2e}"))
+    masked_rows = hidden.all(dim=-1)
+    if masked_rows.any() and outs["dq"][..., masked_rows, :].abs().max() != 0:
+        ok = False
+        parts.append("dq of fully masked rows is not 0")
+    return ok, f"{case} {layout}: " + "; ".join(parts) + f" (tol {tol:.0e})"
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -174,7 +248,12 @@ def main(argv=None):
         worst, lines, kernel_ok = 0.0, [], True
         for ci, case in enumerate(cases):
             for layout in layouts:
-                ok, msg, _ = run_case(kernel, case, layout, seed=ci)
+                if kernel.backward:
+                    if layout == "offset":
+                        continue  # the backward kernels use element copies
+                    ok, msg = run_backward_case(kernel, case, layout, seed=ci)
+                else:
+                    ok, msg, _ = run_case(kernel, case, layout, seed=ci)
                 kernel_ok &= ok
                 lines.append(("ok   " if ok else "FAIL ") + msg)
         failures += 0 if kernel_ok else 1

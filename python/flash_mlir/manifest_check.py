@@ -22,19 +22,23 @@ def main(argv=None):
                 continue
             with open(os.path.join(d, name)) as f:
                 m = json.load(f)
-            count += 1
-            where = f"{d}/{m['kernel']}"
-            if not m.get("cubin") or not os.path.exists(os.path.join(d, m["cubin"])):
-                problems.append(f"{where}: not assembled by ptxas")
-            if m.get("spill_bytes") != 0:
-                problems.append(f"{where}: {m.get('spill_bytes')} spill bytes")
-            if m.get("general") and not os.path.exists(os.path.join(d, m["general"])):
-                problems.append(f"{where}: general kernel {m['general']} missing")
-            if m["dynamic_shared_memory_bytes"] > SHARED_LIMIT[m["chip"]]:
-                problems.append(f"{where}: {m['dynamic_shared_memory_bytes']} B of "
-                                f"shared memory exceeds {m['chip']}'s limit")
-            print(f"{where}: registers {m['registers']}, spill {m['spill_bytes']} B, "
-                  f"shared {m['dynamic_shared_memory_bytes']} B")
+            # A backward kernel is several launches, each its own image.
+            for i, launch in enumerate(m.get("launches") or [m]):
+                count += 1
+                where = f"{d}/{m['kernel']}" + (f" launch {i}" if "launches" in m else "")
+                if not launch.get("cubin") or \
+                        not os.path.exists(os.path.join(d, launch["cubin"])):
+                    problems.append(f"{where}: not assembled by ptxas")
+                if launch.get("spill_bytes") != 0:
+                    problems.append(f"{where}: {launch.get('spill_bytes')} spill bytes")
+                if m.get("general") and not os.path.exists(os.path.join(d, m["general"])):
+                    problems.append(f"{where}: general kernel {m['general']} missing")
+                if launch["dynamic_shared_memory_bytes"] > SHARED_LIMIT[m["chip"]]:
+                    problems.append(f"{where}: {launch['dynamic_shared_memory_bytes']} B "
+                                    f"of shared memory exceeds {m['chip']}'s limit")
+                print(f"{where}: registers {launch['registers']}, spill "
+                      f"{launch['spill_bytes']} B, shared "
+                      f"{launch['dynamic_shared_memory_bytes']} B")
     for p in problems:
         print("ERROR " + p)
     print(f"{count} kernels assembled, {len(problems)} spill" if not problems

@@ -45,16 +45,15 @@ def _ensure_context(device):
         _check(lib.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
 
 
-class Kernel:
-    def __init__(self, manifest, directory, device=0):
-        import torch  # noqa: F401  (initialises the primary context)
-        self.manifest = manifest
-        self.name = manifest["kernel"]
+class Launch:
+    """One kernel function of a module image: parameters, grid, block and
+    dynamic shared memory from its manifest entry."""
+
+    def __init__(self, entry, directory, name):
         lib = _driver()
-        torch.cuda.init()
-        torch.cuda.current_stream(device)
-        _ensure_context(device)
-        image_name = manifest.get("cubin") or manifest["ptx"]
+        self.entry = entry
+        self.name = name
+        image_name = entry.get("cubin") or entry["ptx"]
         with open(os.path.join(directory, image_name), "rb") as f:
             image = f.read()
         if image_name.endswith(".ptx"):
@@ -65,12 +64,59 @@ class Kernel:
                f"cuModuleLoadData({image_name})")
         self.function = ctypes.c_void_p()
         _check(lib.cuModuleGetFunction(ctypes.byref(self.function), self.module,
-                                       manifest["entry"].encode()),
+                                       entry["entry"].encode()),
                "cuModuleGetFunction")
-        self.shared = int(manifest["dynamic_shared_memory_bytes"])
+        self.shared = int(entry["dynamic_shared_memory_bytes"])
         _check(lib.cuFuncSetAttribute(
             self.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             ctypes.c_int(self.shared)), "cuFuncSetAttribute")
+
+    def grid(self, tensors):
+        dims = []
+        for g in self.entry["grid"]:
+            if "const" in g:
+                dims.append(int(g["const"]))
+                continue
+            size = tensors[g["tensor"]].shape[g["dim"]]
+            if "ceil_div" in g:
+                size = -(-size // g["ceil_div"])
+            dims.append(int(size))
+        return dims
+
+    def __call__(self, stream, tensors):
+        values = []
+        for p in self.entry["params"]:
+            t = tensors[p["name"]]
+            if t.dim() != p["rank"]:
+                raise ValueError(f"{p['name']}: expected rank {p['rank']}, got {t.dim()}")
+            ptr = ctypes.c_void_p(t.data_ptr())
+            values += [ptr, ctypes.c_void_p(t.data_ptr()), ctypes.c_int64(0)]
+            values += [ctypes.c_int64(s) for s in t.shape]
+            values += [ctypes.c_int64(s) for s in t.stride()]
+        args = (ctypes.c_void_p * len(values))(
+            *[ctypes.addressof(v) for v in values])
+        gx, gy, gz = self.grid(tensors)
+        if min(gx, gy, gz) == 0:
+            return
+        bx, by, bz = self.entry["block"]
+        _check(_driver().cuLaunchKernel(
+            self.function, gx, gy, gz, bx, by, bz, self.shared,
+            ctypes.c_void_p(stream), args, None), f"cuLaunchKernel({self.name})")
+
+
+class Kernel:
+    """A compiled attention (forward: one launch; backward: the launches of
+    its manifest, in order, with the workspace it names)."""
+
+    def __init__(self, manifest, directory, device=0):
+        import torch  # noqa: F401  (initialises the primary context)
+        self.manifest = manifest
+        self.name = manifest["kernel"]
+        torch.cuda.init()
+        torch.cuda.current_stream(device)
+        _ensure_context(device)
+        entries = manifest.get("launches") or [manifest]
+        self.launches = [Launch(e, directory, self.name) for e in entries]
         # Kernels that load tiles with cp.async need contiguous, 16-byte
         # aligned rows; the manifest names the kernel for other strides.
         self.general = None
@@ -78,10 +124,24 @@ class Kernel:
             self.general = Kernel.load(os.path.join(directory, manifest["general"]),
                                        device)
 
+    @property
+    def backward(self):
+        return self.manifest.get("kind") == "backward"
+
+    @property
+    def params(self):
+        seen, out = set(), []
+        for launch in self.launches:
+            for p in launch.entry["params"]:
+                if p["name"] not in seen:
+                    seen.add(p["name"])
+                    out.append(p)
+        return out
+
     def rows_aligned(self, tensors):
         """Whether every input tensor's rows are contiguous and start on 16
         bytes (the kernel's entry check, on the host)."""
-        for p in self.manifest["params"]:
+        for p in self.params:
             if p["name"] in ("o", "lse"):
                 continue
             t = tensors[p["name"]]
@@ -99,13 +159,7 @@ class Kernel:
         return Kernel(manifest, os.path.dirname(manifest_path), device)
 
     def grid(self, tensors):
-        dims = []
-        for g in self.manifest["grid"]:
-            size = tensors[g["tensor"]].shape[g["dim"]]
-            if "ceil_div" in g:
-                size = -(-size // g["ceil_div"])
-            dims.append(int(size))
-        return dims
+        return self.launches[0].grid(tensors)
 
     def __call__(self, stream=None, **tensors):
         import torch
@@ -115,24 +169,14 @@ class Kernel:
                 raise ValueError(f"{self.name}: needs contiguous 16-byte aligned "
                                  "rows and has no general kernel")
             return self.general(stream=stream, **tensors)
-        values = []
-        for p in self.manifest["params"]:
-            t = tensors[p["name"]]
-            if t.dim() != p["rank"]:
-                raise ValueError(f"{p['name']}: expected rank {p['rank']}, got {t.dim()}")
-            ptr = ctypes.c_void_p(t.data_ptr())
-            values += [ptr, ctypes.c_void_p(t.data_ptr()), ctypes.c_int64(0)]
-            values += [ctypes.c_int64(s) for s in t.shape]
-            values += [ctypes.c_int64(s) for s in t.stride()]
-        args = (ctypes.c_void_p * len(values))(
-            *[ctypes.addressof(v) for v in values])
-        gx, gy, gz = self.grid(tensors)
-        bx, by, bz = self.manifest["block"]
+        for w in self.manifest.get("workspace", []):
+            like = tensors[w["like"]]
+            tensors[w["name"]] = torch.empty(like.shape, dtype=torch.float32,
+                                             device=like.device)
         if stream is None:
             stream = torch.cuda.current_stream().cuda_stream
-        _check(_driver().cuLaunchKernel(
-            self.function, gx, gy, gz, bx, by, bz, self.shared,
-            ctypes.c_void_p(stream), args, None), f"cuLaunchKernel({self.name})")
+        for launch in self.launches:
+            launch(stream, tensors)
 
 
 def load_all(directory, device=0, general=True):

@@ -17,6 +17,9 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "flash/Dialect/Flash/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -149,6 +152,69 @@ OwningOpRef<ModuleOp> buildKernelModule(flash::AttentionOp op, StringRef name,
       op.getCausalAttr(), op.getWindowAttr());
   SmallVector<Value> results;
   for (auto [i, r] : llvm::enumerate(fused->getResults()))
+    results.push_back(bufferization::MaterializeInDestinationOp::create(
+                          b, loc, r, entry->getArgument(firstOutput + i))
+                          .getResult());
+  func::ReturnOp::create(b, loc, results);
+  return module;
+}
+
+/// func @name(q, k, v, o, do, lse, [bias], [mask], dq, dk, dv, d) writing
+/// the gradients and the workspace d = rowsum(dO O) in place.
+OwningOpRef<ModuleOp>
+buildBackwardKernelModule(flash::AttentionBackwardOp op, StringRef name,
+                          SmallVectorImpl<Param> &params) {
+  MLIRContext *ctx = op.getContext();
+  Location loc = op.getLoc();
+  OpBuilder b(ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  auto rank4 = [&](Value v) {
+    return generalise(cast<RankedTensorType>(v.getType()), true, 4);
+  };
+  params.push_back({"q", rank4(op.getQuery())});
+  params.push_back({"k", rank4(op.getKey())});
+  params.push_back({"v", rank4(op.getValue())});
+  params.push_back({"o", rank4(op.getOutput())});
+  params.push_back({"do", rank4(op.getGradOutput())});
+  params.push_back(
+      {"lse", generalise(op.getLse().getType(), false, 3)});
+  if (Value bias = op.getBias())
+    params.push_back(
+        {"bias", generaliseBroadcast(cast<RankedTensorType>(bias.getType()))});
+  if (Value mask = op.getMask())
+    params.push_back(
+        {"mask", generaliseBroadcast(cast<RankedTensorType>(mask.getType()))});
+  size_t firstOutput = params.size();
+  params.push_back({"dq", rank4(op.getQuery())});
+  params.push_back({"dk", rank4(op.getKey())});
+  params.push_back({"dv", rank4(op.getValue())});
+  params.push_back({"d", generalise(op.getLse().getType(), false, 3)});
+
+  SmallVector<Type> argTypes, resultTypes;
+  for (const Param &p : params)
+    argTypes.push_back(p.type);
+  for (size_t i = firstOutput; i < firstOutput + 3; ++i)
+    resultTypes.push_back(params[i].type);
+  auto func = func::FuncOp::create(b, loc, name,
+                                   b.getFunctionType(argTypes, resultTypes));
+  for (size_t i = firstOutput; i < params.size(); ++i)
+    func.setArgAttr(i, "bufferization.writable", b.getBoolAttr(true));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto arg = [&](StringRef n) -> Value {
+    for (auto [i, p] : llvm::enumerate(params))
+      if (p.name == n)
+        return entry->getArgument(i);
+    return Value();
+  };
+  auto grads = flash::AttentionBackwardOp::create(
+      b, loc, resultTypes, arg("q"), arg("k"), arg("v"), arg("o"), arg("do"),
+      arg("lse"), arg("bias"), arg("mask"),
+      b.getF32FloatAttr(op.getEffectiveScale()), op.getCausalAttr(),
+      op.getWindowAttr());
+  SmallVector<Value> results;
+  for (auto [i, r] : llvm::enumerate(grads->getResults()))
     results.push_back(bufferization::MaterializeInDestinationOp::create(
                           b, loc, r, entry->getArgument(firstOutput + i))
                           .getResult());
@@ -404,6 +470,211 @@ LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
   return failure();
 }
 
+/// A grid dimension of a launch as the runtime computes it: a constant, or
+/// a size of a kernel argument divided by a constant, rounding up.
+std::optional<json::Object> describeGridDim(Value v, ArrayRef<Param> params) {
+  IntegerAttr c;
+  if (matchPattern(v, m_Constant(&c)))
+    return json::Object{{"const", c.getInt()}};
+  int64_t divisor = 1;
+  if (auto div = v.getDefiningOp<arith::CeilDivSIOp>()) {
+    if (!matchPattern(div.getRhs(), m_Constant(&c)))
+      return std::nullopt;
+    divisor = c.getInt();
+    v = div.getLhs();
+  }
+  auto dim = v.getDefiningOp<memref::DimOp>();
+  if (!dim)
+    return std::nullopt;
+  auto arg = dyn_cast<BlockArgument>(dim.getSource());
+  std::optional<int64_t> index = dim.getConstantIndex();
+  if (!arg || !index)
+    return std::nullopt;
+  json::Object o{{"tensor", params[arg.getArgNumber()].name}, {"dim", *index}};
+  if (divisor != 1)
+    o["ceil_div"] = divisor;
+  return o;
+}
+
+/// Compiles the backward `op` into DIR/<name>.json and one PTX (and cubin)
+/// per launch: the dQ kernel (which also writes D) and the dK/dV kernel.
+LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name) {
+  MLIRContext *ctx = op.getContext();
+  SmallVector<Param> params;
+  OwningOpRef<ModuleOp> module = buildBackwardKernelModule(op, name, params);
+  PassManager tiling(ctx);
+  flash::FlashTileAttentionPassOptions tileOptions;
+  tileOptions.target = chip;
+  tileOptions.blockRows = blockRows;
+  tileOptions.blockCols = blockCols;
+  tiling.addPass(flash::createFlashTileAttentionPass(tileOptions));
+  if (failed(tiling.run(*module)))
+    return op.emitError("flash-compile: tiling the backward failed");
+  // The workspace between the two nests becomes the `d` parameter.
+  auto func = *module->getOps<func::FuncOp>().begin();
+  Value workspace = func.getArgument(params.size() - 1);
+  module->walk([&](tensor::EmptyOp empty) {
+    if (empty->hasAttr(flash::kWorkspaceAttr))
+      empty.replaceAllUsesWith(workspace);
+  });
+
+  flash::FlashGpuPipelineOptions options;
+  options.chip = chip;
+  options.format = "isa";
+  options.blockRows = blockRows;
+  options.blockCols = blockCols;
+  options.threads = threads ? threads.getValue() : 128;
+  options.tensorCores = tensorCores;
+  options.asyncCopies = false;
+  PassManager kernels(ctx);
+  flash::buildFlashGpuKernelPipeline(kernels, options);
+  if (failed(kernels.run(*module)))
+    return op.emitError("flash-compile: building the backward kernels failed");
+
+  struct LaunchInfo {
+    std::string entry, kernelModule;
+    json::Array params, grid, block;
+    int64_t sharedMemory = 0;
+    bool registerTiles = false;
+  };
+  SmallVector<LaunchInfo> launches;
+  std::string problem;
+  module->walk([&](gpu::LaunchFuncOp launch) {
+    LaunchInfo info;
+    info.entry = launch.getKernelName().str();
+    info.kernelModule = launch.getKernelModuleName().str();
+    for (Value v : launch.getKernelOperands()) {
+      auto argument = dyn_cast<BlockArgument>(v);
+      if (!argument) {
+        problem = "a kernel parameter is not a tensor";
+        return;
+      }
+      const Param &p = params[argument.getArgNumber()];
+      json::Array shape;
+      for (int64_t d : p.type.getShape())
+        shape.push_back(ShapedType::isDynamic(d) ? json::Value(nullptr)
+                                                 : json::Value(d));
+      info.params.push_back(
+          json::Object{{"name", p.name},
+                       {"rank", p.type.getRank()},
+                       {"shape", std::move(shape)},
+                       {"dtype", typeName(p.type.getElementType())}});
+    }
+    gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+    for (Value g : {grid.x, grid.y, grid.z}) {
+      std::optional<json::Object> d = describeGridDim(g, params);
+      if (!d) {
+        problem = "a grid size is not a tensor size over a constant";
+        return;
+      }
+      info.grid.push_back(std::move(*d));
+    }
+    gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+    for (Value t : {block.x, block.y, block.z}) {
+      IntegerAttr c;
+      if (!matchPattern(t, m_Constant(&c))) {
+        problem = "a block size is not a constant";
+        return;
+      }
+      info.block.push_back(c.getInt());
+    }
+    IntegerAttr smem;
+    if (Value size = launch.getDynamicSharedMemorySize())
+      matchPattern(size, m_Constant(&smem));
+    info.sharedMemory = smem ? smem.getInt() : 0;
+    launches.push_back(std::move(info));
+  });
+  if (!problem.empty())
+    return op.emitError("flash-compile: ") << problem;
+  module->walk([&](gpu::GPUModuleOp m) {
+    for (LaunchInfo &l : launches)
+      if (l.kernelModule == m.getName())
+        m.walk([&](gpu::ShuffleOp) { l.registerTiles = true; });
+  });
+
+  PassManager binary(ctx);
+  flash::buildFlashGpuBinaryPipeline(binary, options);
+  if (failed(binary.run(*module)))
+    return op.emitError("flash-compile: lowering the backward to PTX failed");
+  json::Array launchList;
+  int64_t maxRegisters = 0, spillBytes = 0;
+  for (auto [i, l] : llvm::enumerate(launches)) {
+    std::string ptx;
+    module->walk([&](gpu::BinaryOp bin) {
+      if (bin.getSymName() == l.kernelModule)
+        ptx = cast<gpu::ObjectAttr>(bin.getObjects()[0])
+                  .getObject()
+                  .getValue()
+                  .str();
+    });
+    if (ptx.empty())
+      return op.emitError("flash-compile: no PTX for ") << l.entry;
+    if (l.sharedMemory > sharedMemoryLimit())
+      return op.emitError("flash-compile: ")
+             << l.entry << " needs " << l.sharedMemory
+             << " B of shared memory, more than " << chip << " has";
+    std::string base = (name + "." + std::to_string(i)).str();
+    SmallString<128> ptxPath(outputDir), cubinPath(outputDir);
+    sys::path::append(ptxPath, base + ".ptx");
+    sys::path::append(cubinPath, base + ".cubin");
+    if (failed(writeFile(ptxPath, ptx)))
+      return failure();
+    PtxasReport report = assemble(ptxPath, cubinPath);
+    if (sys::fs::can_execute(ptxas) && !report.ran) {
+      llvm::errs() << report.log;
+      return op.emitError("flash-compile: ptxas rejected ") << ptxPath;
+    }
+    maxRegisters = std::max(maxRegisters, report.registers);
+    spillBytes += std::max<int64_t>(report.spillBytes, 0);
+    launchList.push_back(json::Object{
+        {"entry", l.entry},
+        {"ptx", base + ".ptx"},
+        {"cubin", report.ran ? json::Value(base + ".cubin")
+                             : json::Value(nullptr)},
+        {"params", std::move(l.params)},
+        {"grid", std::move(l.grid)},
+        {"block", std::move(l.block)},
+        {"dynamic_shared_memory_bytes", l.sharedMemory},
+        {"mapping", l.registerTiles ? "warp-registers" : "shared-tiles"},
+        {"registers", report.registers},
+        {"spill_bytes", report.spillBytes}});
+    llvm::outs() << name << " launch " << i << " (" << l.entry << "): "
+                 << ptxPath << ", registers " << report.registers
+                 << ", spill bytes " << report.spillBytes << ", shared memory "
+                 << l.sharedMemory << " B"
+                 << (l.registerTiles ? ", warp registers" : "") << "\n";
+  }
+  RankedTensorType q = op.getQuery().getType();
+  RankedTensorType v = op.getValue().getType();
+  json::Object manifest{
+      {"kernel", name},
+      {"kind", "backward"},
+      {"chip", chip.getValue()},
+      {"launches", std::move(launchList)},
+      // Parameters the caller does not pass: allocated by the runtime.
+      {"workspace",
+       json::Array{json::Object{
+           {"name", "d"}, {"like", "lse"}, {"dtype", "f32"}}}},
+      {"dtype", typeName(q.getElementType())},
+      {"head_dim", q.getShape().back()},
+      {"value_dim", v.getShape().back()},
+      {"scale", op.getEffectiveScale()},
+      {"causal", op.getCausal()},
+      {"window",
+       op.getWindow() ? json::Value(*op.getWindow()) : json::Value(nullptr)},
+      {"has_bias", static_cast<bool>(op.getBias())},
+      {"has_mask", static_cast<bool>(op.getMask())},
+      {"registers", maxRegisters},
+      {"spill_bytes", spillBytes},
+  };
+  SmallString<128> jsonPath(outputDir);
+  sys::path::append(jsonPath, name + ".json");
+  std::string text;
+  raw_string_ostream os(text);
+  os << formatv("{0:2}", json::Value(std::move(manifest))) << "\n";
+  return writeFile(jsonPath, text);
+}
+
 /// The kernel for `op`; when it needs aligned rows (cp.async), also the
 /// general kernel (element copies) that the runtime uses otherwise. Two
 /// kernels rather than a branch inside one: ptxas allocates registers for the
@@ -454,15 +725,10 @@ int main(int argc, char **argv) {
     return 1;
   SmallVector<flash::AttentionOp> ops;
   module->walk([&](flash::AttentionOp op) { ops.push_back(op); });
-  bool backwardOnly = false;
-  module->walk([&](flash::AttentionBackwardOp op) {
-    op.emitWarning("flash-compile: flash.attention_backward has no GPU "
-                   "kernel yet; it is left out");
-    backwardOnly = ops.empty();
-  });
-  if (ops.empty()) {
-    if (backwardOnly)
-      return 1;
+  SmallVector<flash::AttentionBackwardOp> backwardOps;
+  module->walk(
+      [&](flash::AttentionBackwardOp op) { backwardOps.push_back(op); });
+  if (ops.empty() && backwardOps.empty()) {
     llvm::errs() << "flash-compile: no attention found in " << inputFile
                  << "\n";
     return 1;
@@ -485,6 +751,24 @@ int main(int argc, char **argv) {
       if (!llvm::isAlnum(c) && c != '_')
         c = '_';
     if (failed(compileOne(op, name)))
+      return 1;
+  }
+  // A backward is named after its function, with "_backward" when the
+  // function also has a forward or several backwards.
+  llvm::DenseMap<Operation *, int> backwardPerFunction;
+  for (flash::AttentionBackwardOp op : backwardOps)
+    ++backwardPerFunction[op->getParentOfType<FunctionOpInterface>()];
+  for (auto [i, op] : llvm::enumerate(backwardOps)) {
+    auto func = op->getParentOfType<FunctionOpInterface>();
+    std::string name = (func ? func.getName().str() : std::string("module"));
+    if (!func || perFunction.count(func) || backwardPerFunction[func] > 1)
+      name += "_backward";
+    if (!func || backwardPerFunction[func] > 1)
+      name += "_" + std::to_string(i);
+    for (char &c : name)
+      if (!llvm::isAlnum(c) && c != '_')
+        c = '_';
+    if (failed(compileBackward(op, name)))
       return 1;
   }
   return 0;

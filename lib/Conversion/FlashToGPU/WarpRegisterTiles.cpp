@@ -188,6 +188,7 @@ bool WarpRegisterTiles::supports(linalg::GenericOp op) {
     return false;
   MLIRContext *ctx = op.getContext();
   auto rowMap = AffineMap::get(2, 0, getAffineDimExpr(0, ctx), ctx);
+  auto colMap = AffineMap::get(2, 0, getAffineDimExpr(1, ctx), ctx);
   for (OpOperand *input : op.getDpsInputOperands()) {
     Value in = input->get();
     AffineMap map = op.getMatchingIndexingMap(input);
@@ -195,10 +196,20 @@ bool WarpRegisterTiles::supports(linalg::GenericOp op) {
     if (!inType)
       continue; // a scalar
     bool sameShape = map.isIdentity() && inType.getRank() == loops;
-    bool rowBroadcast = loops == 2 && map == rowMap && tiles.contains(in);
-    if (!sameShape && !rowBroadcast)
+    // A vector along the rows (a register tile, or read from shared memory
+    // per row) or along the columns (read from shared memory per column:
+    // the transposed tiles of the backward's dK/dV kernel).
+    bool rowBroadcast = loops == 2 && map == rowMap &&
+                        (tiles.contains(in) ||
+                         (inType.getRank() == 1 &&
+                          inType.getDimSize(0) == outType.getDimSize(0)));
+    bool colBroadcast = loops == 2 && map == colMap && !tiles.contains(in) &&
+                        inType.getRank() == 1 &&
+                        inType.getDimSize(0) == outType.getDimSize(1);
+    if (!sameShape && !rowBroadcast && !colBroadcast)
       return false;
-    if (!tiles.contains(in) && inType.getShape() != outType.getShape())
+    if (sameShape && !tiles.contains(in) &&
+        inType.getShape() != outType.getShape())
       return false;
   }
   for (Operation &inner : op.getBody()->without_terminator())
@@ -613,9 +624,16 @@ Value TileRewriter::emitElementwise(OpBuilder &b, linalg::GenericOp op) {
           bool broadcast = cast<MemRefType>(in.getType()).getRank() == 1 && rank2;
           map.map(arg, extract(b, inputs[i], broadcast ? r : e));
         } else {
-          SmallVector<Value> at = {row};
-          if (rank2)
-            at.push_back(col);
+          // From shared memory: the element, or a row or column vector's.
+          auto inType = cast<MemRefType>(in.getType());
+          AffineMap inMap = op.getMatchingIndexingMap(input);
+          SmallVector<Value> at;
+          if (inType.getRank() == 2)
+            at = {row, col};
+          else if (rank2 && inMap.getResult(0) == b.getAffineDimExpr(1))
+            at = {col};
+          else
+            at = {row};
           map.map(arg, memref::LoadOp::create(b, loc, in, at));
         }
       }

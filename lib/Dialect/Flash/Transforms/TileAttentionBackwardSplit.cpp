@@ -203,6 +203,9 @@ Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
           {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic},
           f32),
       ValueRange{batch, heads, querySeq});
+  // D lives between the two nests only; a kernel compiler gives it a
+  // buffer of its own (flash-compile makes it a kernel parameter).
+  rowDotInit.getDefiningOp()->setAttr(kWorkspaceAttr, b.getStringAttr("d"));
   auto forall = scf::ForallOp::create(
       b, loc, ArrayRef<OpFoldResult>{batch, heads, queryBlocks},
       ValueRange{gradQInit, rowDotInit}, std::nullopt);

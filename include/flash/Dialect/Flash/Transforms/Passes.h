@@ -56,6 +56,10 @@ LogicalResult tileAttentionBackward(RewriterBase &rewriter,
 /// also writes D = rowsum(dO O), and a dK/dV nest over (batch, KV head, key
 /// block) whose tiles are transposed (key rows, query columns); the op is
 /// replaced.
+/// The attribute naming the tensor.empty of an intermediate that the split
+/// backward passes between its nests ("d": rowsum(dO O), [B, Hq, M] f32).
+constexpr llvm::StringLiteral kWorkspaceAttr = "flash.workspace";
+
 LogicalResult tileAttentionBackwardSplit(RewriterBase &rewriter,
                                          AttentionBackwardOp op,
                                          int64_t blockRows, int64_t blockCols);
