@@ -141,8 +141,9 @@ class Kernel:
     def rows_aligned(self, tensors):
         """Whether every input tensor's rows are contiguous and start on 16
         bytes (the kernel's entry check, on the host)."""
+        workspace = {w["name"] for w in self.manifest.get("workspace", [])}
         for p in self.params:
-            if p["name"] in ("o", "lse"):
+            if p["name"] in ("o", "lse") or p["name"] in workspace:
                 continue
             t = tensors[p["name"]]
             per16 = max(1, 16 // t.element_size())

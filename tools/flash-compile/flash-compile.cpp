@@ -15,13 +15,13 @@
 
 #include "flash/InitAllFlash.h"
 
+#include "flash/Dialect/Flash/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "flash/Dialect/Flash/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/InitAllDialects.h"
@@ -177,8 +177,7 @@ buildBackwardKernelModule(flash::AttentionBackwardOp op, StringRef name,
   params.push_back({"v", rank4(op.getValue())});
   params.push_back({"o", rank4(op.getOutput())});
   params.push_back({"do", rank4(op.getGradOutput())});
-  params.push_back(
-      {"lse", generalise(op.getLse().getType(), false, 3)});
+  params.push_back({"lse", generalise(op.getLse().getType(), false, 3)});
   if (Value bias = op.getBias())
     params.push_back(
         {"bias", generaliseBroadcast(cast<RankedTensorType>(bias.getType()))});
@@ -372,9 +371,8 @@ LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
                        blockCols ? blockCols.getValue() : 32,
                        threads ? threads.getValue() : 128});
   else
-    configs = {{128, 64, 128}, {128, 32, 128}, {128, 64, 256},
-               {128, 32, 256}, {64, 64, 128}, {64, 32, 128},
-               {32, 32, 128}, {16, 16, 128}};
+    configs = {{128, 64, 128}, {128, 32, 128}, {128, 64, 256}, {128, 32, 256},
+               {64, 64, 128},  {64, 32, 128},  {32, 32, 128},  {16, 16, 128}};
 
   SmallString<128> ptxPath(outputDir), cubinPath(outputDir),
       jsonPath(outputDir);
@@ -498,7 +496,10 @@ std::optional<json::Object> describeGridDim(Value v, ArrayRef<Param> params) {
 
 /// Compiles the backward `op` into DIR/<name>.json and one PTX (and cubin)
 /// per launch: the dQ kernel (which also writes D) and the dK/dV kernel.
-LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name) {
+/// With `asyncCopies` the kernels need aligned rows and the manifest names
+/// `general` for other inputs.
+LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
+                              bool asyncCopies, StringRef general) {
   MLIRContext *ctx = op.getContext();
   SmallVector<Param> params;
   OwningOpRef<ModuleOp> module = buildBackwardKernelModule(op, name, params);
@@ -525,7 +526,7 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name) {
   options.blockCols = blockCols;
   options.threads = threads ? threads.getValue() : 128;
   options.tensorCores = tensorCores;
-  options.asyncCopies = false;
+  options.asyncCopies = asyncCopies;
   PassManager kernels(ctx);
   flash::buildFlashGpuKernelPipeline(kernels, options);
   if (failed(kernels.run(*module)))
@@ -539,6 +540,8 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name) {
   };
   SmallVector<LaunchInfo> launches;
   std::string problem;
+  bool requiresAlignedRows = false;
+  module->walk([&](nvgpu::DeviceAsyncCopyOp) { requiresAlignedRows = true; });
   module->walk([&](gpu::LaunchFuncOp launch) {
     LaunchInfo info;
     info.entry = launch.getKernelName().str();
@@ -629,8 +632,8 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name) {
     launchList.push_back(json::Object{
         {"entry", l.entry},
         {"ptx", base + ".ptx"},
-        {"cubin", report.ran ? json::Value(base + ".cubin")
-                             : json::Value(nullptr)},
+        {"cubin",
+         report.ran ? json::Value(base + ".cubin") : json::Value(nullptr)},
         {"params", std::move(l.params)},
         {"grid", std::move(l.grid)},
         {"block", std::move(l.block)},
@@ -638,8 +641,8 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name) {
         {"mapping", l.registerTiles ? "warp-registers" : "shared-tiles"},
         {"registers", report.registers},
         {"spill_bytes", report.spillBytes}});
-    llvm::outs() << name << " launch " << i << " (" << l.entry << "): "
-                 << ptxPath << ", registers " << report.registers
+    llvm::outs() << name << " launch " << i << " (" << l.entry
+                 << "): " << ptxPath << ", registers " << report.registers
                  << ", spill bytes " << report.spillBytes << ", shared memory "
                  << l.sharedMemory << " B"
                  << (l.registerTiles ? ", warp registers" : "") << "\n";
@@ -652,9 +655,8 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name) {
       {"chip", chip.getValue()},
       {"launches", std::move(launchList)},
       // Parameters the caller does not pass: allocated by the runtime.
-      {"workspace",
-       json::Array{json::Object{
-           {"name", "d"}, {"like", "lse"}, {"dtype", "f32"}}}},
+      {"workspace", json::Array{json::Object{
+                        {"name", "d"}, {"like", "lse"}, {"dtype", "f32"}}}},
       {"dtype", typeName(q.getElementType())},
       {"head_dim", q.getShape().back()},
       {"value_dim", v.getShape().back()},
@@ -666,6 +668,10 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name) {
       {"has_mask", static_cast<bool>(op.getMask())},
       {"registers", maxRegisters},
       {"spill_bytes", spillBytes},
+      {"requires_aligned_rows", requiresAlignedRows},
+      {"general", general.empty() || !requiresAlignedRows
+                      ? json::Value(nullptr)
+                      : json::Value((general + ".json").str())},
   };
   SmallString<128> jsonPath(outputDir);
   sys::path::append(jsonPath, name + ".json");
@@ -768,7 +774,11 @@ int main(int argc, char **argv) {
     for (char &c : name)
       if (!llvm::isAlnum(c) && c != '_')
         c = '_';
-    if (failed(compileBackward(op, name)))
+    // As for the forward: cp.async kernels for aligned rows, and a general
+    // pair (element copies) for any strides.
+    std::string general = name + "_general";
+    if (failed(compileBackward(op, name, /*asyncCopies=*/true, general)) ||
+        failed(compileBackward(op, general, /*asyncCopies=*/false, "")))
       return 1;
   }
   return 0;

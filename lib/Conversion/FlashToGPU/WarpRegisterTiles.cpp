@@ -45,8 +45,7 @@ static bool isRowReduction(linalg::GenericOp op) {
   return op.getNumLoops() == 2 && op.getNumDpsInputs() == 1 &&
          op.getIteratorTypesArray()[1] == utils::IteratorType::reduction &&
          op.getIteratorTypesArray()[0] == utils::IteratorType::parallel &&
-         maps[0].isIdentity() && maps[1] == rowMap &&
-         getReductionCombiner(op);
+         maps[0].isIdentity() && maps[1] == rowMap && getReductionCombiner(op);
 }
 
 WarpRegisterTiles::WarpRegisterTiles(gpu::LaunchOp launch, int64_t warps)
@@ -129,8 +128,8 @@ bool WarpRegisterTiles::supports(Value tile) {
       continue;
     }
     if (auto copy = dyn_cast<memref::CopyOp>(user)) {
-      Value other = copy.getTarget() == tile ? copy.getSource()
-                                             : copy.getTarget();
+      Value other =
+          copy.getTarget() == tile ? copy.getSource() : copy.getTarget();
       if (other.getType() != type)
         return false;
       // Into a tile only from another tile; out of one into any buffer.
@@ -199,10 +198,10 @@ bool WarpRegisterTiles::supports(linalg::GenericOp op) {
     // A vector along the rows (a register tile, or read from shared memory
     // per row) or along the columns (read from shared memory per column:
     // the transposed tiles of the backward's dK/dV kernel).
-    bool rowBroadcast = loops == 2 && map == rowMap &&
-                        (tiles.contains(in) ||
-                         (inType.getRank() == 1 &&
-                          inType.getDimSize(0) == outType.getDimSize(0)));
+    bool rowBroadcast =
+        loops == 2 && map == rowMap &&
+        (tiles.contains(in) || (inType.getRank() == 1 &&
+                                inType.getDimSize(0) == outType.getDimSize(0)));
     bool colBroadcast = loops == 2 && map == colMap && !tiles.contains(in) &&
                         inType.getRank() == 1 &&
                         inType.getDimSize(0) == outType.getDimSize(1);
@@ -311,7 +310,8 @@ LogicalResult TileRewriter::run(Value tid) {
 
   for (Value tile : tiles) {
     for (Operation *user : llvm::make_early_inc_range(tile.getUsers())) {
-      if (auto view = dyn_cast<memref::SubViewOp>(user); view && view->use_empty())
+      if (auto view = dyn_cast<memref::SubViewOp>(user);
+          view && view->use_empty())
         view->erase();
       else if (isa<memref::DeallocOp>(user))
         user->erase();
@@ -337,7 +337,8 @@ Value TileRewriter::current(OpBuilder &b, Value tile) {
   if (Value v = values.lookup(tile))
     return v;
   VectorType type = vectorType(cast<MemRefType>(tile.getType()));
-  return arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(type)));
+  return arith::ConstantOp::create(b, loc,
+                                   cast<TypedAttr>(b.getZeroAttr(type)));
 }
 
 LogicalResult TileRewriter::process(Block &block) {
@@ -403,8 +404,7 @@ static Access accessOf(Operation *op, Value tile) {
     return generic.payloadUsesValueFromOperand(init) ? Access::Read
                                                      : Access::Write;
   }
-  return llvm::any_of(op->getOperands(), touches) ? Access::Read
-                                                  : Access::None;
+  return llvm::any_of(op->getOperands(), touches) ? Access::Read : Access::None;
 }
 
 /// Whether the value of `tile` before `op` is read by `op` or what follows
@@ -452,9 +452,9 @@ LogicalResult TileRewriter::processLoop(scf::ForOp loop) {
   // any use in each iteration.
   SmallVector<Value> redefined;
   written.remove_if([&](Value tile) {
-    bool carried = isLiveAt(&loop.getBody()->front(), tile, loop) ||
-                   (loop->getNextNode() &&
-                    isLiveAt(loop->getNextNode(), tile, launch));
+    bool carried =
+        isLiveAt(&loop.getBody()->front(), tile, loop) ||
+        (loop->getNextNode() && isLiveAt(loop->getNextNode(), tile, launch));
     if (!carried)
       redefined.push_back(tile);
     return !carried;
@@ -529,8 +529,8 @@ LogicalResult TileRewriter::rewrite(OpBuilder &b, Operation *op) {
     }
     Value validRows = idx(b, rows);
     if (auto view = source.getDefiningOp<memref::SubViewOp>()) {
-      validRows = getValueOrCreateConstantIndexOp(b, loc,
-                                                  view.getMixedSizes()[0]);
+      validRows =
+          getValueOrCreateConstantIndexOp(b, loc, view.getMixedSizes()[0]);
       source = view.getSource();
     }
     store(b, source, validRows, target);
@@ -578,8 +578,7 @@ void TileRewriter::rewriteElementwise(OpBuilder &b, linalg::GenericOp op) {
         b, loc, moved,
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE,
                               extract(b, alpha, r), one));
-  Value allLanes =
-      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(-1));
+  Value allLanes = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(-1));
   Value anyMoved = NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), allLanes,
                                             moved, NVVM::VoteSyncKind::any);
   Value before = values.lookup(out);
@@ -621,7 +620,8 @@ Value TileRewriter::emitElementwise(OpBuilder &b, linalg::GenericOp op) {
         if (!isa<MemRefType>(in.getType())) {
           map.map(arg, in);
         } else if (inputs[i]) {
-          bool broadcast = cast<MemRefType>(in.getType()).getRank() == 1 && rank2;
+          bool broadcast =
+              cast<MemRefType>(in.getType()).getRank() == 1 && rank2;
           map.map(arg, extract(b, inputs[i], broadcast ? r : e));
         } else {
           // From shared memory: the element, or a row or column vector's.
@@ -742,9 +742,9 @@ LogicalResult TileRewriter::rewriteContraction(OpBuilder &b,
         fa.push_back({pair(0, 2 * kk), pair(1, 2 * kk), pair(0, 2 * kk + 1),
                       pair(1, 2 * kk + 1)});
       } else {
-        Value r = arith::AddIOp::create(
-            b, loc, plus(b, warpRow, 16 * mi),
-            arith::AddIOp::create(b, loc, lane8, upper));
+        Value r =
+            arith::AddIOp::create(b, loc, plus(b, warpRow, 16 * mi),
+                                  arith::AddIOp::create(b, loc, lane8, upper));
         fa.push_back(ldmatrix(sharedA, r, plus(b, right, 16 * kk), 4, false));
       }
     }
@@ -777,11 +777,10 @@ LogicalResult TileRewriter::rewriteContraction(OpBuilder &b,
               std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                              NVVM::MMALayout::col});
           for (auto [i, e] : llvm::enumerate(at))
-            acc = insert(
-                b,
-                LLVM::ExtractValueOp::create(b, loc, d,
-                                             ArrayRef<int64_t>{(int64_t)i}),
-                acc, e);
+            acc = insert(b,
+                         LLVM::ExtractValueOp::create(
+                             b, loc, d, ArrayRef<int64_t>{(int64_t)i}),
+                         acc, e);
         }
       }
     }

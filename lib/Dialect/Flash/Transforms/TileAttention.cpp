@@ -464,16 +464,23 @@ struct FlashTileAttentionPass
       int64_t bytes =
           op.getQuery().getType().getElementType().getIntOrFloatBitWidth() / 8;
       AttentionTiles tiles = chooseAttentionTiles(*tgt, d, dv, bytes);
+      // Tensor cores: 64 rows per CTA (16 per warp) in both nests. The dQ
+      // nest holds dQ [64, D] and two 64 x 64 score tiles in registers; the
+      // dK/dV nest holds dK and dV [64, D], so its score tiles get 32 query
+      // columns above D = 64.
+      int64_t kvCols = 0;
       if (tgt->tensorCores) {
-        // Both nests hold two f32 [rows, D] tiles (dK, dV) or one and two
-        // score tiles in registers: 64 rows fit up to D = 128.
         tiles.blockRows = tiles.blockCols = std::max(d, dv) <= 128 ? 64 : 32;
+        kvCols = std::max(d, dv) <= 64 ? 64 : 32;
       }
       int64_t br = blockRows > 0 ? blockRows : tiles.blockRows;
       int64_t bc = blockCols > 0 ? blockCols : tiles.blockCols;
+      if (blockRows > 0 || kvCols == 0)
+        kvCols = br;
       LogicalResult tiled =
-          tgt->tensorCores ? tileAttentionBackwardSplit(rewriter, op, br, bc)
-                           : tileAttentionBackward(rewriter, op, br, bc);
+          tgt->tensorCores
+              ? tileAttentionBackwardSplit(rewriter, op, br, bc, kvCols)
+              : tileAttentionBackward(rewriter, op, br, bc);
       if (failed(tiled))
         return signalPassFailure();
     }

@@ -44,11 +44,13 @@ constexpr double kLog2e = 1.4426950408889634;
 
 class SplitBackwardTiler : TilerBase {
 public:
+  /// dQ nest: Br query rows x Bc keys; dK/dV nest: Bc key rows x
+  /// `kvCols` queries.
   SplitBackwardTiler(OpBuilder &b, AttentionBackwardOp op, int64_t br,
-                     int64_t bc)
+                     int64_t bc, int64_t kvCols)
       : TilerBase(b, op.getLoc(), op.getQuery().getType(),
                   op.getValue().getType()),
-        op(op), br(br), bc(bc) {}
+        op(op), dqRows(br), br(br), bc(bc), kvCols(kvCols) {}
 
   SmallVector<Value> build();
 
@@ -110,7 +112,9 @@ private:
   SmallVector<Value> buildGradKeyValue(Value rowDot);
 
   AttentionBackwardOp op;
-  int64_t br, bc;
+  /// `br` is the query block of the nest being built: dqRows in the dQ
+  /// nest, kvCols in the dK/dV nest.
+  int64_t dqRows, br, bc, kvCols;
   Value querySeq, keySeq, diagonal, group, batch, heads, kvHeads;
   // Of the current parallel iteration and key block.
   Value batchIdx, keyStart, cols;
@@ -436,7 +440,9 @@ SmallVector<Value> SplitBackwardTiler::build() {
   diagonal = sub(keySeq, querySeq);
   group = b.createOrFold<arith::DivUIOp>(loc, heads, kvHeads);
   Value rowDot;
+  br = dqRows;
   Value gradQ = buildGradQuery(rowDot);
+  br = kvCols;
   SmallVector<Value> gradKV = buildGradKeyValue(rowDot);
   return {gradQ, gradKV[0], gradKV[1]};
 }
@@ -444,7 +450,8 @@ SmallVector<Value> SplitBackwardTiler::build() {
 LogicalResult mlir::flash::tileAttentionBackwardSplit(RewriterBase &rewriter,
                                                       AttentionBackwardOp op,
                                                       int64_t blockRows,
-                                                      int64_t blockCols) {
+                                                      int64_t blockCols,
+                                                      int64_t kvBlockCols) {
   return replaceWithTiles<SplitBackwardTiler>(rewriter, op, blockRows,
-                                              blockCols);
+                                              blockCols, kvBlockCols);
 }

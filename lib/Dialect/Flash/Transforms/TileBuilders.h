@@ -159,9 +159,9 @@ protected:
 /// Checks the tile sizes, brings `op` to rank 4 and replaces it with the loop
 /// nest `Tiler(rewriter, op, br, bc).build()` makes (cast back to the op's
 /// result types where they were more static).
-template <typename Tiler, typename OpTy>
+template <typename Tiler, typename OpTy, typename... Extra>
 LogicalResult replaceWithTiles(RewriterBase &rewriter, OpTy op, int64_t br,
-                               int64_t bc) {
+                               int64_t bc, Extra... extra) {
   if (br <= 0 || bc <= 0)
     return op.emitOpError("tile sizes must be positive, got Br = ")
            << br << ", Bc = " << bc;
@@ -171,7 +171,7 @@ LogicalResult replaceWithTiles(RewriterBase &rewriter, OpTy op, int64_t br,
   op = *normalized;
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);
-  SmallVector<Value> results = Tiler(rewriter, op, br, bc).build();
+  SmallVector<Value> results = Tiler(rewriter, op, br, bc, extra...).build();
   for (auto [result, old] : llvm::zip(results, op->getResults()))
     if (result.getType() != old.getType())
       result = tensor::CastOp::create(rewriter, op.getLoc(), old.getType(),

@@ -52,17 +52,18 @@ LogicalResult tileAttentionBackward(RewriterBase &rewriter,
                                     int64_t blockCols);
 
 /// Tiles one attention backward op into two forward-shaped nests, the form
-/// the GPU mapping takes: a dQ nest over (batch, head, query block) that
-/// also writes D = rowsum(dO O), and a dK/dV nest over (batch, KV head, key
-/// block) whose tiles are transposed (key rows, query columns); the op is
-/// replaced.
+/// the GPU mapping takes: a dQ nest over (batch, head, query block) with
+/// Br x Bc tiles that also writes D = rowsum(dO O), and a dK/dV nest over
+/// (batch, KV head, key block) whose tiles are transposed (Bc key rows,
+/// `kvBlockCols` query columns); the op is replaced.
 /// The attribute naming the tensor.empty of an intermediate that the split
 /// backward passes between its nests ("d": rowsum(dO O), [B, Hq, M] f32).
 constexpr llvm::StringLiteral kWorkspaceAttr = "flash.workspace";
 
 LogicalResult tileAttentionBackwardSplit(RewriterBase &rewriter,
                                          AttentionBackwardOp op,
-                                         int64_t blockRows, int64_t blockCols);
+                                         int64_t blockRows, int64_t blockCols,
+                                         int64_t kvBlockCols);
 
 #define GEN_PASS_REGISTRATION
 #include "flash/Dialect/Flash/Transforms/Passes.h.inc"
