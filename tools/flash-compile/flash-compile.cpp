@@ -159,8 +159,8 @@ OwningOpRef<ModuleOp> buildKernelModule(flash::AttentionOp op, StringRef name,
   return module;
 }
 
-/// func @name(q, k, v, o, do, lse, [bias], [mask], dq, dk, dv, d) writing
-/// the gradients and the workspace d = rowsum(dO O) in place.
+/// func @name(q, k, v, o, do, lse, [bias], [mask], dq, dk, dv) writing the
+/// gradients in place (--flash-workspace-to-arguments appends `d`).
 OwningOpRef<ModuleOp>
 buildBackwardKernelModule(flash::AttentionBackwardOp op, StringRef name,
                           SmallVectorImpl<Param> &params) {
@@ -188,7 +188,6 @@ buildBackwardKernelModule(flash::AttentionBackwardOp op, StringRef name,
   params.push_back({"dq", rank4(op.getQuery())});
   params.push_back({"dk", rank4(op.getKey())});
   params.push_back({"dv", rank4(op.getValue())});
-  params.push_back({"d", generalise(op.getLse().getType(), false, 3)});
 
   SmallVector<Type> argTypes, resultTypes;
   for (const Param &p : params)
@@ -499,25 +498,22 @@ std::optional<json::Object> describeGridDim(Value v, ArrayRef<Param> params) {
 /// With `asyncCopies` the kernels need aligned rows and the manifest names
 /// `general` for other inputs.
 LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
-                              bool asyncCopies, StringRef general) {
+                              bool asyncCopies, StringRef general,
+                              int64_t kvBlockCols, int64_t &spills) {
   MLIRContext *ctx = op.getContext();
   SmallVector<Param> params;
   OwningOpRef<ModuleOp> module = buildBackwardKernelModule(op, name, params);
+  // Tiled first with this choice of dK/dV steps; the pipeline's own tiling
+  // then finds nothing left to tile.
   PassManager tiling(ctx);
   flash::FlashTileAttentionPassOptions tileOptions;
   tileOptions.target = chip;
   tileOptions.blockRows = blockRows;
   tileOptions.blockCols = blockCols;
+  tileOptions.kvBlockCols = kvBlockCols;
   tiling.addPass(flash::createFlashTileAttentionPass(tileOptions));
   if (failed(tiling.run(*module)))
     return op.emitError("flash-compile: tiling the backward failed");
-  // The workspace between the two nests becomes the `d` parameter.
-  auto func = *module->getOps<func::FuncOp>().begin();
-  Value workspace = func.getArgument(params.size() - 1);
-  module->walk([&](tensor::EmptyOp empty) {
-    if (empty->hasAttr(flash::kWorkspaceAttr))
-      empty.replaceAllUsesWith(workspace);
-  });
 
   flash::FlashGpuPipelineOptions options;
   options.chip = chip;
@@ -531,6 +527,17 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
   flash::buildFlashGpuKernelPipeline(kernels, options);
   if (failed(kernels.run(*module)))
     return op.emitError("flash-compile: building the backward kernels failed");
+  // Workspace arguments the pipeline appended, for the manifest.
+  auto func = *module->getOps<func::FuncOp>().begin();
+  for (unsigned i = params.size(); i < func.getNumArguments(); ++i) {
+    auto tag = func.getArgAttrOfType<StringAttr>(i, flash::kWorkspaceAttr);
+    auto type = dyn_cast<MemRefType>(func.getArgument(i).getType());
+    if (!tag || !type)
+      return op.emitError("flash-compile: an unexpected kernel argument");
+    params.push_back(
+        {tag.getValue().str(),
+         RankedTensorType::get(type.getShape(), type.getElementType())});
+  }
 
   struct LaunchInfo {
     std::string entry, kernelModule;
@@ -673,12 +680,38 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
                       ? json::Value(nullptr)
                       : json::Value((general + ".json").str())},
   };
+  manifest["kv_block_cols"] =
+      kvBlockCols ? json::Value(kvBlockCols) : json::Value("target");
+  spills = spillBytes;
   SmallString<128> jsonPath(outputDir);
   sys::path::append(jsonPath, name + ".json");
   std::string text;
   raw_string_ostream os(text);
   os << formatv("{0:2}", json::Value(std::move(manifest))) << "\n";
   return writeFile(jsonPath, text);
+}
+
+/// The backward of `op` (and its general pair): the dK/dV nest's query
+/// columns from the target's choice, then narrower ones until ptxas needs
+/// no spill (D = 128: 32 columns spill 36 bytes in the cp.async kernel).
+LogicalResult compileBackwardPair(flash::AttentionBackwardOp op, StringRef name,
+                                  bool asyncCopies, StringRef general) {
+  int64_t d = std::max(op.getQuery().getType().getShape().back(),
+                       op.getValue().getType().getShape().back());
+  SmallVector<int64_t> candidates = {0};
+  if (!blockRows && d > 64)
+    candidates.push_back(16);
+  for (auto [i, cols] : llvm::enumerate(candidates)) {
+    int64_t spills = 0;
+    if (failed(compileBackward(op, name, asyncCopies, general, cols, spills)))
+      return failure();
+    if (spills == 0)
+      return success();
+    if (i + 1 < candidates.size())
+      llvm::outs() << name << ": spills " << spills
+                   << " bytes; narrower dK/dV steps\n";
+  }
+  return success();
 }
 
 /// The kernel for `op`; when it needs aligned rows (cp.async), also the
@@ -777,8 +810,8 @@ int main(int argc, char **argv) {
     // As for the forward: cp.async kernels for aligned rows, and a general
     // pair (element copies) for any strides.
     std::string general = name + "_general";
-    if (failed(compileBackward(op, name, /*asyncCopies=*/true, general)) ||
-        failed(compileBackward(op, general, /*asyncCopies=*/false, "")))
+    if (failed(compileBackwardPair(op, name, /*asyncCopies=*/true, general)) ||
+        failed(compileBackwardPair(op, general, /*asyncCopies=*/false, "")))
       return 1;
   }
   return 0;

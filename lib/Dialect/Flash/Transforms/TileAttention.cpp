@@ -477,6 +477,8 @@ struct FlashTileAttentionPass
       int64_t bc = blockCols > 0 ? blockCols : tiles.blockCols;
       if (blockRows > 0 || kvCols == 0)
         kvCols = br;
+      if (kvBlockCols > 0)
+        kvCols = kvBlockCols;
       LogicalResult tiled =
           tgt->tensorCores
               ? tileAttentionBackwardSplit(rewriter, op, br, bc, kvCols)

@@ -376,8 +376,9 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot) {
                                map(3, {1, 2}), zeros(bc, br));
       Value probsT = probabilities(scoresT, lseTile, /*transposed=*/true, head,
                                    rowStart, rows);
-      Value gradPT = contract(valueTile, map(3, {0, 2}), gradOutTile,
-                              map(3, {1, 2}), zeros(bc, br));
+      // dV first, so that the rounded Pᵀ is dead before dPᵀ is live (fewer
+      // registers at the peak).
+      ValueRange carried = queryLoop.getRegionIterArgs();
       Value probsTRounded = probsT;
       if (elementType != f32)
         probsTRounded = generic(
@@ -385,6 +386,10 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot) {
             [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
               return arith::TruncFOp::create(nb, nl, elementType, a[0]);
             });
+      Value gradV = contract(probsTRounded, map(3, {0, 2}), gradOutTile,
+                             map(3, {2, 1}), carried[1]);
+      Value gradPT = contract(valueTile, map(3, {0, 2}), gradOutTile,
+                              map(3, {1, 2}), zeros(bc, br));
       Value gradST =
           generic({probsT, gradPT, rowDotTile}, empty({bc, br}, elementType),
                   {id(2), id(2), map(2, {1}), id(2)}, {kPar, kPar},
@@ -395,9 +400,6 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot) {
                       ds = arith::TruncFOp::create(nb, nl, elementType, ds);
                     return ds;
                   });
-      ValueRange carried = queryLoop.getRegionIterArgs();
-      Value gradV = contract(probsTRounded, map(3, {0, 2}), gradOutTile,
-                             map(3, {2, 1}), carried[1]);
       Value gradK = contract(gradST, map(3, {0, 2}), queryTile, map(3, {2, 1}),
                              carried[0]);
       scf::YieldOp::create(b, loc, ValueRange{gradK, gradV});

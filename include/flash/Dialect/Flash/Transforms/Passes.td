@@ -201,7 +201,11 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
     tiles, the on-chip bytes they use and the predicted HBM traffic against
     the naive algorithm.
 
-    `flash.attention_backward` is left alone.
+    On tensor-core targets (`sm_80`, `sm_90a`) the backward takes the form
+    the GPU mapping needs instead: a dQ nest over (batch, head, query
+    block) that also writes D, and a dK/dV nest over (batch, KV head, key
+    block) with transposed tiles (key rows, `kv-block-cols` query columns);
+    see TileAttentionBackwardSplit.cpp.
   }];
   let options = [
     Option<"target", "target", "std::string", "\"cpu\"",
@@ -210,6 +214,9 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
            "Query rows per tile (Br); 0 picks it from the target">,
     Option<"blockCols", "block-cols", "int64_t", "0",
            "Keys per tile (Bc); 0 picks it from the target">,
+    Option<"kvBlockCols", "kv-block-cols", "int64_t", "0",
+           "GPU targets: query columns per step of the backward's dK/dV "
+           "nest; 0 picks it from the target">,
     Option<"report", "report", "bool", "false",
            "Emit a remark per op: tiles, on-chip bytes, predicted HBM traffic">
   ];
@@ -220,6 +227,23 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect"
   ];
+}
+
+def FlashWorkspaceToArgumentsPass
+    : Pass<"flash-workspace-to-arguments", "::mlir::func::FuncOp"> {
+  let summary = "Turn the tiled backward's workspace tensors into function "
+                "arguments";
+  let description = [{
+    The GPU form of the tiled backward passes D = rowsum(dO O) from its dQ
+    kernel to its dK/dV kernel through a `tensor.empty` tagged
+    `flash.workspace`. Kernels launched from a host that runs no MLIR code
+    (flash-compile's manifests, the Python runtime) cannot allocate it, so
+    this pass appends one writable argument per workspace to the function
+    (in order, named by the tag in `flash.workspace` argument attributes)
+    and uses it instead. The caller allocates it: flash-compile's manifest
+    lists it under `workspace`.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
 def FlashDecomposeAggregatesPass : Pass<"flash-decompose-aggregates"> {
