@@ -511,6 +511,7 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
   tileOptions.blockRows = blockRows;
   tileOptions.blockCols = blockCols;
   tileOptions.kvBlockCols = kvBlockCols;
+
   tiling.addPass(flash::createFlashTileAttentionPass(tileOptions));
   if (failed(tiling.run(*module)))
     return op.emitError("flash-compile: tiling the backward failed");
@@ -521,6 +522,7 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
   options.blockRows = blockRows;
   options.blockCols = blockCols;
   options.threads = threads ? threads.getValue() : 128;
+
   options.tensorCores = tensorCores;
   options.asyncCopies = asyncCopies;
   PassManager kernels(ctx);

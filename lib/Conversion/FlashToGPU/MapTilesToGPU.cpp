@@ -65,13 +65,15 @@ private:
 } // namespace
 
 LogicalResult TileMapper::run() {
-  if (forall.getRank() != 3 || !forall.getOutputs().empty())
+  // Up to three parallel dims (batch, head, row block); canonicalization
+  // drops those of static size 1, which become grid dims of size 1.
+  if (forall.getRank() > 3 || !forall.getOutputs().empty())
     return forall.emitError(
-               "flash-map-tiles-to-gpu maps the bufferized 3-D scf.forall "
-               "(batch, head, query block) of the tiled forward; this one has "
-               "rank ")
+               "flash-map-tiles-to-gpu maps a bufferized scf.forall over at "
+               "most three dims (batch, head, row block) of a tiled attention; "
+               "this one has rank ")
            << forall.getRank()
-           << " (the tiled backward has no GPU mapping yet)";
+           << (forall.getOutputs().empty() ? "" : " and tensor outputs");
   for (OpFoldResult lb : forall.getMixedLowerBound())
     if (getConstantIntValue(lb) != 0)
       return forall.emitError("expected zero lower bounds");
@@ -80,8 +82,11 @@ LogicalResult TileMapper::run() {
       return forall.emitError("expected unit steps");
 
   OpBuilder b(forall);
-  SmallVector<Value> ubs = forall.getUpperBound(b);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  // Grid (x, y, z) = the forall's dims from the last; missing ones are 1.
+  SmallVector<Value> ubs = forall.getUpperBound(b);
+  while (ubs.size() < 3)
+    ubs.insert(ubs.begin(), one);
   Value blockSize = arith::ConstantIndexOp::create(b, loc, threads);
   auto launch = gpu::LaunchOp::create(b, loc, ubs[2], ubs[1], ubs[0], blockSize,
                                       one, one);
@@ -89,17 +94,22 @@ LogicalResult TileMapper::run() {
   Block *src = forall.getBody();
   body.getOperations().splice(body.end(), src->getOperations(), src->begin(),
                               std::prev(src->end()));
-  ValueRange ivs = forall.getInductionVars();
+  // A copy: getInductionVars() returns a temporary vector.
+  SmallVector<Value> ivs = forall.getInductionVars();
   gpu::KernelDim3 blocks = launch.getBlockIds();
-  ivs[0].replaceAllUsesWith(blocks.z);
-  ivs[1].replaceAllUsesWith(blocks.y);
-  // Query blocks last to first: under a causal mask the last ones see the
-  // most keys, and starting them first shortens the tail of the grid.
-  {
+  unsigned rank = ivs.size();
+  if (rank >= 3)
+    ivs[rank - 3].replaceAllUsesWith(blocks.z);
+  if (rank >= 2)
+    ivs[rank - 2].replaceAllUsesWith(blocks.y);
+  // Row blocks last to first: under a causal mask the last query blocks see
+  // the most keys, and starting them first shortens the tail of the grid.
+  if (rank >= 1) {
     OpBuilder first = OpBuilder::atBlockBegin(&body);
-    Value last = arith::SubIOp::create(first, loc, launch.getGridSize().x,
-                                       arith::ConstantIndexOp::create(first, loc, 1));
-    ivs[2].replaceAllUsesWith(
+    Value last =
+        arith::SubIOp::create(first, loc, launch.getGridSize().x,
+                              arith::ConstantIndexOp::create(first, loc, 1));
+    ivs[rank - 1].replaceAllUsesWith(
         arith::SubIOp::create(first, loc, last, blocks.x).getResult());
   }
   OpBuilder end = OpBuilder::atBlockEnd(&body);
@@ -261,7 +271,8 @@ TileMapper::carveSharedMemory(gpu::LaunchOp launch,
     // With the warp mapping (whose shared-memory reads all take strided
     // layouts), even strides get 16 bytes of padding.
     SmallVector<int64_t> allocated(type.getShape());
-    int64_t rowBytes = type.getRank() == 2 ? type.getDimSize(1) * elementBytes : 0;
+    int64_t rowBytes =
+        type.getRank() == 2 ? type.getDimSize(1) * elementBytes : 0;
     if (!inRegisters.empty() && rowBytes % 16 == 0 && (rowBytes / 16) % 2 == 0)
       allocated[1] += 16 / elementBytes;
     int64_t bytes = elementBytes;
@@ -292,10 +303,9 @@ TileMapper::carveSharedMemory(gpu::LaunchOp launch,
     if (allocated != type.getShape()) {
       SmallVector<OpFoldResult> zeros(2, b.getIndexAttr(0)),
           ones(2, b.getIndexAttr(1));
-      view = memref::SubViewOp::create(b, loc, view, zeros,
-                                       getAsIndexOpFoldResult(
-                                           b.getContext(), type.getShape()),
-                                       ones);
+      view = memref::SubViewOp::create(
+          b, loc, view, zeros,
+          getAsIndexOpFoldResult(b.getContext(), type.getShape()), ones);
     }
     auto viewType = cast<MemRefType>(view.getType());
     Value generic = memref::MemorySpaceCastOp::create(
@@ -629,10 +639,9 @@ struct FlashMapTilesToGPUPass
         foralls.push_back(forall);
     });
     for (scf::ForallOp forall : foralls)
-      if (failed(
-              TileMapper(forall, threads, tensorCores, registerTiles,
-                         asyncCopies)
-                  .run()))
+      if (failed(TileMapper(forall, threads, tensorCores, registerTiles,
+                            asyncCopies)
+                     .run()))
         return signalPassFailure();
   }
 };

@@ -305,7 +305,7 @@ SmallVector<Value> AttentionTiler::build() {
       std::nullopt);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forall.getTerminator());
-  ValueRange ivs = forall.getInductionVars();
+  SmallVector<Value> ivs = forall.getInductionVars();
   batchIdx = ivs[0];
   headIdx = ivs[1];
   kvHeadIdx = b.createOrFold<arith::DivUIOp>(loc, headIdx, group);
@@ -464,24 +464,28 @@ struct FlashTileAttentionPass
       int64_t bytes =
           op.getQuery().getType().getElementType().getIntOrFloatBitWidth() / 8;
       AttentionTiles tiles = chooseAttentionTiles(*tgt, d, dv, bytes);
-      // Tensor cores: 64 rows per CTA (16 per warp) in both nests. The dQ
-      // nest holds dQ [64, D] and two 64 x 64 score tiles in registers; the
-      // dK/dV nest holds dK and dV [64, D], so its score tiles get 32 query
-      // columns above D = 64.
-      int64_t kvCols = 0;
+      // Tensor cores: the dQ nest holds dQ [Br, D] and two Br x Bc score
+      // tiles in registers, the dK/dV nest dK and dV [rows, D], so its score
+      // tiles get 32 query columns above D = 64. Rows are 16 per warp.
+      int64_t kvRows = 0, kvCols = 0;
       if (tgt->tensorCores) {
         tiles.blockRows = tiles.blockCols = std::max(d, dv) <= 128 ? 64 : 32;
+        kvRows = tiles.blockCols;
         kvCols = std::max(d, dv) <= 64 ? 64 : 32;
       }
       int64_t br = blockRows > 0 ? blockRows : tiles.blockRows;
       int64_t bc = blockCols > 0 ? blockCols : tiles.blockCols;
       if (blockRows > 0 || kvCols == 0)
         kvCols = br;
+      if (blockCols > 0 || kvRows == 0)
+        kvRows = bc;
+      if (kvBlockRows > 0)
+        kvRows = kvBlockRows;
       if (kvBlockCols > 0)
         kvCols = kvBlockCols;
       LogicalResult tiled =
           tgt->tensorCores
-              ? tileAttentionBackwardSplit(rewriter, op, br, bc, kvCols)
+              ? tileAttentionBackwardSplit(rewriter, op, br, bc, kvRows, kvCols)
               : tileAttentionBackward(rewriter, op, br, bc);
       if (failed(tiled))
         return signalPassFailure();

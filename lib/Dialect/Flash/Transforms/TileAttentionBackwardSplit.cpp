@@ -44,13 +44,14 @@ constexpr double kLog2e = 1.4426950408889634;
 
 class SplitBackwardTiler : TilerBase {
 public:
-  /// dQ nest: Br query rows x Bc keys; dK/dV nest: Bc key rows x
-  /// `kvCols` queries.
+  /// dQ nest: `br` query rows x `bc` keys per step; dK/dV nest: `kvRows`
+  /// key rows x `kvCols` queries per step.
   SplitBackwardTiler(OpBuilder &b, AttentionBackwardOp op, int64_t br,
-                     int64_t bc, int64_t kvCols)
+                     int64_t bc, int64_t kvRows, int64_t kvCols)
       : TilerBase(b, op.getLoc(), op.getQuery().getType(),
                   op.getValue().getType()),
-        op(op), dqRows(br), br(br), bc(bc), kvCols(kvCols) {}
+        op(op), dqRows(br), dqCols(bc), kvRows(kvRows), kvCols(kvCols), br(br),
+        bc(bc) {}
 
   SmallVector<Value> build();
 
@@ -112,9 +113,9 @@ private:
   SmallVector<Value> buildGradKeyValue(Value rowDot);
 
   AttentionBackwardOp op;
-  /// `br` is the query block of the nest being built: dqRows in the dQ
-  /// nest, kvCols in the dK/dV nest.
-  int64_t dqRows, br, bc, kvCols;
+  int64_t dqRows, dqCols, kvRows, kvCols;
+  /// The query and key blocks of the nest being built.
+  int64_t br, bc;
   Value querySeq, keySeq, diagonal, group, batch, heads, kvHeads;
   // Of the current parallel iteration and key block.
   Value batchIdx, keyStart, cols;
@@ -443,17 +444,17 @@ SmallVector<Value> SplitBackwardTiler::build() {
   group = b.createOrFold<arith::DivUIOp>(loc, heads, kvHeads);
   Value rowDot;
   br = dqRows;
+  bc = dqCols;
   Value gradQ = buildGradQuery(rowDot);
   br = kvCols;
+  bc = kvRows;
   SmallVector<Value> gradKV = buildGradKeyValue(rowDot);
   return {gradQ, gradKV[0], gradKV[1]};
 }
 
-LogicalResult mlir::flash::tileAttentionBackwardSplit(RewriterBase &rewriter,
-                                                      AttentionBackwardOp op,
-                                                      int64_t blockRows,
-                                                      int64_t blockCols,
-                                                      int64_t kvBlockCols) {
-  return replaceWithTiles<SplitBackwardTiler>(rewriter, op, blockRows,
-                                              blockCols, kvBlockCols);
+LogicalResult mlir::flash::tileAttentionBackwardSplit(
+    RewriterBase &rewriter, AttentionBackwardOp op, int64_t blockRows,
+    int64_t blockCols, int64_t kvBlockRows, int64_t kvBlockCols) {
+  return replaceWithTiles<SplitBackwardTiler>(
+      rewriter, op, blockRows, blockCols, kvBlockRows, kvBlockCols);
 }

@@ -54,8 +54,8 @@ LogicalResult tileAttentionBackward(RewriterBase &rewriter,
 /// Tiles one attention backward op into two forward-shaped nests, the form
 /// the GPU mapping takes: a dQ nest over (batch, head, query block) with
 /// Br x Bc tiles that also writes D = rowsum(dO O), and a dK/dV nest over
-/// (batch, KV head, key block) whose tiles are transposed (Bc key rows,
-/// `kvBlockCols` query columns); the op is replaced.
+/// (batch, KV head, key block) whose tiles are transposed (`kvBlockRows` key
+/// rows, `kvBlockCols` query columns); the op is replaced.
 /// The attribute naming the tensor.empty of an intermediate that the split
 /// backward passes between its nests ("d": rowsum(dO O), [B, Hq, M] f32).
 constexpr llvm::StringLiteral kWorkspaceAttr = "flash.workspace";
@@ -63,6 +63,7 @@ constexpr llvm::StringLiteral kWorkspaceAttr = "flash.workspace";
 LogicalResult tileAttentionBackwardSplit(RewriterBase &rewriter,
                                          AttentionBackwardOp op,
                                          int64_t blockRows, int64_t blockCols,
+                                         int64_t kvBlockRows,
                                          int64_t kvBlockCols);
 
 #define GEN_PASS_REGISTRATION

@@ -214,6 +214,9 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
            "Query rows per tile (Br); 0 picks it from the target">,
     Option<"blockCols", "block-cols", "int64_t", "0",
            "Keys per tile (Bc); 0 picks it from the target">,
+    Option<"kvBlockRows", "kv-block-rows", "int64_t", "0",
+           "GPU targets: key rows per CTA of the backward's dK/dV nest; 0 "
+           "picks it from the target">,
     Option<"kvBlockCols", "kv-block-cols", "int64_t", "0",
            "GPU targets: query columns per step of the backward's dK/dV "
            "nest; 0 picks it from the target">,
