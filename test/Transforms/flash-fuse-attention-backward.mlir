@@ -10,7 +10,7 @@
 // give the same O and gradients (EXEC).
 // EXEC-NOT: FAIL
 // EXEC: fusion_check: 0 failure(s)
-// REPORT-COUNT-10: remark: fused attention backward within the function: gradients dQ dK dV
+// REPORT-COUNT-11: remark: fused attention backward within the function: gradients dQ dK dV
 // REPORT-NOT: not fused
 
 
@@ -1358,4 +1358,77 @@ func.func @two_layer_joint(%q: tensor<2x2x12x8xf32>, %k1: tensor<2x2x16x8xf32>, 
     linalg.yield %r : f32
   } -> tensor<2x2x16x8xf32>
   return %out2, %dq1, %dk1, %dv1, %dk2, %dv2 : tensor<2x2x12x8xf32>, tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x20x8xf32>, tensor<2x2x20x8xf32>
+}
+
+// -----
+
+#q = affine_map<(m, n, d) -> (m, d)>
+#k = affine_map<(m, n, d) -> (n, d)>
+#s = affine_map<(m, n, d) -> (m, n)>
+#p2 = affine_map<(m, d, n) -> (m, n)>
+#v2 = affine_map<(m, d, n) -> (n, d)>
+#o2 = affine_map<(m, d, n) -> (m, d)>
+#id = affine_map<(m, n) -> (m, n)>
+#row = affine_map<(m, n) -> (m)>
+#pt = affine_map<(n, d, m) -> (m, n)>
+#dot = affine_map<(n, d, m) -> (m, d)>
+#kv = affine_map<(n, d, m) -> (n, d)>
+// Single head (rank 2) in named ops: linalg.softmax forward; backward with
+// linalg.matmul (transposing maps), linalg.mul/sub/reduce/broadcast and a
+// splat-constant scale.
+// CHECK-LABEL: func.func @named_softmax
+// CHECK-NOT: 12x16
+// CHECK: flash.attention
+// CHECK-NOT: 12x16
+// CHECK: flash.attention_backward
+// CHECK-NOT: 12x16
+// CHECK: return
+func.func @named_softmax(%q: tensor<12x8xf32>, %k: tensor<16x8xf32>, %v: tensor<16x8xf32>, %do: tensor<12x8xf32>) -> (tensor<12x8xf32>, tensor<12x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %s0 = tensor.empty() : tensor<12x16xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<12x16xf32>) -> tensor<12x16xf32>
+  %s = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "reduction"]} ins(%q, %k : tensor<12x8xf32>, tensor<16x8xf32>) outs(%sz : tensor<12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<12x16xf32>
+  %c = arith.constant 0.125 : f32
+  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<12x16xf32>) outs(%s0 : tensor<12x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<12x16xf32>
+  %p = linalg.softmax dimension(1) ins(%x : tensor<12x16xf32>) outs(%s0 : tensor<12x16xf32>) -> tensor<12x16xf32>
+  %o0 = tensor.empty() : tensor<12x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<12x8xf32>) -> tensor<12x8xf32>
+  %o = linalg.generic {indexing_maps = [#p2, #v2, #o2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%p, %v : tensor<12x16xf32>, tensor<16x8xf32>) outs(%oz : tensor<12x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<12x8xf32>
+  // backward
+  %kv0 = tensor.empty() : tensor<16x8xf32>
+  %kvz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %dv = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "reduction"]} ins(%p, %do : tensor<12x16xf32>, tensor<12x8xf32>) outs(%kvz : tensor<16x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<16x8xf32>
+  %dp = linalg.matmul indexing_maps = [affine_map<(m, n, d) -> (m, d)>, affine_map<(m, n, d) -> (n, d)>, affine_map<(m, n, d) -> (m, n)>] ins(%do, %v : tensor<12x8xf32>, tensor<16x8xf32>) outs(%sz : tensor<12x16xf32>) -> tensor<12x16xf32>
+  %t = linalg.mul ins(%dp, %p : tensor<12x16xf32>, tensor<12x16xf32>) outs(%s0 : tensor<12x16xf32>) -> tensor<12x16xf32>
+  %r0 = tensor.empty() : tensor<12xf32>
+  %rz = linalg.fill ins(%zero : f32) outs(%r0 : tensor<12xf32>) -> tensor<12xf32>
+  %rs = linalg.reduce { arith.addf } ins(%t : tensor<12x16xf32>) outs(%rz : tensor<12xf32>) dimensions = [1]
+  %rsb = linalg.broadcast ins(%rs : tensor<12xf32>) outs(%s0 : tensor<12x16xf32>) dimensions = [1]
+  %prs = linalg.mul ins(%p, %rsb : tensor<12x16xf32>, tensor<12x16xf32>) outs(%s0 : tensor<12x16xf32>) -> tensor<12x16xf32>
+  %ds = linalg.sub ins(%t, %prs : tensor<12x16xf32>, tensor<12x16xf32>) outs(%s0 : tensor<12x16xf32>) -> tensor<12x16xf32>
+  %cs = arith.constant dense<0.125> : tensor<12x16xf32>
+  %dss = linalg.mul ins(%ds, %cs : tensor<12x16xf32>, tensor<12x16xf32>) outs(%s0 : tensor<12x16xf32>) -> tensor<12x16xf32>
+  %qz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<12x8xf32>) -> tensor<12x8xf32>
+  %dq = linalg.matmul ins(%dss, %k : tensor<12x16xf32>, tensor<16x8xf32>) outs(%qz : tensor<12x8xf32>) -> tensor<12x8xf32>
+  %dk = linalg.matmul indexing_maps = [affine_map<(n, d, m) -> (m, n)>, affine_map<(n, d, m) -> (m, d)>, affine_map<(n, d, m) -> (n, d)>] ins(%dss, %q : tensor<12x16xf32>, tensor<12x8xf32>) outs(%kvz : tensor<16x8xf32>) -> tensor<16x8xf32>
+  return %o, %dq, %dk, %dv : tensor<12x8xf32>, tensor<12x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
 }
