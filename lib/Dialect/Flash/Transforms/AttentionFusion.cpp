@@ -8,11 +8,13 @@
 #include "AttentionFusion.h"
 #include "LinalgBuilders.h"
 
+#include "flash/Dialect/Flash/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 using namespace mlir::flash;
@@ -391,4 +393,35 @@ void mlir::flash::detail::eraseDeadOps(RewriterBase &rewriter,
     gone.insert(op);
     rewriter.eraseOp(op);
   }
+}
+
+void mlir::flash::detail::forEachAttentionCandidate(
+    Operation *root, function_ref<void(RewriterBase &, linalg::LinalgOp)> fn) {
+  SmallVector<linalg::LinalgOp> candidates;
+  root->walk([&](linalg::LinalgOp op) {
+    if (op.getNumReductionLoops() == 1 && op.getNumDpsInputs() == 2)
+      candidates.push_back(op);
+  });
+  // Fusing erases ops; remember them so that later candidates are valid.
+  DenseSet<Operation *> erased;
+  IRRewriter rewriter(root->getContext());
+  struct Listener : RewriterBase::Listener {
+    DenseSet<Operation *> &erased;
+    explicit Listener(DenseSet<Operation *> &e) : erased(e) {}
+    void notifyOperationErased(Operation *op) override { erased.insert(op); }
+  } listener(erased);
+  rewriter.setListener(&listener);
+  for (linalg::LinalgOp op : candidates)
+    if (!erased.contains(op))
+      fn(rewriter, op);
+}
+
+LogicalResult mlir::flash::detail::foldIntoFusedOps(Operation *root) {
+  MLIRContext *ctx = root->getContext();
+  RewritePatternSet patterns(ctx);
+  populateFoldIntoAttentionPatterns(patterns);
+  AttentionBackwardOp::getCanonicalizationPatterns(patterns, ctx);
+  tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, ctx);
+  tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, ctx);
+  return applyPatternsGreedily(root, std::move(patterns));
 }

@@ -70,6 +70,16 @@ Value toResultLayout(OpBuilder &b, Location loc, Value value,
 /// Erases `seeds` and, transitively, their producers once trivially dead.
 void eraseDeadOps(RewriterBase &rewriter, ArrayRef<Operation *> seeds);
 
+/// Calls `fn` with every contraction under `root` that may end an attention
+/// (two inputs, one reduction loop), in program order, skipping those that
+/// an earlier call erased through the rewriter.
+void forEachAttentionCandidate(
+    Operation *root, function_ref<void(RewriterBase &, linalg::LinalgOp)> fn);
+
+/// The layout folds on fused ops ([B*H, S, D] operands, repeated K/V) and
+/// the reshape canonicalizations they enable.
+LogicalResult foldIntoFusedOps(Operation *root);
+
 } // namespace mlir::flash::detail
 
 #endif // FLASH_LIB_TRANSFORMS_ATTENTIONFUSION_H

@@ -200,38 +200,17 @@ struct FlashFuseAttentionPass
   using Base::Base;
 
   void runOnOperation() override {
-    SmallVector<linalg::LinalgOp> candidates;
-    getOperation()->walk([&](linalg::LinalgOp op) {
-      if (op.getNumReductionLoops() == 1 && op.getNumDpsInputs() == 2)
-        candidates.push_back(op);
-    });
-    // Fusing erases ops; remember them so that later candidates are valid.
-    DenseSet<Operation *> erased;
-    IRRewriter rewriter(&getContext());
-    struct Listener : RewriterBase::Listener {
-      DenseSet<Operation *> &erased;
-      explicit Listener(DenseSet<Operation *> &e) : erased(e) {}
-      void notifyOperationErased(Operation *op) override { erased.insert(op); }
-    } listener(erased);
-    rewriter.setListener(&listener);
-    for (linalg::LinalgOp op : candidates) {
-      if (erased.contains(op))
-        continue;
+    forEachAttentionCandidate(getOperation(), [&](RewriterBase &rewriter,
+                                                  linalg::LinalgOp op) {
       std::string reason;
       bool candidate = false;
       std::optional<AttentionMatch> m = matchAttention(op, reason, candidate);
       if (m && succeeded(fuse(rewriter, *m, report, reason)))
-        continue;
+        return;
       if (report && candidate)
         op->emitRemark("not fused: ") << reason;
-    }
-    // Layout clean-up on the fused ops: reshapes and repeated K/V.
-    RewritePatternSet patterns(&getContext());
-    populateFoldIntoAttentionPatterns(patterns);
-    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns,
-                                                         &getContext());
-    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, &getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    });
+    if (failed(foldIntoFusedOps(getOperation())))
       return signalPassFailure();
   }
 };

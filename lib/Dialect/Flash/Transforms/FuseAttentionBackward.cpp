@@ -523,55 +523,35 @@ struct FlashFuseAttentionBackwardPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<linalg::LinalgOp> candidates;
-    module->walk([&](linalg::LinalgOp op) {
-      if (op.getNumReductionLoops() == 1 && op.getNumDpsInputs() == 2)
-        candidates.push_back(op);
-    });
-    DenseSet<Operation *> erased;
-    IRRewriter rewriter(&getContext());
-    struct Listener : RewriterBase::Listener {
-      DenseSet<Operation *> &erased;
-      explicit Listener(DenseSet<Operation *> &e) : erased(e) {}
-      void notifyOperationErased(Operation *op) override { erased.insert(op); }
-    } listener(erased);
-    rewriter.setListener(&listener);
-    for (linalg::LinalgOp op : candidates) {
-      if (erased.contains(op))
-        continue;
-      std::string reason;
-      bool candidate = false;
-      std::optional<AttentionMatch> m =
-          matchAttention(op, reason, candidate, /*allowProbsUsers=*/true);
-      if (!m)
-        continue;
-      SmallVector<Operation *> others;
-      for (Operation *user : m->probs.getUsers())
-        if (user != op.getOperation())
-          others.push_back(user);
-      if (others.empty())
-        continue; // forward only: --flash-fuse-attention's job
-      bool ok;
-      if (auto ret = dyn_cast<func::ReturnOp>(others.front());
-          ret && others.size() == 1) {
-        SplitFusion split(module, *m, ret);
-        ok = succeeded(split.match(reason)) &&
-             succeeded(split.rewrite(rewriter, report, reason));
-      } else {
-        std::optional<GradientMatch> g =
-            matchAttentionGradient(m->probs, *m, reason);
-        ok = g && succeeded(fuseJoint(rewriter, *m, *g, report, reason));
-      }
-      if (!ok && report)
-        op->emitRemark("backward not fused: ") << reason;
-    }
-    RewritePatternSet patterns(&getContext());
-    populateFoldIntoAttentionPatterns(patterns);
-    AttentionBackwardOp::getCanonicalizationPatterns(patterns, &getContext());
-    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns,
-                                                         &getContext());
-    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, &getContext());
-    if (failed(applyPatternsGreedily(module, std::move(patterns))))
+    forEachAttentionCandidate(
+        module, [&](RewriterBase &rewriter, linalg::LinalgOp op) {
+          std::string reason;
+          bool candidate = false;
+          std::optional<AttentionMatch> m =
+              matchAttention(op, reason, candidate, /*allowProbsUsers=*/true);
+          if (!m)
+            return;
+          SmallVector<Operation *> others;
+          for (Operation *user : m->probs.getUsers())
+            if (user != op.getOperation())
+              others.push_back(user);
+          if (others.empty())
+            return; // forward only: --flash-fuse-attention's job
+          bool ok;
+          if (auto ret = dyn_cast<func::ReturnOp>(others.front());
+              ret && others.size() == 1) {
+            SplitFusion split(module, *m, ret);
+            ok = succeeded(split.match(reason)) &&
+                 succeeded(split.rewrite(rewriter, report, reason));
+          } else {
+            std::optional<GradientMatch> g =
+                matchAttentionGradient(m->probs, *m, reason);
+            ok = g && succeeded(fuseJoint(rewriter, *m, *g, report, reason));
+          }
+          if (!ok && report)
+            op->emitRemark("backward not fused: ") << reason;
+        });
+    if (failed(foldIntoFusedOps(module)))
       return signalPassFailure();
   }
 };

@@ -50,9 +50,9 @@ private:
   Value contract(Value a, AffineMap aMap, Value bT, AffineMap bMap, Value c) {
     return generic({a, bT}, c, {aMap, bMap, map(3, {0, 1})}, {kPar, kPar, kRed},
                    [&](OpBuilder &nb, Location nl, ValueRange x) -> Value {
-                     Value p = arith::MulFOp::create(
-                         nb, nl, extendToF32(nb, nl, x[0]),
-                         extendToF32(nb, nl, x[1]));
+                     Value p = arith::MulFOp::create(nb, nl,
+                                                     extendToF32(nb, nl, x[0]),
+                                                     extendToF32(nb, nl, x[1]));
                      return arith::AddFOp::create(nb, nl, x[2], p);
                    });
   }
@@ -70,20 +70,19 @@ private:
   }
   /// `scale * x` in the element type.
   Value finish(Value tile, float factor, ArrayRef<int64_t> shape) {
-    return generic(tile, empty(shape, elementType), {id(shape.size()),
-                                                     id(shape.size())},
-                   SmallVector<IteratorType>(shape.size(), kPar),
-                   [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                     Value x = a[0];
-                     if (factor != 1.0f)
-                       x = arith::MulFOp::create(
-                           nb, nl, x,
-                           arith::ConstantOp::create(
-                               nb, nl, nb.getF32FloatAttr(factor)));
-                     if (elementType != f32)
-                       x = arith::TruncFOp::create(nb, nl, elementType, x);
-                     return x;
-                   });
+    return generic(
+        tile, empty(shape, elementType), {id(shape.size()), id(shape.size())},
+        SmallVector<IteratorType>(shape.size(), kPar),
+        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value x = a[0];
+          if (factor != 1.0f)
+            x = arith::MulFOp::create(
+                nb, nl, x,
+                arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(factor)));
+          if (elementType != f32)
+            x = arith::TruncFOp::create(nb, nl, elementType, x);
+          return x;
+        });
   }
 
   SmallVector<Value> queryBlockStep(Value qb, Value head, ValueRange carried);
@@ -149,36 +148,20 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
       ins, empty({br, bc}, f32), maps, {kPar, kPar},
       [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
         Value s = arith::MulFOp::create(
-            nb, nl, a[0], arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(scale)));
+            nb, nl, a[0],
+            arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(scale)));
         if (biasArg >= 0)
           s = arith::AddFOp::create(nb, nl, s, extendToF32(nb, nl, a[biasArg]));
         Value i = arith::AddIOp::create(nb, nl, rowStart,
                                         linalg::IndexOp::create(nb, nl, 0));
         Value j = arith::AddIOp::create(nb, nl, keyStart,
                                         linalg::IndexOp::create(nb, nl, 1));
-        Value hidden = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge,
-                                             j, keySeq);
-        auto hide = [&](Value h) {
-          hidden = arith::OrIOp::create(nb, nl, hidden, h);
-        };
-        if (op.getCausal())
-          hide(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sgt, j,
-                                     arith::AddIOp::create(nb, nl, i, diagonal)));
-        if (window)
-          hide(arith::CmpIOp::create(
-              nb, nl, arith::CmpIPredicate::slt, j,
-              arith::SubIOp::create(
-                  nb, nl, arith::AddIOp::create(nb, nl, i, diagonal),
-                  arith::ConstantIndexOp::create(nb, nl, *window))));
-        if (maskArg >= 0)
-          hide(arith::XOrIOp::create(
-              nb, nl, a[maskArg],
-              arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true))));
         Value lse = a[1];
-        hide(arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, lse,
-                                   negInfF32(nb, nl)));
-        Value p = math::ExpOp::create(nb, nl,
-                                      arith::SubFOp::create(nb, nl, s, lse));
+        Value hidden =
+            buildHiddenScore(nb, nl, i, j, keySeq, diagonal, op.getCausal(),
+                             window, maskArg >= 0 ? a[maskArg] : Value(), lse);
+        Value p =
+            math::ExpOp::create(nb, nl, arith::SubFOp::create(nb, nl, s, lse));
         Value zeroF = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
         return arith::SelectOp::create(nb, nl, hidden, zeroF, p);
       });
@@ -186,19 +169,19 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
   // dV += Pᵀ dO; dP = dO Vᵀ; dS = P (dP - D).
   gradV = contract(probsRounded, map(3, {2, 0}), gradOutTile, map(3, {2, 1}),
                    gradV);
-  Value gradP = contract(gradOutTile, map(3, {0, 2}), valueTile,
-                         map(3, {1, 2}),
+  Value gradP = contract(gradOutTile, map(3, {0, 2}), valueTile, map(3, {1, 2}),
                          zeros({b.getIndexAttr(br), b.getIndexAttr(bc)}));
   Value gradS = generic({probs, gradP, rowDotTile}, empty({br, bc}, f32),
                         {id(2), id(2), map(2, {0}), id(2)}, {kPar, kPar},
                         [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                          Value diff = arith::SubFOp::create(nb, nl, a[1], a[2]);
+                          Value diff =
+                              arith::SubFOp::create(nb, nl, a[1], a[2]);
                           return arith::MulFOp::create(nb, nl, a[0], diff);
                         });
   Value gradSRounded = rounded(gradS);
   // dK += dSᵀ Q; dQ rows += dS K (both scaled once at the end).
-  gradK = contract(gradSRounded, map(3, {2, 0}), queryTile, map(3, {2, 1}),
-                   gradK);
+  gradK =
+      contract(gradSRounded, map(3, {2, 0}), queryTile, map(3, {2, 1}), gradK);
   Value gradQTile =
       contract(gradSRounded, map(3, {0, 2}), keyTile, map(3, {2, 1}),
                zeros({b.getIndexAttr(br), b.getIndexAttr(headDim)}));
@@ -206,8 +189,8 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
   SmallVector<OpFoldResult> size = {one, rows, b.getIndexAttr(headDim)};
   SmallVector<OpFoldResult> unit(3, one);
   auto rowsType = RankedTensorType::get({ShapedType::kDynamic, headDim}, f32);
-  Value current = tensor::ExtractSliceOp::create(b, loc, rowsType, gradQ, at,
-                                                 size, unit);
+  Value current =
+      tensor::ExtractSliceOp::create(b, loc, rowsType, gradQ, at, size, unit);
   Value update = tensor::ExtractSliceOp::create(
       b, loc, rowsType, gradQTile, ArrayRef<OpFoldResult>{zero, zero},
       ArrayRef<OpFoldResult>{rows, b.getIndexAttr(headDim)},
@@ -230,15 +213,15 @@ SmallVector<Value> BackwardTiler::build() {
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
 
   // D = rowsum(dO * O) in f32, [B, Hq, M].
-  rowDot = generic(
-      {op.getGradOutput(), op.getOutput()},
-      buildFilled(b, loc, {batch, heads, querySeq}, f32, 0.0),
-      {id(4), id(4), map(4, {0, 1, 2})}, {kPar, kPar, kPar, kRed},
-      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        Value p = arith::MulFOp::create(nb, nl, extendToF32(nb, nl, a[0]),
-                                        extendToF32(nb, nl, a[1]));
-        return arith::AddFOp::create(nb, nl, a[2], p);
-      });
+  rowDot = generic({op.getGradOutput(), op.getOutput()},
+                   buildFilled(b, loc, {batch, heads, querySeq}, f32, 0.0),
+                   {id(4), id(4), map(4, {0, 1, 2})}, {kPar, kPar, kPar, kRed},
+                   [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                     Value p = arith::MulFOp::create(nb, nl,
+                                                     extendToF32(nb, nl, a[0]),
+                                                     extendToF32(nb, nl, a[1]));
+                     return arith::AddFOp::create(nb, nl, a[2], p);
+                   });
 
   SmallVector<Value> outs;
   for (Value result : op->getResults()) {
@@ -278,7 +261,8 @@ SmallVector<Value> BackwardTiler::build() {
     keyStart = mul(keyLoop.getInductionVar(), idx(bc));
     cols = min(idx(bc), sub(keySeq, keyStart));
     auto keyRows = [&](Value source, int64_t width) {
-      return buildPaddedTile(b, loc, source, {batchIdx, kvHeadIdx, keyStart, zero},
+      return buildPaddedTile(b, loc, source,
+                             {batchIdx, kvHeadIdx, keyStart, zero},
                              {one, one, cols, b.getIndexAttr(width)},
                              {ShapedType::kDynamic, width}, {bc, width});
     };
@@ -333,31 +317,31 @@ SmallVector<Value> BackwardTiler::build() {
     };
     Value nextK = place(headLoop.getResult(0), op.getEffectiveScale(), headDim,
                         keyLoop.getRegionIterArgs()[1]);
-    Value nextV =
-        place(headLoop.getResult(1), 1.0f, valueDim, keyLoop.getRegionIterArgs()[2]);
+    Value nextV = place(headLoop.getResult(1), 1.0f, valueDim,
+                        keyLoop.getRegionIterArgs()[2]);
     scf::YieldOp::create(b, loc,
                          ValueRange{headLoop.getResult(2), nextK, nextV});
   }
 
   // dQ = scale * accumulated, in the element type.
-  Value gradQDone = generic(
-      keyLoop.getResult(0),
-      tensor::EmptyOp::create(
-          b, loc,
-          RankedTensorType::get(
-              {ShapedType::kDynamic, ShapedType::kDynamic, headDim},
-              elementType),
-          ValueRange{group, querySeq}),
-      {id(3), id(3)}, {kPar, kPar, kPar},
-      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        Value x = arith::MulFOp::create(
-            nb, nl, a[0],
-            arith::ConstantOp::create(
-                nb, nl, nb.getF32FloatAttr(op.getEffectiveScale())));
-        if (elementType != f32)
-          x = arith::TruncFOp::create(nb, nl, elementType, x);
-        return x;
-      });
+  Value gradQDone =
+      generic(keyLoop.getResult(0),
+              tensor::EmptyOp::create(
+                  b, loc,
+                  RankedTensorType::get(
+                      {ShapedType::kDynamic, ShapedType::kDynamic, headDim},
+                      elementType),
+                  ValueRange{group, querySeq}),
+              {id(3), id(3)}, {kPar, kPar, kPar},
+              [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                Value x = arith::MulFOp::create(
+                    nb, nl, a[0],
+                    arith::ConstantOp::create(
+                        nb, nl, nb.getF32FloatAttr(op.getEffectiveScale())));
+                if (elementType != f32)
+                  x = arith::TruncFOp::create(nb, nl, elementType, x);
+                return x;
+              });
 
   Value firstHead = mul(kvHeadIdx, group);
   b.setInsertionPointToStart(forall.getTerminator().getBody());
@@ -371,8 +355,7 @@ SmallVector<Value> BackwardTiler::build() {
   tensor::ParallelInsertSliceOp::create(
       b, loc, keyLoop.getResult(1), shared[1],
       ArrayRef<OpFoldResult>{batchIdx, kvHeadIdx, zero, zero},
-      ArrayRef<OpFoldResult>{one, one, keySeq, b.getIndexAttr(headDim)},
-      unit4);
+      ArrayRef<OpFoldResult>{one, one, keySeq, b.getIndexAttr(headDim)}, unit4);
   tensor::ParallelInsertSliceOp::create(
       b, loc, keyLoop.getResult(2), shared[2],
       ArrayRef<OpFoldResult>{batchIdx, kvHeadIdx, zero, zero},

@@ -109,6 +109,22 @@ private:
                            {ShapedType::kDynamic, width}, {bc, width});
   }
 
+  /// dS = P (dP - D) in the element type (the tensor-core operand), with D
+  /// read along loop `queryLoop`.
+  Value softmaxGradient(Value probs, Value gradProbs, Value rowDot,
+                        unsigned queryLoop) {
+    auto type = cast<RankedTensorType>(probs.getType());
+    return generic({probs, gradProbs, rowDot},
+                   empty(type.getShape(), elementType),
+                   {id(2), id(2), map(2, {queryLoop}), id(2)}, {kPar, kPar},
+                   [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                     Value diff = arith::SubFOp::create(nb, nl, a[1], a[2]);
+                     Value ds = arith::MulFOp::create(nb, nl, a[0], diff);
+                     if (elementType != f32)
+                       ds = arith::TruncFOp::create(nb, nl, elementType, ds);
+                     return ds;
+                   });
+  }
   Value buildGradQuery(Value &rowDot);
   SmallVector<Value> buildGradKeyValue(Value rowDot);
 
@@ -163,29 +179,11 @@ Value SplitBackwardTiler::probabilities(Value scores, Value lse,
             nb, nl, rowStart, linalg::IndexOp::create(nb, nl, queryLoop));
         Value j = arith::AddIOp::create(
             nb, nl, keyStart, linalg::IndexOp::create(nb, nl, keyLoop));
-        Value hidden =
-            arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, j, keySeq);
-        auto hide = [&](Value h) {
-          hidden = arith::OrIOp::create(nb, nl, hidden, h);
-        };
-        if (op.getCausal())
-          hide(arith::CmpIOp::create(
-              nb, nl, arith::CmpIPredicate::sgt, j,
-              arith::AddIOp::create(nb, nl, i, diagonal)));
-        if (window)
-          hide(arith::CmpIOp::create(
-              nb, nl, arith::CmpIPredicate::slt, j,
-              arith::SubIOp::create(
-                  nb, nl, arith::AddIOp::create(nb, nl, i, diagonal),
-                  arith::ConstantIndexOp::create(nb, nl, *window))));
-        if (maskArg >= 0)
-          hide(arith::XOrIOp::create(
-              nb, nl, a[maskArg],
-              arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true))));
         // Fully masked rows (LSE = -inf) have P = 0.
         Value lseValue = a[1];
-        hide(arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, lseValue,
-                                   negInfF32(nb, nl)));
+        Value hidden = buildHiddenScore(
+            nb, nl, i, j, keySeq, diagonal, op.getCausal(), window,
+            maskArg >= 0 ? a[maskArg] : Value(), lseValue);
         Value e = math::Exp2Op::create(
             nb, nl, math::FmaOp::create(nb, nl, lseValue, cst(-kLog2e), s));
         return arith::SelectOp::create(nb, nl, hidden, cst(0.0f), e);
@@ -269,16 +267,7 @@ Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
     Value gradP = contract(gradOutTile, map(3, {0, 2}), valueTile,
                            map(3, {1, 2}), zeros(br, bc));
     // dS = P (dP - D), in the element type (the tensor-core operand).
-    Value gradS =
-        generic({probs, gradP, blockRowDot}, empty({br, bc}, elementType),
-                {id(2), id(2), map(2, {0}), id(2)}, {kPar, kPar},
-                [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                  Value diff = arith::SubFOp::create(nb, nl, a[1], a[2]);
-                  Value ds = arith::MulFOp::create(nb, nl, a[0], diff);
-                  if (elementType != f32)
-                    ds = arith::TruncFOp::create(nb, nl, elementType, ds);
-                  return ds;
-                });
+    Value gradS = softmaxGradient(probs, gradP, blockRowDot, /*queryLoop=*/0);
     Value acc = contract(gradS, map(3, {0, 2}), keyTile, map(3, {2, 1}),
                          keyLoop.getRegionIterArgs()[0]);
     scf::YieldOp::create(b, loc, acc);
@@ -392,15 +381,7 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot) {
       Value gradPT = contract(valueTile, map(3, {0, 2}), gradOutTile,
                               map(3, {1, 2}), zeros(bc, br));
       Value gradST =
-          generic({probsT, gradPT, rowDotTile}, empty({bc, br}, elementType),
-                  {id(2), id(2), map(2, {1}), id(2)}, {kPar, kPar},
-                  [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                    Value diff = arith::SubFOp::create(nb, nl, a[1], a[2]);
-                    Value ds = arith::MulFOp::create(nb, nl, a[0], diff);
-                    if (elementType != f32)
-                      ds = arith::TruncFOp::create(nb, nl, elementType, ds);
-                    return ds;
-                  });
+          softmaxGradient(probsT, gradPT, rowDotTile, /*queryLoop=*/1);
       Value gradK = contract(gradST, map(3, {0, 2}), queryTile, map(3, {2, 1}),
                              carried[0]);
       scf::YieldOp::create(b, loc, ValueRange{gradK, gradV});

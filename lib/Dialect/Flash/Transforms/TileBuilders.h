@@ -1,4 +1,5 @@
-//===- TileBuilders.h - tiles of attention operands --------------*- C++ -*-===//
+//===- TileBuilders.h - tiles of attention operands --------------*- C++
+//-*-===//
 //
 // Part of the flash-mlir project.
 //
@@ -9,10 +10,10 @@
 #ifndef FLASH_LIB_TRANSFORMS_TILEBUILDERS_H
 #define FLASH_LIB_TRANSFORMS_TILEBUILDERS_H
 
+#include "flash/Dialect/Flash/IR/FlashOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
-#include "flash/Dialect/Flash/IR/FlashOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
@@ -53,9 +54,10 @@ struct ScoreTile {
 /// The slice of a bias or mask operand (right-aligned to [B, Hq, M, N], size-1
 /// dimensions broadcast) seen by one score tile, and its map from the tile's
 /// (i, j).
-inline std::pair<Value, AffineMap>
-buildScoreOperandTile(OpBuilder &b, Location loc, Value operand,
-                      const ScoreTile &t) {
+inline std::pair<Value, AffineMap> buildScoreOperandTile(OpBuilder &b,
+                                                         Location loc,
+                                                         Value operand,
+                                                         const ScoreTile &t) {
   MLIRContext *ctx = b.getContext();
   auto type = cast<RankedTensorType>(operand.getType());
   int64_t rank = type.getRank();
@@ -71,8 +73,9 @@ buildScoreOperandTile(OpBuilder &b, Location loc, Value operand,
     } else {
       Value offset[] = {t.batch, t.head, t.rowStart, t.keyStart};
       offsets.push_back(offset[logical]);
-      sizes.push_back(logical < 2 ? OpFoldResult(b.getIndexAttr(1))
-                                  : OpFoldResult(logical == 2 ? t.rows : t.cols));
+      sizes.push_back(logical < 2
+                          ? OpFoldResult(b.getIndexAttr(1))
+                          : OpFoldResult(logical == 2 ? t.rows : t.cols));
     }
     // The tile keeps the query and key dimensions the operand has.
     if (logical < 2)
@@ -96,6 +99,37 @@ buildScoreOperandTile(OpBuilder &b, Location loc, Value operand,
 /// What the forward and backward tilers build with: signed index arithmetic
 /// (block bounds can go below zero before clamping), maps, and f32 tensors;
 /// the shapes of the rank-4 op's query and value.
+/// Whether the score of query `i` and key `j` is hidden from the backward's
+/// recomputed P: past the keys (`j >= keySeq`), causal (`j > i + diagonal`),
+/// outside the window (`j < i + diagonal - window`), masked by the i1
+/// `keep` (when given), or on a fully masked row (`lse == -inf`).
+inline Value buildHiddenScore(OpBuilder &b, Location loc, Value i, Value j,
+                              Value keySeq, Value diagonal, bool causal,
+                              std::optional<int64_t> window, Value keep,
+                              Value lse) {
+  Value hidden =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, j, keySeq);
+  auto hide = [&](Value h) {
+    hidden = arith::OrIOp::create(b, loc, hidden, h);
+  };
+  Value lastVisible = arith::AddIOp::create(b, loc, i, diagonal);
+  if (causal)
+    hide(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, j,
+                               lastVisible));
+  if (window)
+    hide(arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::slt, j,
+        arith::SubIOp::create(
+            b, loc, lastVisible,
+            arith::ConstantIndexOp::create(b, loc, *window))));
+  if (keep)
+    hide(arith::XOrIOp::create(
+        b, loc, keep, arith::ConstantOp::create(b, loc, b.getBoolAttr(true))));
+  hide(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, lse,
+                             negInfF32(b, loc)));
+  return hidden;
+}
+
 class TilerBase {
 protected:
   TilerBase(OpBuilder &b, Location loc, RankedTensorType query,
@@ -174,8 +208,8 @@ LogicalResult replaceWithTiles(RewriterBase &rewriter, OpTy op, int64_t br,
   SmallVector<Value> results = Tiler(rewriter, op, br, bc, extra...).build();
   for (auto [result, old] : llvm::zip(results, op->getResults()))
     if (result.getType() != old.getType())
-      result = tensor::CastOp::create(rewriter, op.getLoc(), old.getType(),
-                                      result);
+      result =
+          tensor::CastOp::create(rewriter, op.getLoc(), old.getType(), result);
   rewriter.replaceOp(op, results);
   return success();
 }
