@@ -419,8 +419,11 @@ static bool isLiveAt(Operation *op, Value tile, Operation *limit) {
     Operation *parent = block->getParentOp();
     if (parent == limit)
       return false;
-    // Inside an enclosing loop the next iteration may read it.
-    if (isa<LoopLikeOpInterface>(parent))
+    // Inside an enclosing loop the next iteration starts again at the front
+    // of this block (the dK/dV kernel's query loop inside its loop over the
+    // group's heads): live if that reads the tile before writing it.
+    if (isa<LoopLikeOpInterface>(parent) &&
+        isLiveAt(&block->front(), tile, parent))
       return true;
     op = parent->getNextNode();
     block = parent->getBlock();
