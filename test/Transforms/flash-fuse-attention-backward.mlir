@@ -10,7 +10,7 @@
 // give the same O and gradients (EXEC).
 // EXEC-NOT: FAIL
 // EXEC: fusion_check: 0 failure(s)
-// REPORT-COUNT-11: remark: fused attention backward within the function: gradients dQ dK dV
+// REPORT-COUNT-14: remark: fused attention backward within the function: gradients dQ dK dV
 // REPORT-NOT: not fused
 
 
@@ -1431,4 +1431,406 @@ func.func @named_softmax(%q: tensor<12x8xf32>, %k: tensor<16x8xf32>, %v: tensor<
   %dq = linalg.matmul ins(%dss, %k : tensor<12x16xf32>, tensor<16x8xf32>) outs(%qz : tensor<12x8xf32>) -> tensor<12x8xf32>
   %dk = linalg.matmul indexing_maps = [affine_map<(n, d, m) -> (m, n)>, affine_map<(n, d, m) -> (m, d)>, affine_map<(n, d, m) -> (n, d)>] ins(%dss, %q : tensor<12x16xf32>, tensor<12x8xf32>) outs(%kvz : tensor<16x8xf32>) -> tensor<16x8xf32>
   return %o, %dq, %dk, %dv : tensor<12x8xf32>, tensor<12x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>
+}
+
+// -----
+
+// Grouped-query attention training steps (forward + backward from the saved
+// P) in JAX's grouped iteration space, as jax.nn.dot_product_attention /
+// flax GQA emit them through stablehlo-to-linalg: (q [B, Hq, M, D], k, v
+// [B, Hkv, N, D], do [B, Hq, M, D]) -> (o, dq, dk, dv). Q and dO are
+// expanded to [B, Hkv, G, M, D]; K / V are never repeated; dK / dV reduce
+// over both g and m.
+
+// G1. B=2, Hkv=2, G=2 (Hq=4), M=10, N=14, D=8, f32, no mask: S = einsum('bhgmd,bhnd->bhgmn') as a 6-loop generic (b,h,g,m,n,d), X = S * 0.353553385 (linalg.map with a splat constant), softmax / its VJP via linalg.reduce/broadcast/map (dX = dP*P - P*sum_n(dP*P)), dS = dX * 0.353553385; dV, dK are generics with two reduction loops (g, m); O, dQ collapsed to [B, Hq, M, D].
+#q = affine_map<(b, h, g, m, n, d) -> (b, h, g, m, d)>
+#k = affine_map<(b, h, g, m, n, d) -> (b, h, n, d)>
+#s = affine_map<(b, h, g, m, n, d) -> (b, h, g, m, n)>
+#p = affine_map<(b, h, g, m, d, n) -> (b, h, g, m, n)>
+#v = affine_map<(b, h, g, m, d, n) -> (b, h, n, d)>
+#o = affine_map<(b, h, g, m, d, n) -> (b, h, g, m, d)>
+#pt = affine_map<(b, h, n, d, g, m) -> (b, h, g, m, n)>
+#dot = affine_map<(b, h, n, d, g, m) -> (b, h, g, m, d)>
+#kv = affine_map<(b, h, n, d, g, m) -> (b, h, n, d)>
+#id5 = affine_map<(b, h, g, m, n) -> (b, h, g, m, n)>
+#row5 = affine_map<(b, h, g, m, n) -> (b, h, g, m)>
+// CHECK-LABEL: func.func @gqa_joint
+// CHECK-NOT: x10x14x
+// CHECK: %{{.*}}, %[[LSE:.*]] = flash.attention %arg0, %arg1, %arg2 {{.*}} -> {{.*}}, tensor<2x4x10xf32>
+// CHECK-NOT: x10x14x
+// CHECK: flash.attention_backward %arg0, %arg1, %arg2, %{{.*}}, %arg3, %[[LSE]]
+// CHECK-NOT: x10x14x
+// CHECK: return
+func.func @gqa_joint(%q: tensor<2x4x10x8xf32>, %k: tensor<2x2x14x8xf32>, %v: tensor<2x2x14x8xf32>, %do: tensor<2x4x10x8xf32>) -> (tensor<2x4x10x8xf32>, tensor<2x4x10x8xf32>, tensor<2x2x14x8xf32>, tensor<2x2x14x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %cs = arith.constant dense<0.353553385> : tensor<2x2x2x10x14xf32>
+  // forward
+  // Q [B, Hq, M, D] -> [B, Hkv, G, M, D] (Hq = 4 = 2 * 2); K / V stay [B, Hkv, N, D]
+  %q5 = tensor.expand_shape %q [[0], [1, 2], [3], [4]] output_shape [2, 2, 2, 10, 8] : tensor<2x4x10x8xf32> into tensor<2x2x2x10x8xf32>
+  %s0 = tensor.empty() : tensor<2x2x2x10x14xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x2x2x10x14xf32>) -> tensor<2x2x2x10x14xf32>
+  // S = einsum('bhgmd,bhnd->bhgmn', Q5, K)
+  %s = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q5, %k : tensor<2x2x2x10x8xf32>, tensor<2x2x14x8xf32>) outs(%sz : tensor<2x2x2x10x14xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x2x10x14xf32>
+  // X = S * scale
+  %x = linalg.map { arith.mulf } ins(%s, %cs : tensor<2x2x2x10x14xf32>, tensor<2x2x2x10x14xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>)
+  // P = softmax over n (max-subtracted)
+  %r0 = tensor.empty() : tensor<2x2x2x10xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%r0 : tensor<2x2x2x10xf32>) -> tensor<2x2x2x10xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x2x2x10xf32>) -> tensor<2x2x2x10xf32>
+  %mx = linalg.reduce { arith.maximumf } ins(%x : tensor<2x2x2x10x14xf32>) outs(%mi : tensor<2x2x2x10xf32>) dimensions = [4]
+  %mxb = linalg.broadcast ins(%mx : tensor<2x2x2x10xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>) dimensions = [4]
+  %d = linalg.map { arith.subf } ins(%x, %mxb : tensor<2x2x2x10x14xf32>, tensor<2x2x2x10x14xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>)
+  %e = linalg.map { math.exp } ins(%d : tensor<2x2x2x10x14xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>)
+  %l = linalg.reduce { arith.addf } ins(%e : tensor<2x2x2x10x14xf32>) outs(%li : tensor<2x2x2x10xf32>) dimensions = [4]
+  %lb = linalg.broadcast ins(%l : tensor<2x2x2x10xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>) dimensions = [4]
+  %p = linalg.map { arith.divf } ins(%e, %lb : tensor<2x2x2x10x14xf32>, tensor<2x2x2x10x14xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>)
+  %o0 = tensor.empty() : tensor<2x2x2x10x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x2x2x10x8xf32>) -> tensor<2x2x2x10x8xf32>
+  // O5 = einsum('bhgmn,bhnd->bhgmd', P, V)
+  %o5 = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x2x2x10x14xf32>, tensor<2x2x14x8xf32>) outs(%oz : tensor<2x2x2x10x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x2x10x8xf32>
+  %out = tensor.collapse_shape %o5 [[0], [1, 2], [3], [4]] : tensor<2x2x2x10x8xf32> into tensor<2x4x10x8xf32>
+  // backward (from the saved P)
+  %do5 = tensor.expand_shape %do [[0], [1, 2], [3], [4]] output_shape [2, 2, 2, 10, 8] : tensor<2x4x10x8xf32> into tensor<2x2x2x10x8xf32>
+  %kv0 = tensor.empty() : tensor<2x2x14x8xf32>
+  %dvz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x2x14x8xf32>) -> tensor<2x2x14x8xf32>
+  // dV = einsum('bhgmn,bhgmd->bhnd', P, dO5) (reduction over g and m)
+  %dv = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%p, %do5 : tensor<2x2x2x10x14xf32>, tensor<2x2x2x10x8xf32>) outs(%dvz : tensor<2x2x14x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x14x8xf32>
+  %dpz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x2x2x10x14xf32>) -> tensor<2x2x2x10x14xf32>
+  // dP = einsum('bhgmd,bhnd->bhgmn', dO5, V)
+  %dp = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%do5, %v : tensor<2x2x2x10x8xf32>, tensor<2x2x14x8xf32>) outs(%dpz : tensor<2x2x2x10x14xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x2x10x14xf32>
+  // softmax VJP: t = dP * P; dX = t - P * sum_n(t)
+  %tz = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x2x2x10xf32>) -> tensor<2x2x2x10xf32>
+  %t = linalg.map { arith.mulf } ins(%dp, %p : tensor<2x2x2x10x14xf32>, tensor<2x2x2x10x14xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>)
+  %ts = linalg.reduce { arith.addf } ins(%t : tensor<2x2x2x10x14xf32>) outs(%tz : tensor<2x2x2x10xf32>) dimensions = [4]
+  %tsb = linalg.broadcast ins(%ts : tensor<2x2x2x10xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>) dimensions = [4]
+  %pts = linalg.map { arith.mulf } ins(%p, %tsb : tensor<2x2x2x10x14xf32>, tensor<2x2x2x10x14xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>)
+  %dx = linalg.map { arith.subf } ins(%t, %pts : tensor<2x2x2x10x14xf32>, tensor<2x2x2x10x14xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>)
+  // backward of the scale: dS = dX * scale
+  %ds = linalg.map { arith.mulf } ins(%dx, %cs : tensor<2x2x2x10x14xf32>, tensor<2x2x2x10x14xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>)
+  %dqz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x2x2x10x8xf32>) -> tensor<2x2x2x10x8xf32>
+  // dQ5 = einsum('bhgmn,bhnd->bhgmd', dS, K)
+  %dq5 = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%ds, %k : tensor<2x2x2x10x14xf32>, tensor<2x2x14x8xf32>) outs(%dqz : tensor<2x2x2x10x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x2x10x8xf32>
+  %dq = tensor.collapse_shape %dq5 [[0], [1, 2], [3], [4]] : tensor<2x2x2x10x8xf32> into tensor<2x4x10x8xf32>
+  %dkz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x2x14x8xf32>) -> tensor<2x2x14x8xf32>
+  // dK = einsum('bhgmn,bhgmd->bhnd', dS, Q5) (reduction over g and m)
+  %dk = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%ds, %q5 : tensor<2x2x2x10x14xf32>, tensor<2x2x2x10x8xf32>) outs(%dkz : tensor<2x2x14x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x14x8xf32>
+  return %out, %dq, %dk, %dv : tensor<2x4x10x8xf32>, tensor<2x4x10x8xf32>, tensor<2x2x14x8xf32>, tensor<2x2x14x8xf32>
+}
+
+// -----
+
+// G2. As G1 plus a bottom-right causal mask (keep n <= m + 4 via linalg.index 3 / 4 compare in the generic on S, X = select(keep, S * 0.353553385, -inf)); softmax and VJP via linalg.reduce/broadcast/map; backward select(keep, dX, 0) then * 0.353553385.
+#q = affine_map<(b, h, g, m, n, d) -> (b, h, g, m, d)>
+#k = affine_map<(b, h, g, m, n, d) -> (b, h, n, d)>
+#s = affine_map<(b, h, g, m, n, d) -> (b, h, g, m, n)>
+#p = affine_map<(b, h, g, m, d, n) -> (b, h, g, m, n)>
+#v = affine_map<(b, h, g, m, d, n) -> (b, h, n, d)>
+#o = affine_map<(b, h, g, m, d, n) -> (b, h, g, m, d)>
+#pt = affine_map<(b, h, n, d, g, m) -> (b, h, g, m, n)>
+#dot = affine_map<(b, h, n, d, g, m) -> (b, h, g, m, d)>
+#kv = affine_map<(b, h, n, d, g, m) -> (b, h, n, d)>
+#id5 = affine_map<(b, h, g, m, n) -> (b, h, g, m, n)>
+#row5 = affine_map<(b, h, g, m, n) -> (b, h, g, m)>
+// CHECK-LABEL: func.func @gqa_causal_joint
+// CHECK-NOT: x10x14x
+// CHECK: %{{.*}}, %[[LSE:.*]] = flash.attention %arg0, %arg1, %arg2 {{.*}} -> {{.*}}, tensor<2x4x10xf32>
+// CHECK-NOT: x10x14x
+// CHECK: flash.attention_backward %arg0, %arg1, %arg2, %{{.*}}, %arg3, %[[LSE]]
+// CHECK-NOT: x10x14x
+// CHECK: return
+func.func @gqa_causal_joint(%q: tensor<2x4x10x8xf32>, %k: tensor<2x2x14x8xf32>, %v: tensor<2x2x14x8xf32>, %do: tensor<2x4x10x8xf32>) -> (tensor<2x4x10x8xf32>, tensor<2x4x10x8xf32>, tensor<2x2x14x8xf32>, tensor<2x2x14x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c = arith.constant 0.353553385 : f32
+  %coff = arith.constant 4 : index
+  // forward
+  // Q [B, Hq, M, D] -> [B, Hkv, G, M, D] (Hq = 4 = 2 * 2); K / V stay [B, Hkv, N, D]
+  %q5 = tensor.expand_shape %q [[0], [1, 2], [3], [4]] output_shape [2, 2, 2, 10, 8] : tensor<2x4x10x8xf32> into tensor<2x2x2x10x8xf32>
+  %s0 = tensor.empty() : tensor<2x2x2x10x14xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x2x2x10x14xf32>) -> tensor<2x2x2x10x14xf32>
+  // S = einsum('bhgmd,bhnd->bhgmn', Q5, K)
+  %s = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q5, %k : tensor<2x2x2x10x8xf32>, tensor<2x2x14x8xf32>) outs(%sz : tensor<2x2x2x10x14xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x2x10x14xf32>
+  // X = select(n <= m + 4, S * scale, -inf) (bottom-right causal, iota compare)
+  %x = linalg.generic {indexing_maps = [#id5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<2x2x2x10x14xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 3 : index
+    %j = linalg.index 4 : index
+    %last = arith.addi %i, %coff : index
+    %keep = arith.cmpi sle, %j, %last : index
+    %sc = arith.mulf %a, %c : f32
+    %r = arith.select %keep, %sc, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x2x10x14xf32>
+  // P = softmax over n (max-subtracted)
+  %r0 = tensor.empty() : tensor<2x2x2x10xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%r0 : tensor<2x2x2x10xf32>) -> tensor<2x2x2x10xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x2x2x10xf32>) -> tensor<2x2x2x10xf32>
+  %mx = linalg.reduce { arith.maximumf } ins(%x : tensor<2x2x2x10x14xf32>) outs(%mi : tensor<2x2x2x10xf32>) dimensions = [4]
+  %mxb = linalg.broadcast ins(%mx : tensor<2x2x2x10xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>) dimensions = [4]
+  %d = linalg.map { arith.subf } ins(%x, %mxb : tensor<2x2x2x10x14xf32>, tensor<2x2x2x10x14xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>)
+  %e = linalg.map { math.exp } ins(%d : tensor<2x2x2x10x14xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>)
+  %l = linalg.reduce { arith.addf } ins(%e : tensor<2x2x2x10x14xf32>) outs(%li : tensor<2x2x2x10xf32>) dimensions = [4]
+  %lb = linalg.broadcast ins(%l : tensor<2x2x2x10xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>) dimensions = [4]
+  %p = linalg.map { arith.divf } ins(%e, %lb : tensor<2x2x2x10x14xf32>, tensor<2x2x2x10x14xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>)
+  %o0 = tensor.empty() : tensor<2x2x2x10x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x2x2x10x8xf32>) -> tensor<2x2x2x10x8xf32>
+  // O5 = einsum('bhgmn,bhnd->bhgmd', P, V)
+  %o5 = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x2x2x10x14xf32>, tensor<2x2x14x8xf32>) outs(%oz : tensor<2x2x2x10x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x2x10x8xf32>
+  %out = tensor.collapse_shape %o5 [[0], [1, 2], [3], [4]] : tensor<2x2x2x10x8xf32> into tensor<2x4x10x8xf32>
+  // backward (from the saved P)
+  %do5 = tensor.expand_shape %do [[0], [1, 2], [3], [4]] output_shape [2, 2, 2, 10, 8] : tensor<2x4x10x8xf32> into tensor<2x2x2x10x8xf32>
+  %kv0 = tensor.empty() : tensor<2x2x14x8xf32>
+  %dvz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x2x14x8xf32>) -> tensor<2x2x14x8xf32>
+  // dV = einsum('bhgmn,bhgmd->bhnd', P, dO5) (reduction over g and m)
+  %dv = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%p, %do5 : tensor<2x2x2x10x14xf32>, tensor<2x2x2x10x8xf32>) outs(%dvz : tensor<2x2x14x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x14x8xf32>
+  %dpz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x2x2x10x14xf32>) -> tensor<2x2x2x10x14xf32>
+  // dP = einsum('bhgmd,bhnd->bhgmn', dO5, V)
+  %dp = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%do5, %v : tensor<2x2x2x10x8xf32>, tensor<2x2x14x8xf32>) outs(%dpz : tensor<2x2x2x10x14xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x2x10x14xf32>
+  // softmax VJP: t = dP * P; dX = t - P * sum_n(t)
+  %tz = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x2x2x10xf32>) -> tensor<2x2x2x10xf32>
+  %t = linalg.map { arith.mulf } ins(%dp, %p : tensor<2x2x2x10x14xf32>, tensor<2x2x2x10x14xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>)
+  %ts = linalg.reduce { arith.addf } ins(%t : tensor<2x2x2x10x14xf32>) outs(%tz : tensor<2x2x2x10xf32>) dimensions = [4]
+  %tsb = linalg.broadcast ins(%ts : tensor<2x2x2x10xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>) dimensions = [4]
+  %pts = linalg.map { arith.mulf } ins(%p, %tsb : tensor<2x2x2x10x14xf32>, tensor<2x2x2x10x14xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>)
+  %dx = linalg.map { arith.subf } ins(%t, %pts : tensor<2x2x2x10x14xf32>, tensor<2x2x2x10x14xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>)
+  // backward of the mask and the scale: dS = select(keep, dX, 0) * scale
+  %dm = linalg.generic {indexing_maps = [#id5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%dx : tensor<2x2x2x10x14xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 3 : index
+    %j = linalg.index 4 : index
+    %last = arith.addi %i, %coff : index
+    %keep = arith.cmpi sle, %j, %last : index
+    %r = arith.select %keep, %a, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x2x10x14xf32>
+  %ds = linalg.generic {indexing_maps = [#id5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%dm : tensor<2x2x2x10x14xf32>) outs(%s0 : tensor<2x2x2x10x14xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x2x10x14xf32>
+  %dqz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x2x2x10x8xf32>) -> tensor<2x2x2x10x8xf32>
+  // dQ5 = einsum('bhgmn,bhnd->bhgmd', dS, K)
+  %dq5 = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%ds, %k : tensor<2x2x2x10x14xf32>, tensor<2x2x14x8xf32>) outs(%dqz : tensor<2x2x2x10x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x2x10x8xf32>
+  %dq = tensor.collapse_shape %dq5 [[0], [1, 2], [3], [4]] : tensor<2x2x2x10x8xf32> into tensor<2x4x10x8xf32>
+  %dkz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x2x14x8xf32>) -> tensor<2x2x14x8xf32>
+  // dK = einsum('bhgmn,bhgmd->bhnd', dS, Q5) (reduction over g and m)
+  %dk = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%ds, %q5 : tensor<2x2x2x10x14xf32>, tensor<2x2x2x10x8xf32>) outs(%dkz : tensor<2x2x14x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x14x8xf32>
+  return %out, %dq, %dk, %dv : tensor<2x4x10x8xf32>, tensor<2x4x10x8xf32>, tensor<2x2x14x8xf32>, tensor<2x2x14x8xf32>
+}
+
+// -----
+
+// G3. Long causal GQA: B=1, Hkv=2, G=2 (Hq=4), M=200, N=333, D=16 (keep n <= m + 133), S * 0.25; softmax and its VJP as generics over (b,h,g,m,n); backward select(keep, dX, 0) then * 0.25; dV, dK with two reduction loops (g, m).
+#q = affine_map<(b, h, g, m, n, d) -> (b, h, g, m, d)>
+#k = affine_map<(b, h, g, m, n, d) -> (b, h, n, d)>
+#s = affine_map<(b, h, g, m, n, d) -> (b, h, g, m, n)>
+#p = affine_map<(b, h, g, m, d, n) -> (b, h, g, m, n)>
+#v = affine_map<(b, h, g, m, d, n) -> (b, h, n, d)>
+#o = affine_map<(b, h, g, m, d, n) -> (b, h, g, m, d)>
+#pt = affine_map<(b, h, n, d, g, m) -> (b, h, g, m, n)>
+#dot = affine_map<(b, h, n, d, g, m) -> (b, h, g, m, d)>
+#kv = affine_map<(b, h, n, d, g, m) -> (b, h, n, d)>
+#id5 = affine_map<(b, h, g, m, n) -> (b, h, g, m, n)>
+#row5 = affine_map<(b, h, g, m, n) -> (b, h, g, m)>
+// CHECK-LABEL: func.func @gqa_causal_200x333_joint
+// CHECK-NOT: x200x333x
+// CHECK: %{{.*}}, %[[LSE:.*]] = flash.attention %arg0, %arg1, %arg2 {{.*}} -> {{.*}}, tensor<1x4x200xf32>
+// CHECK-NOT: x200x333x
+// CHECK: flash.attention_backward %arg0, %arg1, %arg2, %{{.*}}, %arg3, %[[LSE]]
+// CHECK-NOT: x200x333x
+// CHECK: return
+func.func @gqa_causal_200x333_joint(%q: tensor<1x4x200x16xf32>, %k: tensor<1x2x333x16xf32>, %v: tensor<1x2x333x16xf32>, %do: tensor<1x4x200x16xf32>) -> (tensor<1x4x200x16xf32>, tensor<1x4x200x16xf32>, tensor<1x2x333x16xf32>, tensor<1x2x333x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c = arith.constant 2.500000e-01 : f32
+  %coff = arith.constant 133 : index
+  // forward
+  // Q [B, Hq, M, D] -> [B, Hkv, G, M, D] (Hq = 4 = 2 * 2); K / V stay [B, Hkv, N, D]
+  %q5 = tensor.expand_shape %q [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 200, 16] : tensor<1x4x200x16xf32> into tensor<1x2x2x200x16xf32>
+  %s0 = tensor.empty() : tensor<1x2x2x200x333xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<1x2x2x200x333xf32>) -> tensor<1x2x2x200x333xf32>
+  // S = einsum('bhgmd,bhnd->bhgmn', Q5, K)
+  %s = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q5, %k : tensor<1x2x2x200x16xf32>, tensor<1x2x333x16xf32>) outs(%sz : tensor<1x2x2x200x333xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x2x200x333xf32>
+  // X = select(n <= m + 133, S * scale, -inf) (bottom-right causal, iota compare)
+  %x = linalg.generic {indexing_maps = [#id5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x2x2x200x333xf32>) outs(%s0 : tensor<1x2x2x200x333xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 3 : index
+    %j = linalg.index 4 : index
+    %last = arith.addi %i, %coff : index
+    %keep = arith.cmpi sle, %j, %last : index
+    %sc = arith.mulf %a, %c : f32
+    %r = arith.select %keep, %sc, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x2x200x333xf32>
+  // P = softmax over n (max-subtracted)
+  %r0 = tensor.empty() : tensor<1x2x2x200xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%r0 : tensor<1x2x2x200xf32>) -> tensor<1x2x2x200xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%r0 : tensor<1x2x2x200xf32>) -> tensor<1x2x2x200xf32>
+  %mx = linalg.generic {indexing_maps = [#id5, #row5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%x : tensor<1x2x2x200x333xf32>) outs(%mi : tensor<1x2x2x200xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x2x200xf32>
+  %e = linalg.generic {indexing_maps = [#id5, #row5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%x, %mx : tensor<1x2x2x200x333xf32>, tensor<1x2x2x200xf32>) outs(%s0 : tensor<1x2x2x200x333xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %ex = math.exp %d : f32
+    linalg.yield %ex : f32
+  } -> tensor<1x2x2x200x333xf32>
+  %l = linalg.generic {indexing_maps = [#id5, #row5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%e : tensor<1x2x2x200x333xf32>) outs(%li : tensor<1x2x2x200xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x2x200xf32>
+  %p = linalg.generic {indexing_maps = [#id5, #row5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%e, %l : tensor<1x2x2x200x333xf32>, tensor<1x2x2x200xf32>) outs(%s0 : tensor<1x2x2x200x333xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.divf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<1x2x2x200x333xf32>
+  %o0 = tensor.empty() : tensor<1x2x2x200x16xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<1x2x2x200x16xf32>) -> tensor<1x2x2x200x16xf32>
+  // O5 = einsum('bhgmn,bhnd->bhgmd', P, V)
+  %o5 = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<1x2x2x200x333xf32>, tensor<1x2x333x16xf32>) outs(%oz : tensor<1x2x2x200x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x2x200x16xf32>
+  %out = tensor.collapse_shape %o5 [[0], [1, 2], [3], [4]] : tensor<1x2x2x200x16xf32> into tensor<1x4x200x16xf32>
+  // backward (from the saved P)
+  %do5 = tensor.expand_shape %do [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 200, 16] : tensor<1x4x200x16xf32> into tensor<1x2x2x200x16xf32>
+  %kv0 = tensor.empty() : tensor<1x2x333x16xf32>
+  %dvz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<1x2x333x16xf32>) -> tensor<1x2x333x16xf32>
+  // dV = einsum('bhgmn,bhgmd->bhnd', P, dO5) (reduction over g and m)
+  %dv = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%p, %do5 : tensor<1x2x2x200x333xf32>, tensor<1x2x2x200x16xf32>) outs(%dvz : tensor<1x2x333x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x333x16xf32>
+  %dpz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<1x2x2x200x333xf32>) -> tensor<1x2x2x200x333xf32>
+  // dP = einsum('bhgmd,bhnd->bhgmn', dO5, V)
+  %dp = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%do5, %v : tensor<1x2x2x200x16xf32>, tensor<1x2x333x16xf32>) outs(%dpz : tensor<1x2x2x200x333xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x2x200x333xf32>
+  // softmax VJP: t = dP * P; dX = t - P * sum_n(t)
+  %tz = linalg.fill ins(%zero : f32) outs(%r0 : tensor<1x2x2x200xf32>) -> tensor<1x2x2x200xf32>
+  %t = linalg.generic {indexing_maps = [#id5, #id5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%dp, %p : tensor<1x2x2x200x333xf32>, tensor<1x2x2x200x333xf32>) outs(%s0 : tensor<1x2x2x200x333xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x2x200x333xf32>
+  %ts = linalg.generic {indexing_maps = [#id5, #row5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%t : tensor<1x2x2x200x333xf32>) outs(%tz : tensor<1x2x2x200xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x2x200xf32>
+  %dx = linalg.generic {indexing_maps = [#id5, #id5, #row5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%t, %p, %ts : tensor<1x2x2x200x333xf32>, tensor<1x2x2x200x333xf32>, tensor<1x2x2x200xf32>) outs(%s0 : tensor<1x2x2x200x333xf32>) {
+  ^bb0(%tt: f32, %pp: f32, %r: f32, %o: f32):
+    %m = arith.mulf %pp, %r : f32
+    %d = arith.subf %tt, %m : f32
+    linalg.yield %d : f32
+  } -> tensor<1x2x2x200x333xf32>
+  // backward of the mask and the scale: dS = select(keep, dX, 0) * scale
+  %dm = linalg.generic {indexing_maps = [#id5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%dx : tensor<1x2x2x200x333xf32>) outs(%s0 : tensor<1x2x2x200x333xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 3 : index
+    %j = linalg.index 4 : index
+    %last = arith.addi %i, %coff : index
+    %keep = arith.cmpi sle, %j, %last : index
+    %r = arith.select %keep, %a, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x2x200x333xf32>
+  %ds = linalg.generic {indexing_maps = [#id5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%dm : tensor<1x2x2x200x333xf32>) outs(%s0 : tensor<1x2x2x200x333xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x2x200x333xf32>
+  %dqz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<1x2x2x200x16xf32>) -> tensor<1x2x2x200x16xf32>
+  // dQ5 = einsum('bhgmn,bhnd->bhgmd', dS, K)
+  %dq5 = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%ds, %k : tensor<1x2x2x200x333xf32>, tensor<1x2x333x16xf32>) outs(%dqz : tensor<1x2x2x200x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x2x200x16xf32>
+  %dq = tensor.collapse_shape %dq5 [[0], [1, 2], [3], [4]] : tensor<1x2x2x200x16xf32> into tensor<1x4x200x16xf32>
+  %dkz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<1x2x333x16xf32>) -> tensor<1x2x333x16xf32>
+  // dK = einsum('bhgmn,bhgmd->bhnd', dS, Q5) (reduction over g and m)
+  %dk = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%ds, %q5 : tensor<1x2x2x200x333xf32>, tensor<1x2x2x200x16xf32>) outs(%dkz : tensor<1x2x333x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x333x16xf32>
+  return %out, %dq, %dk, %dv : tensor<1x4x200x16xf32>, tensor<1x4x200x16xf32>, tensor<1x2x333x16xf32>, tensor<1x2x333x16xf32>
 }

@@ -216,12 +216,8 @@ mlir::flash::detail::buildFusedAttention(RewriterBase &rewriter,
   FailureOr<Value> v = relayout(rewriter, loc, {{m.value}}, kvDims, et, reason);
   if (failed(q) || failed(k) || failed(v))
     return failure();
-  auto collapseGroups = [&](Value t) -> Value {
-    auto type = cast<RankedTensorType>(t.getType());
-    SmallVector<ReassociationIndices> r = {{0}, {1, 2}};
-    for (int64_t i = 3; i < type.getRank(); ++i)
-      r.push_back({i});
-    return tensor::CollapseShapeOp::create(rewriter, loc, t, r);
+  auto collapseGroups = [&](Value t) {
+    return flash::detail::collapseGroups(rewriter, loc, t);
   };
   if (grouped)
     *q = collapseGroups(*q);
@@ -297,6 +293,15 @@ mlir::flash::detail::buildFusedAttention(RewriterBase &rewriter,
     }
   }
   return FusedAttention{fused, qDims, kvDims, grouped};
+}
+
+Value mlir::flash::detail::collapseGroups(OpBuilder &b, Location loc,
+                                          Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<ReassociationIndices> r = {{0}, {1, 2}};
+  for (int64_t i = 3; i < type.getRank(); ++i)
+    r.push_back({i});
+  return tensor::CollapseShapeOp::create(b, loc, value, r);
 }
 
 FailureOr<Value> mlir::flash::detail::ungroup(RewriterBase &rewriter,

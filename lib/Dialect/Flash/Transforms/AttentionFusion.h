@@ -53,6 +53,10 @@ FailureOr<FusedAttention> buildFusedAttention(RewriterBase &rewriter,
                                               bool withLse,
                                               std::string &reason);
 
+/// A (b, kv head, group, ...) tensor with the kv head and group dims merged
+/// into the query heads, as the fused op takes it.
+Value collapseGroups(OpBuilder &b, Location loc, Value value);
+
 /// A Q-shaped result of a grouped fused op ([B, Hq, M, D] or [B, Hq, M])
 /// expanded to the (b, kv head, group) dims of the match; `value` itself
 /// when the op is not grouped.

@@ -155,6 +155,8 @@ LogicalResult buildBackward(RewriterBase &rewriter, const AttentionMatch &m,
                oType.getElementType(), reason);
   if (failed(gradOut))
     return failure();
+  if (fwd.grouped)
+    *gradOut = collapseGroups(rewriter, loc, *gradOut);
   if (gradOut->getType() != oType)
     *gradOut = tensor::CastOp::create(rewriter, loc, oType, *gradOut);
   AttentionOp fused = fwd.op;
@@ -178,7 +180,11 @@ LogicalResult buildBackward(RewriterBase &rewriter, const AttentionMatch &m,
         cast<RankedTensorType>(c.op->getResult(0).getType()), factor);
     rewriter.replaceAllUsesWith(c.op->getResult(0), r);
   };
-  replace(g.gradQuery, bwd.getGradQuery(), fwd.queryDims,
+  FailureOr<Value> gradQuery =
+      ungroup(rewriter, fwd, bwd.getGradQuery(), reason);
+  if (failed(gradQuery))
+    return failure();
+  replace(g.gradQuery, *gradQuery, fwd.queryDims,
           g.gradQuery.factor * f.value * f.key / scale);
   replace(g.gradKey, bwd.getGradKey(), fwd.keyDims,
           g.gradKey.factor * f.value * f.query / scale);
@@ -212,10 +218,6 @@ LogicalResult fuseJoint(RewriterBase &rewriter, const AttentionMatch &m,
     reason = "the forward and the backward are not in one block";
     return failure();
   }
-  if (m.batchDims.size() == 3) {
-    reason = "grouped (batch, kv head, group) backward is not fused yet";
-    return failure();
-  }
   FailureOr<Factors> factors = relateOperands(m, g, nullptr, reason);
   if (failed(factors))
     return failure();
@@ -229,8 +231,11 @@ LogicalResult fuseJoint(RewriterBase &rewriter, const AttentionMatch &m,
   if (failed(fwd))
     return failure();
   AttentionOp fused = fwd->op;
+  FailureOr<Value> output = ungroup(rewriter, *fwd, fused.getOutput(), reason);
+  if (failed(output))
+    return failure();
   Value out = toResultLayout(
-      rewriter, pv.getLoc(), fused.getOutput(), fwd->queryDims, m.outputMap,
+      rewriter, pv.getLoc(), *output, fwd->queryDims, m.outputMap,
       cast<RankedTensorType>(pv->getResult(0).getType()));
 
   rewriter.setInsertionPoint(firstGradient(g));
@@ -330,8 +335,6 @@ LogicalResult SplitFusion::match(std::string &reason) {
       static_cast<size_t>(llvm::range_size(*bwdUses)) != calls.size())
     return fail("the backward function is also called without a "
                 "forward's P");
-  if (m.batchDims.size() == 3)
-    return fail("grouped (batch, kv head, group) backward is not fused yet");
 
   BlockArgument probs = backward.getArgument(argIndex);
   g = matchAttentionGradient(probs, m, reason);
@@ -405,6 +408,8 @@ LogicalResult SplitFusion::rewrite(RewriterBase &rewriter, bool report,
     FailureOr<Value> r =
         relayout(rewriter, loc, {{a0, 1.0 / fromForward, false}}, dims,
                  cast<RankedTensorType>(type).getElementType(), reason);
+    if (succeeded(r) && fwd->grouped && dims.size() == 5)
+      *r = collapseGroups(rewriter, loc, *r);
     if (succeeded(r) && r->getType() != type)
       *r = tensor::CastOp::create(rewriter, loc, type, *r);
     return r;
@@ -451,8 +456,11 @@ LogicalResult SplitFusion::rewrite(RewriterBase &rewriter, bool report,
 
   // Forward side: O replaces P V; the return carries O, LSE, bias, mask.
   rewriter.setInsertionPointAfter(fused);
+  FailureOr<Value> output = ungroup(rewriter, *fwd, fused.getOutput(), reason);
+  if (failed(output))
+    return failure();
   Value out = toResultLayout(
-      rewriter, pv.getLoc(), fused.getOutput(), fwd->queryDims, m.outputMap,
+      rewriter, pv.getLoc(), *output, fwd->queryDims, m.outputMap,
       cast<RankedTensorType>(pv->getResult(0).getType()));
   SmallVector<Value> returned(ret.getOperands());
   returned.erase(returned.begin() + resultIndex);

@@ -240,7 +240,8 @@ std::optional<GradientMatch> mlir::flash::detail::matchAttentionGradient(
         continue;
       auto linalgOp = dyn_cast<linalg::LinalgOp>(user);
       if (linalgOp && linalgOp.hasPureTensorSemantics() &&
-          isMulAddContraction(linalgOp) && readsWithFreeLoop(linalgOp, v)) {
+          isMulAddContraction(linalgOp, /*severalReductions=*/true) &&
+          readsWithFreeLoop(linalgOp, v)) {
         contractions.insert(user);
         continue;
       }
@@ -259,6 +260,14 @@ std::optional<GradientMatch> mlir::flash::detail::matchAttentionGradient(
   if (contractions.empty())
     return fail("P has no consumer that contracts it into a gradient");
 
+  // dK and dV reduce the query axis and the batch dims K does not read (the
+  // group of grouped-query attention: the heads that share a K/V head).
+  SmallVector<unsigned> byKeyReduction = {queryDim};
+  for (unsigned d : m.batchDims)
+    if (!m.key.map.isFunctionOfDim(d))
+      byKeyReduction.push_back(d);
+  llvm::sort(byKeyReduction);
+
   GradientMatch g;
   const Expr *gradProbs = nullptr;
   std::deque<Interpreter> interpreters;
@@ -272,7 +281,15 @@ std::optional<GradientMatch> mlir::flash::detail::matchAttentionGradient(
     if (d0 && d1)
       return fail("a contraction multiplies two tensors computed from P");
     OpOperand *t = d0 ? in0 : in1, *other = d0 ? in1 : in0;
-    unsigned reduced = firstReductionDim(c);
+    SmallVector<unsigned> reductionLoops;
+    c.getReductionDims(reductionLoops);
+    auto reducedDims = [&](ArrayRef<unsigned> loops) {
+      SmallVector<unsigned> dims;
+      for (unsigned l : reductionLoops)
+        dims.push_back(loops[l]);
+      llvm::sort(dims);
+      return dims;
+    };
     AffineMap tMap = c.getMatchingIndexingMap(t);
 
     // Find how the contraction's input lies over P's index space: P
@@ -312,8 +329,8 @@ std::optional<GradientMatch> mlir::flash::detail::matchAttentionGradient(
           why = "P is read transposed";
           continue;
         }
-        // dV = Pᵀ dO: P contracted over the query axis.
-        if ((*loops)[reduced] != queryDim)
+        // dV = Pᵀ dO: P contracted over the query axis (and the group).
+        if (reducedDims(*loops) != byKeyReduction)
           return fail("P is contracted over the key axis by a second "
                       "consumer");
         if (g.gradValue)
@@ -348,9 +365,10 @@ std::optional<GradientMatch> mlir::flash::detail::matchAttentionGradient(
           !(gradProbs->value == leaf->value && gradProbs->map == leaf->map))
         return fail("dQ and dK read different dP");
       gradProbs = leaf;
-      if ((*loops)[reduced] == keyDim && !g.gradQuery)
+      SmallVector<unsigned> reduced = reducedDims(*loops);
+      if (reduced == SmallVector<unsigned>{keyDim} && !g.gradQuery)
         g.gradQuery = gc;
-      else if ((*loops)[reduced] == queryDim && !g.gradKey)
+      else if (reduced == byKeyReduction && !g.gradKey)
         g.gradKey = gc;
       else
         return fail("the softmax gradient is contracted other than as dS K "

@@ -42,10 +42,12 @@ unsigned mlir::flash::detail::firstReductionDim(linalg::LinalgOp op) {
 
 /// Two inputs, one init, one reduction loop, projected-permutation maps and
 /// a body `out + x * y` (x, y the inputs, possibly converted).
-bool mlir::flash::detail::isMulAddContraction(linalg::LinalgOp op) {
+bool mlir::flash::detail::isMulAddContraction(linalg::LinalgOp op,
+                                              bool severalReductions) {
+  unsigned reductions = op.getNumReductionLoops();
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-      op.getNumReductionLoops() != 1 || !op.hasOnlyProjectedPermutations() ||
-      op->getNumResults() != 1)
+      reductions == 0 || (reductions > 1 && !severalReductions) ||
+      !op.hasOnlyProjectedPermutations() || op->getNumResults() != 1)
     return false;
   Block *body = op.getBlock();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());

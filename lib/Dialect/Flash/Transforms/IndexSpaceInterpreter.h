@@ -85,9 +85,10 @@ private:
 /// `v` with extf/truncf stripped.
 Value stripFloatCasts(Value v);
 unsigned firstReductionDim(linalg::LinalgOp op);
-/// Two inputs, one init, one reduction loop, projected-permutation maps and
-/// a body `out + x * y` (x, y the inputs, possibly converted).
-bool isMulAddContraction(linalg::LinalgOp op);
+/// Two inputs, one init, one reduction loop (or several, when allowed),
+/// projected-permutation maps and a body `out + x * y` (x, y the inputs,
+/// possibly converted).
+bool isMulAddContraction(linalg::LinalgOp op, bool severalReductions = false);
 
 bool equal(const Expr *a, const Expr *b);
 bool isOp(const Expr *e, StringRef name);
