@@ -4,8 +4,9 @@
 //
 // flash-compile INPUT.mlir --chip sm_90a -o DIR
 //
-// Fuses the attention in INPUT (--flash-fuse-attention), then for each
-// flash.attention builds a standalone kernel function with dynamic batch,
+// Fuses the attention in INPUT (--flash-fuse-attention-backward, then
+// --flash-fuse-attention), then for each flash.attention and
+// flash.attention_backward builds a standalone kernel function with dynamic batch,
 // heads and sequence lengths whose outputs are written in place into
 // arguments, runs --flash-gpu-pipeline on it and writes DIR/<kernel>.ptx,
 // DIR/<kernel>.cubin (when ptxas is found) and DIR/<kernel>.json, the
@@ -760,7 +761,10 @@ int main(int argc, char **argv) {
       parseSourceFile<ModuleOp>(inputFile, sources, &ctx);
   if (!module)
     return 1;
+  // Training graphs first (the backward that reads the saved P becomes
+  // flash.attention_backward), then the remaining forward attention.
   PassManager fuse(&ctx);
+  fuse.addPass(flash::createFlashFuseAttentionBackwardPass());
   fuse.addPass(flash::createFlashFuseAttentionPass());
   if (failed(fuse.run(*module)))
     return 1;
