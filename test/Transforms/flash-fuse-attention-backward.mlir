@@ -10,7 +10,7 @@
 // give the same O and gradients (EXEC).
 // EXEC-NOT: FAIL
 // EXEC: fusion_check: 0 failure(s)
-// REPORT-COUNT-14: remark: fused attention backward within the function: gradients dQ dK dV
+// REPORT-COUNT-16: remark: fused attention backward within the function: gradients dQ dK dV
 // REPORT-NOT: not fused
 
 
@@ -1833,4 +1833,269 @@ func.func @gqa_causal_200x333_joint(%q: tensor<1x4x200x16xf32>, %k: tensor<1x2x3
     linalg.yield %r : f32
   } -> tensor<1x2x333x16xf32>
   return %out, %dq, %dk, %dv : tensor<1x4x200x16xf32>, tensor<1x4x200x16xf32>, tensor<1x2x333x16xf32>, tensor<1x2x333x16xf32>
+}
+
+// -----
+
+// T4. torch-mlir style as 1a ([B*H, S, D] linalg.batch_matmul + linalg.transpose, softmax as generics) but B=1, H=2, M=200, N=333, D=16, S / 4.0, bottom-right causal on the [B*H, M, N] scores via linalg.index 1 / 2 (keep n <= m + 133, select -inf); backward dS = P * (dP - rowsum(dP * P)), then select(keep, dS, 0) / 4.0; dK = transpose(bmm(Q^T, dS)). The causal diagonal is read through the transposed K (its key length is N = 333, not D).
+#map3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row3 = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+// CHECK-LABEL: func.func @torch_causal_200x333_joint
+// CHECK-NOT: x200x333x
+// CHECK: flash.attention {{.*}}causal
+// CHECK-NOT: x200x333x
+// CHECK: flash.attention_backward {{.*}}causal
+// CHECK-NOT: x200x333x
+// CHECK: return
+func.func @torch_causal_200x333_joint(%q: tensor<1x2x200x16xf32>, %k: tensor<1x2x333x16xf32>, %v: tensor<1x2x333x16xf32>, %do: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x333x16xf32>, tensor<1x2x333x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c = arith.constant 4.000000e+00 : f32
+  %c133 = arith.constant 133 : index
+  %q3 = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<1x2x200x16xf32> into tensor<2x200x16xf32>
+  %k3 = tensor.collapse_shape %k [[0, 1], [2], [3]] : tensor<1x2x333x16xf32> into tensor<2x333x16xf32>
+  %v3 = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<1x2x333x16xf32> into tensor<2x333x16xf32>
+  %do3 = tensor.collapse_shape %do [[0, 1], [2], [3]] : tensor<1x2x200x16xf32> into tensor<2x200x16xf32>
+  // forward
+  %kt0 = tensor.empty() : tensor<2x16x333xf32>
+  %kt = linalg.transpose ins(%k3 : tensor<2x333x16xf32>) outs(%kt0 : tensor<2x16x333xf32>) permutation = [0, 2, 1]
+  %s0 = tensor.empty() : tensor<2x200x333xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x200x333xf32>) -> tensor<2x200x333xf32>
+  %s = linalg.batch_matmul ins(%q3, %kt : tensor<2x200x16xf32>, tensor<2x16x333xf32>) outs(%sz : tensor<2x200x333xf32>) -> tensor<2x200x333xf32>
+  %x = linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x200x333xf32>) outs(%s0 : tensor<2x200x333xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %last = arith.addi %i, %c133 : index
+    %keep = arith.cmpi sle, %j, %last : index
+    %sc = arith.divf %a, %c : f32
+    %r = arith.select %keep, %sc, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x200x333xf32>
+  %m0 = tensor.empty() : tensor<2x200x1xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%m0 : tensor<2x200x1xf32>) -> tensor<2x200x1xf32>
+  %mx = linalg.generic {indexing_maps = [#map3, #row3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x : tensor<2x200x333xf32>) outs(%mi : tensor<2x200x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x200x1xf32>
+  %e = linalg.generic {indexing_maps = [#map3, #row3, #map3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x, %mx : tensor<2x200x333xf32>, tensor<2x200x1xf32>) outs(%s0 : tensor<2x200x333xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %ex = math.exp %d : f32
+    linalg.yield %ex : f32
+  } -> tensor<2x200x333xf32>
+  %l0 = linalg.fill ins(%zero : f32) outs(%m0 : tensor<2x200x1xf32>) -> tensor<2x200x1xf32>
+  %l = linalg.generic {indexing_maps = [#map3, #row3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%e : tensor<2x200x333xf32>) outs(%l0 : tensor<2x200x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x200x1xf32>
+  %p = linalg.generic {indexing_maps = [#map3, #row3, #map3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%e, %l : tensor<2x200x333xf32>, tensor<2x200x1xf32>) outs(%s0 : tensor<2x200x333xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.divf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<2x200x333xf32>
+  %o0 = tensor.empty() : tensor<2x200x16xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<2x200x16xf32>) -> tensor<2x200x16xf32>
+  %o3 = linalg.batch_matmul ins(%p, %v3 : tensor<2x200x333xf32>, tensor<2x333x16xf32>) outs(%oz : tensor<2x200x16xf32>) -> tensor<2x200x16xf32>
+  // backward
+  // dV = bmm(P^T, dO)
+  %pt0 = tensor.empty() : tensor<2x333x200xf32>
+  %pt = linalg.transpose ins(%p : tensor<2x200x333xf32>) outs(%pt0 : tensor<2x333x200xf32>) permutation = [0, 2, 1]
+  %dv0 = tensor.empty() : tensor<2x333x16xf32>
+  %dvz = linalg.fill ins(%zero : f32) outs(%dv0 : tensor<2x333x16xf32>) -> tensor<2x333x16xf32>
+  %dv3 = linalg.batch_matmul ins(%pt, %do3 : tensor<2x333x200xf32>, tensor<2x200x16xf32>) outs(%dvz : tensor<2x333x16xf32>) -> tensor<2x333x16xf32>
+  // dP = bmm(dO, V^T)
+  %vt0 = tensor.empty() : tensor<2x16x333xf32>
+  %vt = linalg.transpose ins(%v3 : tensor<2x333x16xf32>) outs(%vt0 : tensor<2x16x333xf32>) permutation = [0, 2, 1]
+  %dpz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x200x333xf32>) -> tensor<2x200x333xf32>
+  %dp = linalg.batch_matmul ins(%do3, %vt : tensor<2x200x16xf32>, tensor<2x16x333xf32>) outs(%dpz : tensor<2x200x333xf32>) -> tensor<2x200x333xf32>
+  // _softmax_backward_data(dP, P): dS = P * (dP - sum(dP * P, -1, keepdim))
+  %t = linalg.generic {indexing_maps = [#map3, #map3, #map3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%dp, %p : tensor<2x200x333xf32>, tensor<2x200x333xf32>) outs(%s0 : tensor<2x200x333xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x200x333xf32>
+  %rz = linalg.fill ins(%zero : f32) outs(%m0 : tensor<2x200x1xf32>) -> tensor<2x200x1xf32>
+  %rs = linalg.generic {indexing_maps = [#map3, #row3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%t : tensor<2x200x333xf32>) outs(%rz : tensor<2x200x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x200x1xf32>
+  %ds = linalg.generic {indexing_maps = [#map3, #map3, #row3, #map3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%p, %dp, %rs : tensor<2x200x333xf32>, tensor<2x200x333xf32>, tensor<2x200x1xf32>) outs(%s0 : tensor<2x200x333xf32>) {
+  ^bb0(%pp: f32, %g: f32, %r: f32, %o: f32):
+    %d = arith.subf %g, %r : f32
+    %m = arith.mulf %pp, %d : f32
+    linalg.yield %m : f32
+  } -> tensor<2x200x333xf32>
+  // backward of masked_fill / where(keep, S / sqrt(D), -inf): where(keep, dS, 0) / sqrt(D)
+  %dss = linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ds : tensor<2x200x333xf32>) outs(%s0 : tensor<2x200x333xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %last = arith.addi %i, %c133 : index
+    %keep = arith.cmpi sle, %j, %last : index
+    %g = arith.select %keep, %a, %zero : f32
+    %d = arith.divf %g, %c : f32
+    linalg.yield %d : f32
+  } -> tensor<2x200x333xf32>
+  // dQ = bmm(dS, K)
+  %dq0 = tensor.empty() : tensor<2x200x16xf32>
+  %dqz = linalg.fill ins(%zero : f32) outs(%dq0 : tensor<2x200x16xf32>) -> tensor<2x200x16xf32>
+  %dq3 = linalg.batch_matmul ins(%dss, %k3 : tensor<2x200x333xf32>, tensor<2x333x16xf32>) outs(%dqz : tensor<2x200x16xf32>) -> tensor<2x200x16xf32>
+  // dK^T = bmm(Q^T, dS), dK = transpose(dK^T)
+  %qt0 = tensor.empty() : tensor<2x16x200xf32>
+  %qt = linalg.transpose ins(%q3 : tensor<2x200x16xf32>) outs(%qt0 : tensor<2x16x200xf32>) permutation = [0, 2, 1]
+  %dktz = linalg.fill ins(%zero : f32) outs(%kt0 : tensor<2x16x333xf32>) -> tensor<2x16x333xf32>
+  %dkt = linalg.batch_matmul ins(%qt, %dss : tensor<2x16x200xf32>, tensor<2x200x333xf32>) outs(%dktz : tensor<2x16x333xf32>) -> tensor<2x16x333xf32>
+  %dk30 = tensor.empty() : tensor<2x333x16xf32>
+  %dk3 = linalg.transpose ins(%dkt : tensor<2x16x333xf32>) outs(%dk30 : tensor<2x333x16xf32>) permutation = [0, 2, 1]
+  %o4 = tensor.expand_shape %o3 [[0, 1], [2], [3]] output_shape [1, 2, 200, 16] : tensor<2x200x16xf32> into tensor<1x2x200x16xf32>
+  %dq = tensor.expand_shape %dq3 [[0, 1], [2], [3]] output_shape [1, 2, 200, 16] : tensor<2x200x16xf32> into tensor<1x2x200x16xf32>
+  %dk = tensor.expand_shape %dk3 [[0, 1], [2], [3]] output_shape [1, 2, 333, 16] : tensor<2x333x16xf32> into tensor<1x2x333x16xf32>
+  %dv = tensor.expand_shape %dv3 [[0, 1], [2], [3]] output_shape [1, 2, 333, 16] : tensor<2x333x16xf32> into tensor<1x2x333x16xf32>
+  return %o4, %dq, %dk, %dv : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x333x16xf32>, tensor<1x2x333x16xf32>
+}
+
+// -----
+
+// T6. Joint with the loss gradient inside the step: rank-4 generics, S * 0.353553385, torch's dS; dO = 2 * (O - target) (d/dO of sum((O - target)^2)) computed from the forward's O and the entry argument %target, so the backward's dO depends on O.
+#q = affine_map<(b, h, m, n, d) -> (b, h, m, d)>
+#k = affine_map<(b, h, m, n, d) -> (b, h, n, d)>
+#s = affine_map<(b, h, m, n, d) -> (b, h, m, n)>
+#p = affine_map<(b, h, m, d, n) -> (b, h, m, n)>
+#v = affine_map<(b, h, m, d, n) -> (b, h, n, d)>
+#o = affine_map<(b, h, m, d, n) -> (b, h, m, d)>
+#pt = affine_map<(b, h, n, d, m) -> (b, h, m, n)>
+#dot = affine_map<(b, h, n, d, m) -> (b, h, m, d)>
+#kv = affine_map<(b, h, n, d, m) -> (b, h, n, d)>
+#id4 = affine_map<(b, h, m, n) -> (b, h, m, n)>
+#row4 = affine_map<(b, h, m, n) -> (b, h, m)>
+#id4q = affine_map<(b, h, m, d) -> (b, h, m, d)>
+// CHECK-LABEL: func.func @mse_joint
+// CHECK-NOT: x12x16x
+// CHECK: %[[O:.*]], %[[LSE:.*]] = flash.attention %arg0, %arg1, %arg2
+// The loss gradient 2 (O - target) is computed from the fused forward's O.
+// CHECK: %[[DO:.*]] = linalg.generic {{.*}} ins(%[[O]], %arg3
+// CHECK: flash.attention_backward %arg0, %arg1, %arg2, %[[O]], %[[DO]], %[[LSE]]
+// CHECK-NOT: x12x16x
+// CHECK: return
+func.func @mse_joint(%q: tensor<2x2x12x8xf32>, %k: tensor<2x2x16x8xf32>, %v: tensor<2x2x16x8xf32>, %target: tensor<2x2x12x8xf32>) -> (tensor<2x2x12x8xf32>, tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c = arith.constant 0.353553385 : f32
+  %two = arith.constant 2.0 : f32
+  // forward
+  %s0 = tensor.empty() : tensor<2x2x12x16xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x2x12x16xf32>) -> tensor<2x2x12x16xf32>
+  %s = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>) outs(%sz : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  %x = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<2x2x12x16xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  %r0 = tensor.empty() : tensor<2x2x12xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%r0 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %mx = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x : tensor<2x2x12x16xf32>) outs(%mi : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %e = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %mx : tensor<2x2x12x16xf32>, tensor<2x2x12xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %ex = math.exp %d : f32
+    linalg.yield %ex : f32
+  } -> tensor<2x2x12x16xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %l = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%e : tensor<2x2x12x16xf32>) outs(%li : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %p = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%e, %l : tensor<2x2x12x16xf32>, tensor<2x2x12xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.divf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<2x2x12x16xf32>
+  %q0 = tensor.empty() : tensor<2x2x12x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%q0 : tensor<2x2x12x8xf32>) -> tensor<2x2x12x8xf32>
+  %out = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x2x12x16xf32>, tensor<2x2x16x8xf32>) outs(%oz : tensor<2x2x12x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x8xf32>
+  // loss gradient: dO = 2 * (O - target)
+  %do = linalg.generic {indexing_maps = [#id4q, #id4q, #id4q], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%out, %target : tensor<2x2x12x8xf32>, tensor<2x2x12x8xf32>) outs(%q0 : tensor<2x2x12x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %r = arith.mulf %d, %two : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x8xf32>
+  // backward
+  // dV = P^T dO (contraction over the query axis)
+  %kv0 = tensor.empty() : tensor<2x2x16x8xf32>
+  %dvz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
+  %dv = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %do : tensor<2x2x12x16xf32>, tensor<2x2x12x8xf32>) outs(%dvz : tensor<2x2x16x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x16x8xf32>
+  // dP = dO V^T
+  %dpz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<2x2x12x16xf32>) -> tensor<2x2x12x16xf32>
+  %dp = linalg.generic {indexing_maps = [#q, #k, #s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%do, %v : tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>) outs(%dpz : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  // dS = P * (dP - rowsum(dP * P))
+  %t = linalg.generic {indexing_maps = [#id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dp, %p : tensor<2x2x12x16xf32>, tensor<2x2x12x16xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.mulf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  %rz = linalg.fill ins(%zero : f32) outs(%r0 : tensor<2x2x12xf32>) -> tensor<2x2x12xf32>
+  %rs = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%t : tensor<2x2x12x16xf32>) outs(%rz : tensor<2x2x12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12xf32>
+  %ds = linalg.generic {indexing_maps = [#id4, #id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%p, %dp, %rs : tensor<2x2x12x16xf32>, tensor<2x2x12x16xf32>, tensor<2x2x12xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%pp: f32, %g: f32, %r: f32, %o: f32):
+    %d = arith.subf %g, %r : f32
+    %m = arith.mulf %pp, %d : f32
+    linalg.yield %m : f32
+  } -> tensor<2x2x12x16xf32>
+  // backward of S * scale
+  %dss = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ds : tensor<2x2x12x16xf32>) outs(%s0 : tensor<2x2x12x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x16xf32>
+  // dQ = dS K
+  %dqz = linalg.fill ins(%zero : f32) outs(%q0 : tensor<2x2x12x8xf32>) -> tensor<2x2x12x8xf32>
+  %dq = linalg.generic {indexing_maps = [#p, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss, %k : tensor<2x2x12x16xf32>, tensor<2x2x16x8xf32>) outs(%dqz : tensor<2x2x12x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x12x8xf32>
+  // dK = dS^T Q
+  %dkz = linalg.fill ins(%zero : f32) outs(%kv0 : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
+  %dk = linalg.generic {indexing_maps = [#pt, #dot, #kv], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%dss, %q : tensor<2x2x12x16xf32>, tensor<2x2x12x8xf32>) outs(%dkz : tensor<2x2x16x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x16x8xf32>
+  return %out, %dq, %dk, %dv : tensor<2x2x12x8xf32>, tensor<2x2x12x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>
 }

@@ -407,12 +407,16 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
       continue;
     if (diag.lower || diag.upper) {
       // flash.attention keeps j - i <= N - M (causal) and j - i >= N - M - W.
+      // Sizes of the tensors the fused op reads (looked through transposes),
+      // so through their own maps.
       auto qType = cast<ShapedType>(m.query.tensor.getType());
       auto kType = cast<ShapedType>(m.key.tensor.getType());
-      int64_t querySeq = qType.getDimSize(
-          *qMap.getResultPosition(getAffineDimExpr(*queryDim, ctx)));
-      int64_t keySeq = kType.getDimSize(
-          *kMap.getResultPosition(getAffineDimExpr(keyDim, ctx)));
+      std::optional<unsigned> qPos =
+          m.query.map.getResultPosition(getAffineDimExpr(*queryDim, ctx));
+      std::optional<unsigned> kPos =
+          m.key.map.getResultPosition(getAffineDimExpr(keyDim, ctx));
+      int64_t querySeq = qPos ? qType.getDimSize(*qPos) : ShapedType::kDynamic;
+      int64_t keySeq = kPos ? kType.getDimSize(*kPos) : ShapedType::kDynamic;
       std::optional<int64_t> offset;
       if (!ShapedType::isDynamic(querySeq) && !ShapedType::isDynamic(keySeq))
         offset = keySeq - querySeq;

@@ -537,8 +537,11 @@ struct FlashFuseAttentionBackwardPass
           bool candidate = false;
           std::optional<AttentionMatch> m =
               matchAttention(op, reason, candidate, /*allowProbsUsers=*/true);
-          if (!m)
+          if (!m) {
+            if (report && candidate)
+              op->emitRemark("not fused (forward): ") << reason;
             return;
+          }
           SmallVector<Operation *> others;
           for (Operation *user : m->probs.getUsers())
             if (user != op.getOperation())
