@@ -51,4 +51,6 @@ echo "== mlir-runner -e main (CPU)"
 echo
 echo "The first memref is O[0, 0, 0, 0:8] of the hand-written flash.attention; the second"
 echo "is max |frontend - hand-written| over all of O: both were fused and tiled, so it is"
-echo "0 or a few ulps. Not yet in the pipeline: GPU code generation."
+echo "0 or a few ulps. On a GPU machine the same file goes through flash-compile"
+echo "(scripts/gpu_build.sh, scripts/gpu_run.sh); training steps through"
+echo "--flash-fuse-attention-backward (test/Transforms/flash-fuse-attention-backward*.mlir)."
