@@ -114,6 +114,16 @@ FailureOr<Value> mlir::flash::detail::relayout(OpBuilder &b, Location loc,
       });
 }
 
+bool mlir::flash::detail::canRelayout(const TensorAccess &access,
+                                      ArrayRef<unsigned> dims) {
+  return llvm::all_of(access.map.getResults(), [&](AffineExpr r) {
+    if (isa<AffineConstantExpr>(r))
+      return true;
+    auto dim = dyn_cast<AffineDimExpr>(r);
+    return dim && llvm::is_contained(dims, dim.getPosition());
+  });
+}
+
 std::optional<std::pair<Value, int64_t>>
 mlir::flash::detail::unrepeat(Value v) {
   auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>();

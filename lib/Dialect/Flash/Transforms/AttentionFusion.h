@@ -34,6 +34,10 @@ FailureOr<Value> relayout(OpBuilder &b, Location loc, ArrayRef<Source> sources,
                           ArrayRef<unsigned> dims, Type elementType,
                           std::string &reason, bool allowSuffix = false);
 
+/// Whether relayout() can bring `access` to the extended dims `dims` (its
+/// map reads only those dims, or constants).
+bool canRelayout(const TensorAccess &access, ArrayRef<unsigned> dims);
+
 /// The [B, Hkv, S, D] tensor that `v` repeats G times per head, and G.
 std::optional<std::pair<Value, int64_t>> unrepeat(Value v);
 

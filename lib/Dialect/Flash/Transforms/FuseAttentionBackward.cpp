@@ -279,7 +279,11 @@ private:
   SmallVector<std::pair<func::CallOp, func::CallOp>> calls;
   std::optional<GradientMatch> g;
   Factors factors;
-  bool originFailed = false;
+
+public:
+  /// Set when a rewrite failed after it had changed a signature: the module
+  /// is then inconsistent and the pass must fail.
+  bool broken = false;
 };
 
 LogicalResult SplitFusion::match(std::string &reason) {
@@ -395,7 +399,6 @@ LogicalResult SplitFusion::rewrite(RewriterBase &rewriter, bool report,
   AttentionOp fused = fwd->op;
 
   // Backward side first: it reads the forward's relayout only for types.
-  Block &body = backward.getBody().front();
   rewriter.setInsertionPoint(firstGradient(*g));
   Location loc = firstGradient(*g)->getLoc();
   auto own = [&](TensorAccess a, const TensorAccess &fwdAccess, double f,
@@ -423,6 +426,15 @@ LogicalResult SplitFusion::rewrite(RewriterBase &rewriter, bool report,
   if (failed(q) || failed(k) || failed(v))
     return failure();
 
+  // Everything that can fail is checked before the signatures change.
+  FailureOr<Value> output = ungroup(rewriter, *fwd, fused.getOutput(), reason);
+  if (failed(output))
+    return failure();
+  if (!canRelayout(g->gradOutput, fwd->queryDims)) {
+    reason = "dO is read through a reshape the fused op cannot express";
+    return failure();
+  }
+
   // What crosses the boundary instead of P.
   SmallVector<Value> carried = {fused.getOutput(), fused.getLse()};
   if (fused.getBias())
@@ -445,20 +457,22 @@ LogicalResult SplitFusion::rewrite(RewriterBase &rewriter, bool report,
     ops.bias = newArgs[next++];
   if (fused.getMask())
     ops.mask = newArgs[next++];
-  if (failed(buildBackward(rewriter, m, *fwd, *g, factors, ops, reason)))
+  if (failed(buildBackward(rewriter, m, *fwd, *g, factors, ops, reason))) {
+    broken = true;
     return failure();
+  }
   eraseDeadOps(rewriter,
                SmallVector<Operation *>(g->chain.begin(), g->chain.end()));
   if (!oldArg.use_empty()) {
     reason = "P is still used in the backward function";
+    broken = true;
     return failure();
   }
 
   // Forward side: O replaces P V; the return carries O, LSE, bias, mask.
   rewriter.setInsertionPointAfter(fused);
-  FailureOr<Value> output = ungroup(rewriter, *fwd, fused.getOutput(), reason);
-  if (failed(output))
-    return failure();
+  if (Operation *expand = output->getDefiningOp())
+    rewriter.setInsertionPointAfter(expand);
   Value out = toResultLayout(
       rewriter, pv.getLoc(), *output, fwd->queryDims, m.outputMap,
       cast<RankedTensorType>(pv->getResult(0).getType()));
@@ -486,9 +500,10 @@ LogicalResult SplitFusion::rewrite(RewriterBase &rewriter, bool report,
                  carriedTypes.end());
   forward.setType(
       rewriter.getFunctionType(forward.getArgumentTypes(), results));
-  if (failed(backward.eraseArgument(argIndex)))
+  if (failed(backward.eraseArgument(argIndex))) {
+    broken = true;
     return failure();
-  (void)body;
+  }
   DenseMap<Operation *, func::CallOp> rebuilt;
   for (auto [bwdCall, fwdCall] : calls) {
     func::CallOp newFwd = rebuilt.lookup(fwdCall);
@@ -554,6 +569,12 @@ struct FlashFuseAttentionBackwardPass
             SplitFusion split(module, *m, ret);
             ok = succeeded(split.match(reason)) &&
                  succeeded(split.rewrite(rewriter, report, reason));
+            if (split.broken) {
+              op->emitError("flash-fuse-attention-backward: rewriting the "
+                            "forward/backward pair failed half-way: ")
+                  << reason;
+              return signalPassFailure();
+            }
           } else {
             std::optional<GradientMatch> g =
                 matchAttentionGradient(m->probs, *m, reason);
