@@ -84,6 +84,22 @@ CASES = [
 ]
 
 
+def random_input(g, b, h, s, width, layout, dtype):
+    """A random [B, H, S, D] tensor in `layout`: contiguous (bhsd), a view of
+    [B, S, H, D] memory (bshd), or one element past an aligned start so that
+    rows are not 16-byte aligned and the kernels take their general
+    (element-copy) path (offset)."""
+    t = torch.randn(b, s, h, width, device="cuda", generator=g)
+    if layout == "bshd":
+        return t.to(dtype).transpose(1, 2)
+    if layout == "offset":
+        flat = torch.empty(b * h * s * width + 1, device="cuda", dtype=dtype)
+        view = flat[1:].view(b, h, s, width)
+        view.copy_(t.transpose(1, 2))
+        return view
+    return t.transpose(1, 2).contiguous().to(dtype)
+
+
 def run_case(kernel, case, layout, seed):
     man = kernel.manifest
     dtype = DTYPES[man["dtype"]]
@@ -92,16 +108,7 @@ def run_case(kernel, case, layout, seed):
     g = torch.Generator(device="cuda").manual_seed(seed)
 
     def make(h, s, width):
-        if layout == "bshd":
-            t = torch.randn(b, s, h, width, device="cuda", generator=g).to(dtype)
-            return t.transpose(1, 2)  # a [B, H, S, D] view of BSHD memory
-        if layout == "offset":
-            # One element past an aligned start: rows are not 16-byte aligned,
-            # so the kernels take their element-copy path.
-            flat = torch.randn(b * h * s * width + 1, device="cuda",
-                               generator=g).to(dtype)
-            return flat[1:].view(b, h, s, width)
-        return torch.randn(b, h, s, width, device="cuda", generator=g).to(dtype)
+        return random_input(g, b, h, s, width, layout, dtype)
 
     q, k, v = make(hq, m, d), make(hkv, n, d), make(hkv, n, dv)
     o = make(hq, m, dv)
@@ -184,16 +191,7 @@ def run_backward_case(kernel, case, layout, seed):
     g = torch.Generator(device="cuda").manual_seed(seed)
 
     def make(h, s, width):
-        t = torch.randn(b, s, h, width, device="cuda", generator=g)
-        if layout == "bshd":
-            return t.to(dtype).transpose(1, 2)
-        if layout == "offset":
-            # Rows not 16-byte aligned: the general kernels' element copies.
-            flat = torch.empty(b * h * s * width + 1, device="cuda", dtype=dtype)
-            view = flat[1:].view(b, h, s, width)
-            view.copy_(t.transpose(1, 2))
-            return view
-        return t.transpose(1, 2).contiguous().to(dtype)
+        return random_input(g, b, h, s, width, layout, dtype)
 
     q, k, v = make(hq, m, d), make(hkv, n, d), make(hkv, n, dv)
     do = make(hq, m, dv)

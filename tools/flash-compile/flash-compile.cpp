@@ -6,8 +6,8 @@
 //
 // Fuses the attention in INPUT (--flash-fuse-attention-backward, then
 // --flash-fuse-attention), then for each flash.attention and
-// flash.attention_backward builds a standalone kernel function with dynamic batch,
-// heads and sequence lengths whose outputs are written in place into
+// flash.attention_backward builds a standalone kernel function with dynamic
+// batch, heads and sequence lengths whose outputs are written in place into
 // arguments, runs --flash-gpu-pipeline on it and writes DIR/<kernel>.ptx,
 // DIR/<kernel>.cubin (when ptxas is found) and DIR/<kernel>.json, the
 // manifest a runtime needs to launch it.
@@ -105,31 +105,28 @@ RankedTensorType generaliseBroadcast(RankedTensorType t) {
   return RankedTensorType::get(shape, t.getElementType());
 }
 
-/// func @name(q, k, v, [bias], [mask], o, [lse]) writing o and lse in place.
-OwningOpRef<ModuleOp> buildKernelModule(flash::AttentionOp op, StringRef name,
-                                        SmallVectorImpl<Param> &params) {
-  MLIRContext *ctx = op.getContext();
-  Location loc = op.getLoc();
-  OpBuilder b(ctx);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  b.setInsertionPointToEnd(module->getBody());
-  params.push_back({"q", generalise(op.getQuery().getType(), true, 4)});
-  params.push_back({"k", generalise(op.getKey().getType(), true, 4)});
-  params.push_back({"v", generalise(op.getValue().getType(), true, 4)});
-  if (Value bias = op.getBias())
+/// The bias and mask parameters of an attention op, when it has them.
+void addBroadcastParams(SmallVectorImpl<Param> &params, Value bias,
+                        Value mask) {
+  if (bias)
     params.push_back(
         {"bias", generaliseBroadcast(cast<RankedTensorType>(bias.getType()))});
-  if (Value mask = op.getMask())
+  if (mask)
     params.push_back(
         {"mask", generaliseBroadcast(cast<RankedTensorType>(mask.getType()))});
-  size_t firstOutput = params.size();
-  params.push_back(
-      {"o",
-       generalise(cast<RankedTensorType>(op.getOutput().getType()), true, 4)});
-  if (Value lse = op.getLse())
-    params.push_back(
-        {"lse", generalise(cast<RankedTensorType>(lse.getType()), false, 3)});
+}
 
+/// A module with func @name(params...) whose parameters from `firstOutput`
+/// on are written in place by the results of the op that `build` creates
+/// from the parameters (looked up by name: null for an absent one).
+OwningOpRef<ModuleOp> buildKernelModule(
+    Location loc, StringRef name, ArrayRef<Param> params, size_t firstOutput,
+    function_ref<Operation *(OpBuilder &, function_ref<Value(StringRef)>,
+                             TypeRange)>
+        build) {
+  OpBuilder b(loc.getContext());
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
   SmallVector<Type> argTypes, resultTypes;
   for (const Param &p : params)
     argTypes.push_back(p.type);
@@ -147,12 +144,9 @@ OwningOpRef<ModuleOp> buildKernelModule(flash::AttentionOp op, StringRef name,
         return entry->getArgument(i);
     return Value();
   };
-  auto fused = flash::AttentionOp::create(
-      b, loc, resultTypes, arg("q"), arg("k"), arg("v"), arg("bias"),
-      arg("mask"), b.getF32FloatAttr(op.getEffectiveScale()),
-      op.getCausalAttr(), op.getWindowAttr());
+  Operation *op = build(b, arg, resultTypes);
   SmallVector<Value> results;
-  for (auto [i, r] : llvm::enumerate(fused->getResults()))
+  for (auto [i, r] : llvm::enumerate(op->getResults()))
     results.push_back(bufferization::MaterializeInDestinationOp::create(
                           b, loc, r, entry->getArgument(firstOutput + i))
                           .getResult());
@@ -160,65 +154,71 @@ OwningOpRef<ModuleOp> buildKernelModule(flash::AttentionOp op, StringRef name,
   return module;
 }
 
+RankedTensorType generaliseRank4(Value v) {
+  return generalise(cast<RankedTensorType>(v.getType()), true, 4);
+}
+
+/// func @name(q, k, v, [bias], [mask], o, [lse]) writing o and lse in place.
+OwningOpRef<ModuleOp> buildKernelModule(flash::AttentionOp op, StringRef name,
+                                        SmallVectorImpl<Param> &params) {
+  params.append({{"q", generaliseRank4(op.getQuery())},
+                 {"k", generaliseRank4(op.getKey())},
+                 {"v", generaliseRank4(op.getValue())}});
+  addBroadcastParams(params, op.getBias(), op.getMask());
+  size_t firstOutput = params.size();
+  params.push_back({"o", generaliseRank4(op.getOutput())});
+  if (Value lse = op.getLse())
+    params.push_back(
+        {"lse", generalise(cast<RankedTensorType>(lse.getType()), false, 3)});
+  return buildKernelModule(op.getLoc(), name, params, firstOutput,
+                           [&](OpBuilder &b, function_ref<Value(StringRef)> arg,
+                               TypeRange types) -> Operation * {
+                             return flash::AttentionOp::create(
+                                 b, op.getLoc(), types, arg("q"), arg("k"),
+                                 arg("v"), arg("bias"), arg("mask"),
+                                 b.getF32FloatAttr(op.getEffectiveScale()),
+                                 op.getCausalAttr(), op.getWindowAttr());
+                           });
+}
+
 /// func @name(q, k, v, o, do, lse, [bias], [mask], dq, dk, dv) writing the
 /// gradients in place (--flash-workspace-to-arguments appends `d`).
 OwningOpRef<ModuleOp>
 buildBackwardKernelModule(flash::AttentionBackwardOp op, StringRef name,
                           SmallVectorImpl<Param> &params) {
-  MLIRContext *ctx = op.getContext();
-  Location loc = op.getLoc();
-  OpBuilder b(ctx);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  b.setInsertionPointToEnd(module->getBody());
-  auto rank4 = [&](Value v) {
-    return generalise(cast<RankedTensorType>(v.getType()), true, 4);
-  };
-  params.push_back({"q", rank4(op.getQuery())});
-  params.push_back({"k", rank4(op.getKey())});
-  params.push_back({"v", rank4(op.getValue())});
-  params.push_back({"o", rank4(op.getOutput())});
-  params.push_back({"do", rank4(op.getGradOutput())});
-  params.push_back({"lse", generalise(op.getLse().getType(), false, 3)});
-  if (Value bias = op.getBias())
-    params.push_back(
-        {"bias", generaliseBroadcast(cast<RankedTensorType>(bias.getType()))});
-  if (Value mask = op.getMask())
-    params.push_back(
-        {"mask", generaliseBroadcast(cast<RankedTensorType>(mask.getType()))});
+  params.append({{"q", generaliseRank4(op.getQuery())},
+                 {"k", generaliseRank4(op.getKey())},
+                 {"v", generaliseRank4(op.getValue())},
+                 {"o", generaliseRank4(op.getOutput())},
+                 {"do", generaliseRank4(op.getGradOutput())},
+                 {"lse", generalise(op.getLse().getType(), false, 3)}});
+  addBroadcastParams(params, op.getBias(), op.getMask());
   size_t firstOutput = params.size();
-  params.push_back({"dq", rank4(op.getQuery())});
-  params.push_back({"dk", rank4(op.getKey())});
-  params.push_back({"dv", rank4(op.getValue())});
+  params.append({{"dq", generaliseRank4(op.getQuery())},
+                 {"dk", generaliseRank4(op.getKey())},
+                 {"dv", generaliseRank4(op.getValue())}});
+  return buildKernelModule(op.getLoc(), name, params, firstOutput,
+                           [&](OpBuilder &b, function_ref<Value(StringRef)> arg,
+                               TypeRange types) -> Operation * {
+                             return flash::AttentionBackwardOp::create(
+                                 b, op.getLoc(), types, arg("q"), arg("k"),
+                                 arg("v"), arg("o"), arg("do"), arg("lse"),
+                                 arg("bias"), arg("mask"),
+                                 b.getF32FloatAttr(op.getEffectiveScale()),
+                                 op.getCausalAttr(), op.getWindowAttr());
+                           });
+}
 
-  SmallVector<Type> argTypes, resultTypes;
-  for (const Param &p : params)
-    argTypes.push_back(p.type);
-  for (size_t i = firstOutput; i < firstOutput + 3; ++i)
-    resultTypes.push_back(params[i].type);
-  auto func = func::FuncOp::create(b, loc, name,
-                                   b.getFunctionType(argTypes, resultTypes));
-  for (size_t i = firstOutput; i < params.size(); ++i)
-    func.setArgAttr(i, "bufferization.writable", b.getBoolAttr(true));
-  Block *entry = func.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  auto arg = [&](StringRef n) -> Value {
-    for (auto [i, p] : llvm::enumerate(params))
-      if (p.name == n)
-        return entry->getArgument(i);
-    return Value();
-  };
-  auto grads = flash::AttentionBackwardOp::create(
-      b, loc, resultTypes, arg("q"), arg("k"), arg("v"), arg("o"), arg("do"),
-      arg("lse"), arg("bias"), arg("mask"),
-      b.getF32FloatAttr(op.getEffectiveScale()), op.getCausalAttr(),
-      op.getWindowAttr());
-  SmallVector<Value> results;
-  for (auto [i, r] : llvm::enumerate(grads->getResults()))
-    results.push_back(bufferization::MaterializeInDestinationOp::create(
-                          b, loc, r, entry->getArgument(firstOutput + i))
-                          .getResult());
-  func::ReturnOp::create(b, loc, results);
-  return module;
+/// A kernel parameter in a manifest.
+json::Object describeParam(const Param &p) {
+  json::Array shape;
+  for (int64_t d : p.type.getShape())
+    shape.push_back(ShapedType::isDynamic(d) ? json::Value(nullptr)
+                                             : json::Value(d));
+  return json::Object{{"name", p.name},
+                      {"rank", p.type.getRank()},
+                      {"shape", std::move(shape)},
+                      {"dtype", typeName(p.type.getElementType())}};
 }
 
 struct PtxasReport {
@@ -317,18 +317,10 @@ FailureOr<Kernel> build(flash::AttentionOp op, StringRef name,
     auto argument = dyn_cast<BlockArgument>(v);
     if (!argument)
       return op.emitError("flash-compile: a kernel parameter is not a tensor");
-    const Param &p = params[argument.getArgNumber()];
-    json::Array shape;
-    for (int64_t d : p.type.getShape())
-      shape.push_back(ShapedType::isDynamic(d) ? json::Value(nullptr)
-                                               : json::Value(d));
-    kernel.params.push_back(json::Object{
-        {"name", p.name},
-        {"rank", p.type.getRank()},
-        {"shape", std::move(shape)},
-        {"dtype", typeName(p.type.getElementType())},
-        {"abi", "memref: allocated ptr, aligned ptr, i64 offset, i64 "
-                "sizes[rank], i64 strides[rank] (strides in elements)"}});
+    json::Object param = describeParam(params[argument.getArgNumber()]);
+    param["abi"] = "memref: allocated ptr, aligned ptr, i64 offset, i64 "
+                   "sizes[rank], i64 strides[rank] (strides in elements)";
+    kernel.params.push_back(std::move(param));
   }
   IntegerAttr smem;
   if (Value size = launch.getDynamicSharedMemorySize())
@@ -562,16 +554,7 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
         problem = "a kernel parameter is not a tensor";
         return;
       }
-      const Param &p = params[argument.getArgNumber()];
-      json::Array shape;
-      for (int64_t d : p.type.getShape())
-        shape.push_back(ShapedType::isDynamic(d) ? json::Value(nullptr)
-                                                 : json::Value(d));
-      info.params.push_back(
-          json::Object{{"name", p.name},
-                       {"rank", p.type.getRank()},
-                       {"shape", std::move(shape)},
-                       {"dtype", typeName(p.type.getElementType())}});
+      info.params.push_back(describeParam(params[argument.getArgNumber()]));
     }
     gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
     for (Value g : {grid.x, grid.y, grid.z}) {

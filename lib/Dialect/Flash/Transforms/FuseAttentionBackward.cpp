@@ -95,28 +95,22 @@ FailureOr<Factors> relateOperands(const AttentionMatch &m,
                                   const GradientMatch &g, ArgumentOrigin origin,
                                   std::string &reason) {
   Factors f;
-  std::optional<double> v = relate(g.value, m.value, origin);
-  if (!v) {
-    reason = "dP = dO Vᵀ does not read the forward's V";
+  auto need = [&](const TensorAccess &access, const TensorAccess &forward,
+                  StringRef what, double &factor) {
+    std::optional<double> r = relate(access, forward, origin);
+    if (!r)
+      reason = what.str();
+    else
+      factor = *r;
+    return r.has_value();
+  };
+  if (!need(g.value, m.value, "dP = dO Vᵀ does not read the forward's V",
+            f.value) ||
+      (g.gradQuery && !need(g.gradQuery.operand, m.key,
+                            "dS K does not read the forward's K", f.key)) ||
+      (g.gradKey && !need(g.gradKey.operand, m.query,
+                          "dSᵀ Q does not read the forward's Q", f.query)))
     return failure();
-  }
-  f.value = *v;
-  if (g.gradQuery) {
-    std::optional<double> k = relate(g.gradQuery.operand, m.key, origin);
-    if (!k) {
-      reason = "dS K does not read the forward's K";
-      return failure();
-    }
-    f.key = *k;
-  }
-  if (g.gradKey) {
-    std::optional<double> q = relate(g.gradKey.operand, m.query, origin);
-    if (!q) {
-      reason = "dSᵀ Q does not read the forward's Q";
-      return failure();
-    }
-    f.query = *q;
-  }
   return f;
 }
 

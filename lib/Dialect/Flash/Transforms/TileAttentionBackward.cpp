@@ -46,45 +46,6 @@ private:
   Value zeros(ArrayRef<OpFoldResult> sizes) {
     return buildFilled(b, loc, sizes, f32, 0.0);
   }
-  /// C += A B over the last loop; maps over (i, j, k).
-  Value contract(Value a, AffineMap aMap, Value bT, AffineMap bMap, Value c) {
-    return generic({a, bT}, c, {aMap, bMap, map(3, {0, 1})}, {kPar, kPar, kRed},
-                   [&](OpBuilder &nb, Location nl, ValueRange x) -> Value {
-                     Value p = arith::MulFOp::create(nb, nl,
-                                                     extendToF32(nb, nl, x[0]),
-                                                     extendToF32(nb, nl, x[1]));
-                     return arith::AddFOp::create(nb, nl, x[2], p);
-                   });
-  }
-  /// `tile` (f32) rounded to the element type, as the tensor-core operands
-  /// of the GPU kernels are.
-  Value rounded(Value tile) {
-    if (elementType == f32)
-      return tile;
-    auto type = cast<RankedTensorType>(tile.getType());
-    return generic(tile, empty(type.getShape(), elementType), {id(2), id(2)},
-                   {kPar, kPar},
-                   [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                     return arith::TruncFOp::create(nb, nl, elementType, a[0]);
-                   });
-  }
-  /// `scale * x` in the element type.
-  Value finish(Value tile, float factor, ArrayRef<int64_t> shape) {
-    return generic(
-        tile, empty(shape, elementType), {id(shape.size()), id(shape.size())},
-        SmallVector<IteratorType>(shape.size(), kPar),
-        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-          Value x = a[0];
-          if (factor != 1.0f)
-            x = arith::MulFOp::create(
-                nb, nl, x,
-                arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(factor)));
-          if (elementType != f32)
-            x = arith::TruncFOp::create(nb, nl, elementType, x);
-          return x;
-        });
-  }
-
   SmallVector<Value> queryBlockStep(Value qb, Value head, ValueRange carried);
 
   AttentionBackwardOp op;

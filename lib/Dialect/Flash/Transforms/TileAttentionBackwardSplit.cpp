@@ -56,33 +56,7 @@ public:
   SmallVector<Value> build();
 
 private:
-  /// C = A Bᵀ-style contraction over the last loop of (i, j, k), into a
-  /// fresh f32 tile or accumulating into `c`.
-  Value contract(Value a, AffineMap aMap, Value bT, AffineMap bMap, Value c) {
-    return generic({a, bT}, c, {aMap, bMap, map(3, {0, 1})}, {kPar, kPar, kRed},
-                   [&](OpBuilder &nb, Location nl, ValueRange x) -> Value {
-                     Value p = arith::MulFOp::create(nb, nl,
-                                                     extendToF32(nb, nl, x[0]),
-                                                     extendToF32(nb, nl, x[1]));
-                     return arith::AddFOp::create(nb, nl, x[2], p);
-                   });
-  }
   Value zeros(int64_t rows, int64_t cols) { return filled({rows, cols}, 0.0); }
-  /// `scale * tile` in the element type.
-  Value finish(Value tile, float factor, int64_t rows, int64_t cols) {
-    return generic(
-        tile, empty({rows, cols}, elementType), {id(2), id(2)}, {kPar, kPar},
-        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-          Value x = a[0];
-          if (factor != 1.0f)
-            x = arith::MulFOp::create(
-                nb, nl, x,
-                arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(factor)));
-          if (elementType != f32)
-            x = arith::TruncFOp::create(nb, nl, elementType, x);
-          return x;
-        });
-  }
   /// P = exp2(S scale log2e + bias log2e - LSE log2e), 0 where hidden.
   /// `transposed`: the tile is Sᵀ (key rows, query columns) and the LSE a
   /// column vector.
@@ -273,7 +247,7 @@ Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
     scf::YieldOp::create(b, loc, acc);
   }
   Value gradQ =
-      finish(keyLoop.getResult(0), op.getEffectiveScale(), br, headDim);
+      finish(keyLoop.getResult(0), op.getEffectiveScale(), {br, headDim});
 
   ValueRange shared = forall.getRegionIterArgs();
   auto rowsType =
@@ -369,13 +343,7 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot) {
       // dV first, so that the rounded Pᵀ is dead before dPᵀ is live (fewer
       // registers at the peak).
       ValueRange carried = queryLoop.getRegionIterArgs();
-      Value probsTRounded = probsT;
-      if (elementType != f32)
-        probsTRounded = generic(
-            probsT, empty({bc, br}, elementType), {id(2), id(2)}, {kPar, kPar},
-            [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-              return arith::TruncFOp::create(nb, nl, elementType, a[0]);
-            });
+      Value probsTRounded = rounded(probsT);
       Value gradV = contract(probsTRounded, map(3, {0, 2}), gradOutTile,
                              map(3, {2, 1}), carried[1]);
       Value gradPT = contract(valueTile, map(3, {0, 2}), gradOutTile,
@@ -389,8 +357,8 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot) {
     scf::YieldOp::create(b, loc, queryLoop.getResults());
   }
   Value gradK =
-      finish(headLoop.getResult(0), op.getEffectiveScale(), bc, headDim);
-  Value gradV = finish(headLoop.getResult(1), 1.0f, bc, valueDim);
+      finish(headLoop.getResult(0), op.getEffectiveScale(), {bc, headDim});
+  Value gradV = finish(headLoop.getResult(1), 1.0f, {bc, valueDim});
 
   ValueRange shared = forall.getRegionIterArgs();
   SmallVector<Value> valid;
