@@ -57,6 +57,7 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.threads = options.threads;
   mapping.tensorCores = options.tensorCores;
   mapping.registerTiles = options.registerTiles;
+  mapping.lazyRescale = options.lazyRescale;
   mapping.asyncCopies = options.asyncCopies;
   pm.addNestedPass<func::FuncOp>(flash::createFlashMapTilesToGPUPass(mapping));
   pm.addPass(createGpuKernelOutliningPass());

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -62,12 +63,19 @@ static opt<int64_t> blockRows("block-rows", cl::init(0),
                               cl::desc("Query rows per CTA (0: choose)"));
 static opt<int64_t> blockCols("block-cols", cl::init(0),
                               cl::desc("Keys per step (0: choose)"));
+static opt<int64_t> kvBlockRows(
+    "kv-block-rows", cl::init(0),
+    cl::desc("Backward: key rows per dK/dV CTA (0: choose)"));
+static opt<int64_t> kvBlockColsOption(
+    "kv-block-cols", cl::init(0),
+    cl::desc("Backward: query rows per dK/dV step (0: choose)"));
 static opt<int64_t> threads("threads-per-block", cl::init(0),
                             cl::desc("Threads per CTA (0: choose)"));
 static opt<std::string> tensorCores(
     "tensor-cores", cl::init("auto"),
-    cl::desc("Tile contractions on tensor cores: auto (wmma for f16, "
-             "mma-sync for bf16), mma-sync, wmma or none"));
+    cl::desc("Tile contractions on tensor cores: auto (wgmma on sm_90a; on "
+             "sm_80 wmma for f16, mma-sync for bf16), wgmma, mma-sync, wmma "
+             "or none"));
 static opt<std::string> ptxas("ptxas", cl::init("/usr/local/cuda/bin/ptxas"),
                               cl::desc("ptxas used to make cubins"));
 
@@ -275,7 +283,17 @@ int64_t sharedMemoryLimit() {
 
 struct Config {
   int64_t rows, cols, threads;
+  bool lazyRescale = true;
+  /// Worth it only when the contractions take wgmma.
+  bool wgmmaOnly = false;
 };
+
+/// The mapping's tensor-core choice: Hopper's warpgroup MMA on sm_90a.
+std::string tensorCoreChoice() {
+  if (tensorCores == "auto" && chip == "sm_90a")
+    return "wgmma";
+  return tensorCores;
+}
 
 struct Kernel {
   std::string ptx, entry;
@@ -283,6 +301,8 @@ struct Kernel {
   int64_t sharedMemory = 0;
   /// Scores and accumulator in warp registers (FlashAttention-2 mapping).
   bool registerTiles = false;
+  /// Contractions on Hopper's warpgroup MMA.
+  bool wgmma = false;
   /// Tiles loaded with 16-byte cp.async: every tensor's rows must be
   /// contiguous and 16-byte aligned.
   bool requiresAlignedRows = false;
@@ -300,7 +320,8 @@ FailureOr<Kernel> build(flash::AttentionOp op, StringRef name,
   options.blockRows = config.rows;
   options.blockCols = config.cols;
   options.threads = config.threads;
-  options.tensorCores = tensorCores;
+  options.tensorCores = tensorCoreChoice();
+  options.lazyRescale = config.lazyRescale;
   options.asyncCopies = asyncCopies;
   PassManager kernels(ctx);
   flash::buildFlashGpuKernelPipeline(kernels, options);
@@ -327,6 +348,9 @@ FailureOr<Kernel> build(flash::AttentionOp op, StringRef name,
     matchPattern(size, m_Constant(&smem));
   kernel.sharedMemory = smem ? smem.getInt() : 0;
   module->walk([&](gpu::ShuffleOp) { kernel.registerTiles = true; });
+  module->walk([&](LLVM::InlineAsmOp a) {
+    kernel.wgmma |= a.getAsmString().contains("wgmma.mma_async");
+  });
   module->walk(
       [&](nvgpu::DeviceAsyncCopyOp) { kernel.requiresAlignedRows = true; });
   kernel.entry = launch.getKernelName().str();
@@ -356,15 +380,25 @@ LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
                             bool &requiresAlignedRows) {
   // Forced tiles, or the first of these that fits the chip's shared memory
   // without spilling (measured, docs/GPU-NOTES.md): 32 query rows per warp
-  // (each K/V fragment feeds two mma rows), then 16, then smaller tiles.
+  // (each K/V fragment feeds two mma rows), then 16, then smaller tiles;
+  // with wgmma, 128 x 128 on two warpgroups before 128 x 32.
+  bool wgmma = tensorCoreChoice() == "wgmma" && asyncCopies;
   SmallVector<Config> configs;
   if (blockRows || blockCols || threads)
     configs.push_back({blockRows ? blockRows.getValue() : 32,
                        blockCols ? blockCols.getValue() : 32,
                        threads ? threads.getValue() : 128});
+  else if (wgmma)
+    configs = {{128, 64, 128},  {128, 128, 256, true, true}, {128, 32, 128},
+               {128, 64, 256},  {128, 32, 256},  {64, 64, 128},
+               {64, 32, 128},   {32, 32, 128},   {16, 16, 128}};
   else
     configs = {{128, 64, 128}, {128, 32, 128}, {128, 64, 256}, {128, 32, 256},
                {64, 64, 128},  {64, 32, 128},  {32, 32, 128},  {16, 16, 128}};
+  // With wgmma the accumulator rescale is eager (measured faster, and fewer
+  // registers); the lazy one is for kernels on mma.sync.
+  for (Config &config : configs)
+    config.lazyRescale = !wgmma;
 
   SmallString<128> ptxPath(outputDir), cubinPath(outputDir),
       jsonPath(outputDir);
@@ -377,6 +411,14 @@ LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
     FailureOr<Kernel> kernel = build(op, name, config, asyncCopies);
     if (failed(kernel))
       return failure();
+    if (!kernel->wgmma && !config.lazyRescale) {
+      config.lazyRescale = true;
+      kernel = build(op, name, config, asyncCopies);
+      if (failed(kernel))
+        return failure();
+    }
+    if (config.wgmmaOnly && !kernel->wgmma && !last)
+      continue;
     if (kernel->sharedMemory > sharedMemoryLimit()) {
       if (last)
         return op.emitError("flash-compile: the tiles need ")
@@ -436,6 +478,8 @@ LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
         {"has_mask", static_cast<bool>(op.getMask())},
         {"has_lse", static_cast<bool>(op.getLse())},
         {"mapping", kernel->registerTiles ? "warp-registers" : "shared-tiles"},
+        {"mma", kernel->wgmma ? "wgmma" : "mma.sync"},
+        {"lazy_rescale", config.lazyRescale},
         {"registers", ptxasReport.registers},
         {"spill_bytes", ptxasReport.spillBytes},
         {"requires_aligned_rows", kernel->requiresAlignedRows},
@@ -454,7 +498,9 @@ LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
                  << " threads, registers " << ptxasReport.registers
                  << ", spill bytes " << ptxasReport.spillBytes
                  << ", shared memory " << kernel->sharedMemory << " B"
-                 << (kernel->registerTiles ? ", warp registers" : "") << "\n";
+                 << (kernel->registerTiles ? ", warp registers" : "")
+                 << (kernel->wgmma ? ", wgmma" : "")
+                 << (config.lazyRescale ? "" : ", eager rescale") << "\n";
     return success();
   }
   return failure();
@@ -503,6 +549,7 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
   tileOptions.target = chip;
   tileOptions.blockRows = blockRows;
   tileOptions.blockCols = blockCols;
+  tileOptions.kvBlockRows = kvBlockRows;
   tileOptions.kvBlockCols = kvBlockCols;
 
   tiling.addPass(flash::createFlashTileAttentionPass(tileOptions));
@@ -515,8 +562,7 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
   options.blockRows = blockRows;
   options.blockCols = blockCols;
   options.threads = threads ? threads.getValue() : 128;
-
-  options.tensorCores = tensorCores;
+  options.tensorCores = tensorCoreChoice();
   options.asyncCopies = asyncCopies;
   PassManager kernels(ctx);
   flash::buildFlashGpuKernelPipeline(kernels, options);
@@ -538,7 +584,7 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
     std::string entry, kernelModule;
     json::Array params, grid, block;
     int64_t sharedMemory = 0;
-    bool registerTiles = false;
+    bool registerTiles = false, wgmma = false;
   };
   SmallVector<LaunchInfo> launches;
   std::string problem;
@@ -585,7 +631,11 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
   module->walk([&](gpu::GPUModuleOp m) {
     for (LaunchInfo &l : launches)
       if (l.kernelModule == m.getName())
-        m.walk([&](gpu::ShuffleOp) { l.registerTiles = true; });
+        m.walk([&](Operation *op) {
+          l.registerTiles |= isa<gpu::ShuffleOp>(op);
+          if (auto a = dyn_cast<LLVM::InlineAsmOp>(op))
+            l.wgmma |= a.getAsmString().contains("wgmma.mma_async");
+        });
   });
 
   PassManager binary(ctx);
@@ -632,13 +682,15 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
         {"block", std::move(l.block)},
         {"dynamic_shared_memory_bytes", l.sharedMemory},
         {"mapping", l.registerTiles ? "warp-registers" : "shared-tiles"},
+        {"mma", l.wgmma ? "wgmma" : "mma.sync"},
         {"registers", report.registers},
         {"spill_bytes", report.spillBytes}});
     llvm::outs() << name << " launch " << i << " (" << l.entry
                  << "): " << ptxPath << ", registers " << report.registers
                  << ", spill bytes " << report.spillBytes << ", shared memory "
                  << l.sharedMemory << " B"
-                 << (l.registerTiles ? ", warp registers" : "") << "\n";
+                 << (l.registerTiles ? ", warp registers" : "")
+                 << (l.wgmma ? ", wgmma" : "") << "\n";
   }
   RankedTensorType q = op.getQuery().getType();
   RankedTensorType v = op.getValue().getType();
@@ -684,9 +736,16 @@ LogicalResult compileBackwardPair(flash::AttentionBackwardOp op, StringRef name,
                                   bool asyncCopies, StringRef general) {
   int64_t d = std::max(op.getQuery().getType().getShape().back(),
                        op.getValue().getType().getShape().back());
-  SmallVector<int64_t> candidates = {0};
-  if (!blockRows && d > 64)
-    candidates.push_back(16);
+  // dK/dV steps of the target's default width (0), narrower when that
+  // spills; with wgmma first 64 query rows per step (measured 1.13x the
+  // default at D = 128, docs/GPU-NOTES.md).
+  SmallVector<int64_t> candidates = {kvBlockColsOption};
+  if (!kvBlockColsOption && d > 64) {
+    if (tensorCoreChoice() == "wgmma" && asyncCopies && !blockRows)
+      candidates.insert(candidates.begin(), 64);
+    if (!blockRows)
+      candidates.push_back(16);
+  }
   for (auto [i, cols] : llvm::enumerate(candidates)) {
     int64_t spills = 0;
     if (failed(compileBackward(op, name, asyncCopies, general, cols, spills)))

@@ -25,6 +25,13 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
       owned element, row reductions in registers plus two xor shuffles, the
       contractions as `nvvm.mma.sync` with `ldmatrix` fragments and P taken
       from registers as the A operand;
+    - with `tensor-cores=wgmma` (sm_90a) and four warps, the contractions are
+      Hopper warpgroup MMAs (`wgmma.mma_async` m64nNk16) instead, reading
+      their shared-memory operands through matrix descriptors; those tiles
+      are stored with the 128-byte swizzle (unpadded, 1024-byte aligned) and
+      each warp owns rows 16 w + 64 i. A launch where some contraction cannot
+      take wgmma (operand columns not a multiple of 64, N > 256) stays on
+      mma.sync;
     - the other tiles (Q, K, V, bias, mask) are carved out of the block's
       dynamic shared memory (rows padded against ldmatrix bank conflicts);
       with `async-copies` (default) they are loaded with 16-byte cp.async,
@@ -45,13 +52,17 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
     Option<"threads", "threads", "int64_t", "128", "Threads per block">,
     Option<"tensorCores", "tensor-cores", "std::string", "\"auto\"",
            "Tile contractions on tensor cores: mma-sync (mma.sync.m16n8k16, "
-           "f16 and bf16), wmma (16x16x16 fragments, f16 only), auto (wmma "
-           "for f16, mma-sync for bf16) or none">,
+           "f16 and bf16), wgmma (sm_90a warpgroup MMA for the warp register "
+           "tiles, mma-sync elsewhere), wmma (16x16x16 fragments, f16 only), "
+           "auto (wmma for f16, mma-sync for bf16) or none">,
     Option<"registerTiles", "register-tiles", "bool", "true",
            "Keep the tiles indexed by query rows (scores, probabilities, "
            "accumulator, running max and sum) in warp registers, "
            "FlashAttention-2 style, when the block's rows split into 16-row "
            "slices per warp">,
+    Option<"lazyRescale", "lazy-rescale", "bool", "true",
+           "With register tiles, skip the accumulator rescale behind a warp "
+           "vote when no row max of the warp moved (exact; costs registers)">,
     Option<"asyncCopies", "async-copies", "bool", "true",
            "Load global tiles into shared memory with 16-byte cp.async "
            "copies (zero-filling ragged rows), waited for just before their "

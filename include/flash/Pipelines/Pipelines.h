@@ -58,13 +58,18 @@ struct FlashGpuPipelineOptions
       *this, "threads", llvm::cl::desc("Threads per CTA"), llvm::cl::init(128)};
   PassOptions::Option<std::string> tensorCores{
       *this, "tensor-cores",
-      llvm::cl::desc("Tile contractions on tensor cores: auto, mma-sync, wmma "
-                     "or none"),
+      llvm::cl::desc("Tile contractions on tensor cores: auto, mma-sync, "
+                     "wgmma (sm_90a), wmma or none"),
       llvm::cl::init("auto")};
   PassOptions::Option<bool> registerTiles{
       *this, "register-tiles",
       llvm::cl::desc("Scores, probabilities and the accumulator in warp "
                      "registers (FlashAttention-2) where the tiles allow"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> lazyRescale{
+      *this, "lazy-rescale",
+      llvm::cl::desc("Skip the accumulator rescale behind a warp vote when no "
+                     "row max moved"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> asyncCopies{
       *this, "async-copies",

@@ -6,16 +6,19 @@
 
 #include "AsyncTileLoads.h"
 #include "TileContraction.h"
+#include "WarpRegisterTiles.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
@@ -72,11 +75,29 @@ static std::optional<TileLoad> matchTileLoad(memref::CopyOp copy) {
   return std::nullopt;
 }
 
-/// Whether `op` or an op nested in it uses `v`.
-static bool usesValue(Operation *op, Value v) {
+/// The tile's buffers and the values computed from them without reading
+/// memory: views, and the addresses and wgmma descriptors made from them.
+static llvm::DenseSet<Value> addressesOf(const TileLoad &load) {
+  llvm::DenseSet<Value> derived;
+  SmallVector<Value> work = {load.shared, load.tile};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!derived.insert(v).second)
+      continue;
+    for (Operation *user : v.getUsers())
+      if (isMemoryEffectFree(user) && user->getNumRegions() == 0)
+        llvm::append_range(work, user->getResults());
+  }
+  return derived;
+}
+
+/// Whether `op` or an op nested in it reads the tile: uses one of its
+/// `addresses` (an asm block reading it through a descriptor counts).
+static bool readsTile(Operation *op, const llvm::DenseSet<Value> &addresses) {
   return op
       ->walk([&](Operation *inner) {
-        return llvm::is_contained(inner->getOperands(), v)
+        return llvm::any_of(inner->getOperands(),
+                            [&](Value v) { return addresses.contains(v); })
                    ? WalkResult::interrupt()
                    : WalkResult::advance();
       })
@@ -143,9 +164,10 @@ static void pipelineLoop(scf::ForOp loop, ArrayRef<scf::ExecuteRegionOp> issued,
     if (branch->getBlock() != body)
       continue;
     Entry e{branch};
+    llvm::DenseSet<Value> addresses = addressesOf(load);
     for (Operation &op : *body) {
       if (&op == branch.getOperation() || &op == load.validRows ||
-          !(usesValue(&op, load.shared) || usesValue(&op, load.tile)))
+          !readsTile(&op, addresses) || isMemoryEffectFree(&op))
         continue;
       if (!e.first)
         e.first = &op;
@@ -301,6 +323,14 @@ void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads) {
           ArrayRef<OpFoldResult>{meta.getStrides()[0], t.getIndexAttr(1)});
       Value valid = getValueOrCreateConstantIndexOp(
           t, loc, load.validRows.getMixedSizes()[0]);
+      // A tile read by wgmma is written in its swizzled layout, through a
+      // flat view.
+      Value target = load.shared;
+      bool swizzled =
+          load.tile.getDefiningOp()->hasAttr(flash::kSwizzledAttr);
+      if (swizzled)
+        target = memref::CollapseShapeOp::create(
+            t, loc, load.shared, ArrayRef<ReassociationIndices>{{0, 1}});
       SmallVector<Value> tokens;
       // When the block's threads cover whole rows, each pass moves the same
       // columns of rows further down: one column and a row step.
@@ -331,8 +361,11 @@ void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads) {
         // Rows past the valid ones read nothing and are zero-filled.
         Value srcRow = arith::SelectOp::create(t, loc, inside, row, tIdx(0));
         Value count = arith::SelectOp::create(t, loc, inside, tIdx(vec), tIdx(0));
+        SmallVector<Value> at = {row, col};
+        if (swizzled)
+          at = {flash::swizzledOffset(t, loc, row, col, rows)};
         tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
-            t, loc, tokenType, load.shared, ValueRange{row, col}, source,
+            t, loc, tokenType, target, at, source,
             ValueRange{srcRow, col}, t.getIndexAttr(vec), count,
             t.getUnitAttr()));
       }
@@ -365,13 +398,14 @@ void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads) {
       continue;
     int64_t later = 0;
     Operation *reader = nullptr;
+    llvm::DenseSet<Value> addresses = addressesOf(load);
     for (Operation *next = branch->getNextNode(); next;
          next = next->getNextNode()) {
       if (isLoad.contains(next)) {
         ++later;
         continue;
       }
-      if (usesValue(next, load.shared) || usesValue(next, load.tile)) {
+      if (readsTile(next, addresses) && !isMemoryEffectFree(next)) {
         reader = next;
         break;
       }
@@ -382,4 +416,15 @@ void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads) {
                                      b.getI32IntegerAttr(later));
     gpu::BarrierOp::create(b, loc);
   }
+
+  // wgmma reads shared memory through the async proxy: each thread's copies,
+  // once complete, are fenced towards it before the barrier that publishes
+  // them.
+  if (launch->hasAttr("flash.wgmma"))
+    launch.getBody().walk([&](nvgpu::DeviceAsyncWaitOp wait) {
+      OpBuilder b(wait->getBlock(), std::next(wait->getIterator()));
+      NVVM::FenceProxyOp::create(
+          b, loc, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    });
 }

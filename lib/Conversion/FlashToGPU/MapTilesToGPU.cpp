@@ -38,10 +38,10 @@ namespace {
 class TileMapper {
 public:
   TileMapper(scf::ForallOp forall, int64_t threads, StringRef tensorCores,
-             bool registerTiles, bool asyncCopies)
+             bool registerTiles, bool lazyRescale, bool asyncCopies)
       : forall(forall), loc(forall.getLoc()), threads(threads),
         tensorCores(tensorCores), registerTiles(registerTiles),
-        asyncCopies(asyncCopies) {}
+        lazyRescale(lazyRescale), asyncCopies(asyncCopies) {}
 
   LogicalResult run();
 
@@ -60,7 +60,7 @@ private:
   Location loc;
   int64_t threads;
   StringRef tensorCores;
-  bool registerTiles, asyncCopies;
+  bool registerTiles, lazyRescale, asyncCopies;
 };
 } // namespace
 
@@ -120,7 +120,7 @@ LogicalResult TileMapper::run() {
     return failure();
   flash::WarpRegisterTiles inRegisters(launch, threads / 32);
   if (registerTiles && threads % 32 == 0 && tensorCores != "none")
-    inRegisters.analyze();
+    inRegisters.analyze(tensorCores == "wgmma" && asyncCopies);
   int64_t bytes = carveSharedMemory(launch, inRegisters);
   OpBuilder smem(launch);
   Value size =
@@ -131,9 +131,11 @@ LogicalResult TileMapper::run() {
   OpBuilder start = OpBuilder::atBlockBegin(&body);
   Value tid = gpu::ThreadIdOp::create(start, loc, gpu::Dimension::x);
   if (!inRegisters.empty()) {
-    if (failed(inRegisters.rewrite(tid)))
+    if (failed(inRegisters.rewrite(tid, lazyRescale)))
       return failure();
     launch->setAttr("flash.warp_register_tiles", start.getUnitAttr());
+    if (inRegisters.usesWgmma())
+      launch->setAttr("flash.wgmma", start.getUnitAttr());
   }
   if (asyncCopies)
     flash::lowerAsyncTileLoads(launch, threads);
@@ -229,6 +231,19 @@ TileMapper::carveSharedMemory(gpu::LaunchOp launch,
       b, loc,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                       MemRefLayoutAttrInterface(), workgroup));
+  // Swizzled tiles sit at 1024-byte offsets from a base that must itself be
+  // 1024-byte aligned in the shared window (it is: nothing else is there).
+  if (inRegisters.usesWgmma()) {
+    Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, base);
+    Value misaligned = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne,
+        arith::RemUIOp::create(b, loc, address,
+                               arith::ConstantIndexOp::create(b, loc, 1024)),
+        arith::ConstantIndexOp::create(b, loc, 0));
+    auto guard = scf::IfOp::create(b, loc, misaligned, /*withElseRegion=*/false);
+    OpBuilder trap = guard.getThenBodyBuilder();
+    LLVM::Trap::create(trap, loc);
+  }
   // Buffers whose live ranges (in top-level ops of the launch body, through
   // views) do not overlap share bytes: the three key-block loops each have
   // their own tile buffers, but only one loop runs at a time.
@@ -270,16 +285,21 @@ TileMapper::carveSharedMemory(gpu::LaunchOp launch,
     // units (128-byte rows would conflict 8 ways, 192-byte rows 2 ways).
     // With the warp mapping (whose shared-memory reads all take strided
     // layouts), even strides get 16 bytes of padding.
+    // Tiles read by wgmma are swizzled instead (the descriptors name the
+    // layout; the swizzle pattern repeats every 1024 bytes).
+    bool swizzled = inRegisters.isSwizzled(alloc.getResult());
     SmallVector<int64_t> allocated(type.getShape());
     int64_t rowBytes =
         type.getRank() == 2 ? type.getDimSize(1) * elementBytes : 0;
-    if (!inRegisters.empty() && rowBytes % 16 == 0 && (rowBytes / 16) % 2 == 0)
+    if (!inRegisters.empty() && !swizzled && rowBytes % 16 == 0 &&
+        (rowBytes / 16) % 2 == 0)
       allocated[1] += 16 / elementBytes;
+    int64_t alignment = swizzled ? 1024 : 128;
     int64_t bytes = elementBytes;
     for (int64_t d : allocated)
       bytes *= d;
-    // Lowest 128-byte aligned offset (WMMA fragment loads need 32-byte
-    // aligned rows) free during [first, last].
+    // Lowest aligned offset (WMMA fragment loads need 32-byte aligned rows)
+    // free during [first, last].
     int64_t offset = 0;
     for (bool moved = true; moved;) {
       moved = false;
@@ -287,7 +307,7 @@ TileMapper::carveSharedMemory(gpu::LaunchOp launch,
         bool liveTogether = p.first <= last && first <= p.last;
         bool overlap = p.offset < offset + bytes && offset < p.offset + p.bytes;
         if (liveTogether && overlap) {
-          offset = llvm::alignTo(p.offset + p.bytes, 128);
+          offset = llvm::alignTo(p.offset + p.bytes, alignment);
           moved = true;
         }
       }
@@ -313,6 +333,8 @@ TileMapper::carveSharedMemory(gpu::LaunchOp launch,
         MemRefType::get(viewType.getShape(), viewType.getElementType(),
                         viewType.getLayout()),
         view);
+    if (swizzled)
+      generic.getDefiningOp()->setAttr(flash::kSwizzledAttr, b.getUnitAttr());
     for (Operation *user : llvm::make_early_inc_range(alloc->getUsers())) {
       if (isa<memref::DeallocOp>(user)) {
         user->erase();
@@ -611,7 +633,8 @@ LogicalResult TileMapper::lowerLinalg(gpu::LaunchOp launch) {
     // auto: WMMA where it exists (f16: its vector fragment loads measured
     // 1.7x faster than this mma.sync lowering's scalar ones), mma.sync else.
     bool wmma = tensorCores == "wmma" || tensorCores == "auto";
-    bool mmaSync = tensorCores == "mma-sync" || tensorCores == "auto";
+    bool mmaSync = tensorCores == "mma-sync" || tensorCores == "auto" ||
+                   tensorCores == "wgmma";
     if (generic && flash::matchTileContraction(generic)) {
       OpBuilder tb(generic);
       Value tid = gpu::ThreadIdOp::create(tb, loc, gpu::Dimension::x);
@@ -640,7 +663,7 @@ struct FlashMapTilesToGPUPass
     });
     for (scf::ForallOp forall : foralls)
       if (failed(TileMapper(forall, threads, tensorCores, registerTiles,
-                            asyncCopies)
+                            lazyRescale, asyncCopies)
                      .run()))
         return signalPassFailure();
   }

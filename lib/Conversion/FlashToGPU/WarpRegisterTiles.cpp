@@ -16,7 +16,9 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 using namespace mlir::flash;
@@ -51,8 +53,9 @@ static bool isRowReduction(linalg::GenericOp op) {
 WarpRegisterTiles::WarpRegisterTiles(gpu::LaunchOp launch, int64_t warps)
     : launch(launch), warps(warps) {}
 
-void WarpRegisterTiles::analyze() {
+void WarpRegisterTiles::analyze(bool wgmma) {
   tiles.clear();
+  swizzled.clear();
   rows = 0;
   SmallVector<memref::AllocOp> allocs;
   launch.getBody().walk([&](memref::AllocOp a) { allocs.push_back(a); });
@@ -111,6 +114,87 @@ void WarpRegisterTiles::analyze() {
         changed = true;
       }
   }
+  if (wgmma && !tiles.empty() && !canUseWgmma())
+    swizzled.clear();
+}
+
+/// Every contraction of the launch on register tiles, each shared operand
+/// tile in 64-column panels (the 128-byte swizzle of 16-bit elements) and
+/// written only by its cp.async load.
+bool WarpRegisterTiles::canUseWgmma() {
+  if (warps % 4 != 0 || rows % (64 * (warps / 4)) != 0)
+    return false;
+  auto panels = [](Value tile) {
+    auto t = cast<MemRefType>(tile.getType());
+    return t.getElementTypeBitWidth() == 16 && t.getDimSize(1) % 64 == 0;
+  };
+  bool ok = true;
+  launch.getBody().walk([&](linalg::GenericOp op) {
+    auto m = matchTileContraction(op);
+    if (!m)
+      return;
+    auto shape = [](Value v) { return cast<MemRefType>(v.getType()).getShape(); };
+    int64_t n = shape(m->c)[1];
+    bool fits = tiles.contains(m->c) && n <= 256 && !tiles.contains(m->b) &&
+                panels(m->b) && (tiles.contains(m->a) || panels(m->a));
+    if (!fits) {
+      ok = false;
+      return;
+    }
+    if (!tiles.contains(m->a))
+      swizzled.insert(m->a);
+    swizzled.insert(m->b);
+  });
+  if (!ok)
+    return false;
+  // A swizzled tile is only zero-filled, loaded, read by the MMAs and read
+  // element by element (at swizzled offsets) by the register tiles' ops.
+  for (Value tile : swizzled) {
+    for (Operation *user : tile.getUsers()) {
+      if (isa<memref::DeallocOp, linalg::MapOp>(user))
+        continue;
+      if (auto generic = dyn_cast<linalg::GenericOp>(user)) {
+        auto m = matchTileContraction(generic);
+        if (m ? m->c != tile
+              : llvm::none_of(generic.getDpsInitsMutable(),
+                              [&](OpOperand &o) { return o.get() == tile; }) &&
+                    llvm::all_of(generic.getDpsInputOperands(),
+                                 [&](OpOperand *in) {
+                                   return in->get() != tile ||
+                                          generic.getMatchingIndexingMap(in)
+                                              .isIdentity();
+                                 }))
+          continue;
+        return false;
+      }
+      auto view = dyn_cast<memref::SubViewOp>(user);
+      if (!view || !llvm::all_of(view->getUsers(), [&](Operation *u) {
+            auto copy = dyn_cast<memref::CopyOp>(u);
+            return copy && copy.getTarget() == view.getResult();
+          }))
+        return false;
+    }
+  }
+  return true;
+}
+
+Value flash::swizzledOffset(OpBuilder &b, Location loc, Value row, Value col,
+                            int64_t rows) {
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value panel = arith::DivUIOp::create(b, loc, col, idx(64));
+  Value chunk = arith::DivUIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, col, idx(64)), idx(8));
+  Value swizzledChunk = arith::XOrIOp::create(
+      b, loc, chunk, arith::RemUIOp::create(b, loc, row, idx(8)));
+  Value offset = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, panel, idx(rows * 64)),
+      arith::MulIOp::create(b, loc, row, idx(64)));
+  offset = arith::AddIOp::create(
+      b, loc, offset, arith::MulIOp::create(b, loc, swizzledChunk, idx(8)));
+  return arith::AddIOp::create(b, loc, offset,
+                               arith::RemUIOp::create(b, loc, col, idx(8)));
 }
 
 bool WarpRegisterTiles::supports(Value tile) {
@@ -224,9 +308,10 @@ namespace {
 class TileRewriter {
 public:
   TileRewriter(gpu::LaunchOp launch, int64_t warps, int64_t rows,
-               const llvm::SetVector<Value> &tiles)
+               const llvm::SetVector<Value> &tiles, bool wgmma,
+               bool lazyRescale)
       : launch(launch), loc(launch.getLoc()), warps(warps), rows(rows),
-        tiles(tiles) {}
+        tiles(tiles), wgmma(wgmma), lazyRescale(lazyRescale) {}
 
   LogicalResult run(Value tid);
 
@@ -239,6 +324,8 @@ private:
   bool isRowRescale(linalg::GenericOp op) const;
   void rewriteRowReduction(OpBuilder &b, linalg::GenericOp op);
   LogicalResult rewriteContraction(OpBuilder &b, linalg::GenericOp op);
+  LogicalResult rewriteWarpgroupContraction(OpBuilder &b, linalg::GenericOp op);
+  Value descriptor(OpBuilder &b, Value tile, int64_t leadingBytes);
   void store(OpBuilder &b, Value tile, Value validRows, Value target);
 
   bool touchesTile(Operation *op) const;
@@ -259,9 +346,12 @@ private:
   Value plus(OpBuilder &b, Value x, int64_t v) {
     return v == 0 ? x : arith::AddIOp::create(b, loc, x, idx(b, v)).getResult();
   }
+  /// Rows between a warp's 16-row slices: adjacent with mma.sync, one
+  /// warpgroup slice (64 rows) apart with wgmma.
+  int64_t sliceStride() const { return wgmma ? 64 : 16; }
   /// Tile-local row of slot r and column of in-slot element q of this lane.
   Value rowOf(OpBuilder &b, int64_t r) {
-    return plus(b, rowBase, 16 * (r / 2) + 8 * (r % 2));
+    return plus(b, rowBase, sliceStride() * (r / 2) + 8 * (r % 2));
   }
   Value colOf(OpBuilder &b, int64_t q) {
     return plus(b, colBase, 8 * (q / 2) + q % 2);
@@ -277,15 +367,18 @@ private:
   Location loc;
   int64_t warps, rows;
   const llvm::SetVector<Value> &tiles;
+  bool wgmma, lazyRescale;
   DenseMap<Value, Value> values;
   // Lane coordinates: first row of the warp, the lane's first row and
   // column in the accumulator layout, and its ldmatrix row address parts.
-  Value lane, warpRow, rowBase, colBase, quadLane, lane8, upper, right;
+  Value lane, warpIndex, warpRow, rowBase, colBase, quadLane, lane8, upper,
+      right;
 };
 } // namespace
 
-LogicalResult WarpRegisterTiles::rewrite(Value tid) {
-  return TileRewriter(launch, warps, rows, tiles).run(tid);
+LogicalResult WarpRegisterTiles::rewrite(Value tid, bool lazyRescale) {
+  return TileRewriter(launch, warps, rows, tiles, usesWgmma(), lazyRescale)
+      .run(tid);
 }
 
 LogicalResult TileRewriter::run(Value tid) {
@@ -293,7 +386,21 @@ LogicalResult TileRewriter::run(Value tid) {
   b.setInsertionPointAfter(tid.getDefiningOp());
   lane = arith::RemUIOp::create(b, loc, tid, idx(b, 32));
   Value warp = arith::DivUIOp::create(b, loc, tid, idx(b, 32));
+  warpIndex = warp;
   warpRow = arith::MulIOp::create(b, loc, warp, idx(b, rows / warps));
+  if (wgmma) {
+    // Warpgroup g (warps 4 g .. 4 g + 3) takes rows/groups rows; its warp i
+    // owns rows 16 i + 64 s of each 64-row slice s.
+    int64_t groupRows = rows / (warps / 4);
+    warpRow = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(
+            b, loc, arith::DivUIOp::create(b, loc, warp, idx(b, 4)),
+            idx(b, groupRows)),
+        arith::MulIOp::create(
+            b, loc, arith::RemUIOp::create(b, loc, warp, idx(b, 4)),
+            idx(b, 16)));
+  }
   Value g = arith::DivUIOp::create(b, loc, lane, idx(b, 4));
   quadLane = arith::RemUIOp::create(b, loc, lane, idx(b, 4));
   rowBase = arith::AddIOp::create(b, loc, warpRow, g);
@@ -541,7 +648,8 @@ LogicalResult TileRewriter::rewrite(OpBuilder &b, Operation *op) {
   }
   auto generic = cast<linalg::GenericOp>(op);
   if (matchTileContraction(generic))
-    return rewriteContraction(b, generic);
+    return wgmma ? rewriteWarpgroupContraction(b, generic)
+                 : rewriteContraction(b, generic);
   if (isRowReduction(generic))
     rewriteRowReduction(b, generic);
   else
@@ -567,7 +675,7 @@ bool TileRewriter::isRowRescale(linalg::GenericOp op) const {
 
 void TileRewriter::rewriteElementwise(OpBuilder &b, linalg::GenericOp op) {
   Value out = op.getDpsInitOperand(0)->get();
-  if (!isRowRescale(op) || !values.lookup(out)) {
+  if (!lazyRescale || !isRowRescale(op) || !values.lookup(out)) {
     values[out] = emitElementwise(b, op);
     return;
   }
@@ -631,7 +739,14 @@ Value TileRewriter::emitElementwise(OpBuilder &b, linalg::GenericOp op) {
           auto inType = cast<MemRefType>(in.getType());
           AffineMap inMap = op.getMatchingIndexingMap(input);
           SmallVector<Value> at;
-          if (inType.getRank() == 2)
+          if (Operation *def = in.getDefiningOp();
+              def && def->hasAttr(kSwizzledAttr)) {
+            // A wgmma operand tile, stored swizzled.
+            int64_t tileRows = inType.getDimSize(0);
+            in = memref::CollapseShapeOp::create(
+                b, loc, in, ArrayRef<ReassociationIndices>{{0, 1}});
+            at = {swizzledOffset(b, loc, row, col, tileRows)};
+          } else if (inType.getRank() == 2)
             at = {row, col};
           else if (rank2 && inMap.getResult(0) == b.getAffineDimExpr(1))
             at = {col};
@@ -746,7 +861,7 @@ LogicalResult TileRewriter::rewriteContraction(OpBuilder &b,
                       pair(1, 2 * kk + 1)});
       } else {
         Value r =
-            arith::AddIOp::create(b, loc, plus(b, warpRow, 16 * mi),
+            arith::AddIOp::create(b, loc, plus(b, warpRow, sliceStride() * mi),
                                   arith::AddIOp::create(b, loc, lane8, upper));
         fa.push_back(ldmatrix(sharedA, r, plus(b, right, 16 * kk), 4, false));
       }
@@ -788,6 +903,166 @@ LogicalResult TileRewriter::rewriteContraction(OpBuilder &b,
       }
     }
   }
+  values[m.c] = acc;
+  return success();
+}
+
+/// The low word of a wgmma shared-memory matrix descriptor of a swizzled
+/// tile: its address (>> 4) and the leading byte offset (between 64-column
+/// panels along N for a B read transposed). The high word is the constant
+/// `kDescriptorHigh`: stride byte offset 1024 (eight 128-byte rows) and the
+/// 128-byte swizzle mode.
+Value TileRewriter::descriptor(OpBuilder &b, Value tile, int64_t leadingBytes) {
+  Value view = getWorkgroupView(tile);
+  Value address = arith::IndexCastUIOp::create(
+      b, loc, b.getI32Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, view));
+  auto i32 = [&](uint32_t v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+  };
+  Value start = arith::ShRUIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, address, i32(0x3FFFF)), i32(4));
+  return arith::OrIOp::create(
+      b, loc, start, i32((uint32_t(leadingBytes >> 4) & 0x3FFF) << 16));
+}
+static constexpr uint32_t kDescriptorHigh = (1024 >> 4) | (1u << 30);
+
+/// C += A B as wgmma.mma_async m64nNk16, one per 64-row slice and k step,
+/// in one asm block that fences the accumulators, issues them all, commits
+/// and waits: the registers are in flight only inside it. A is a swizzled
+/// shared tile (K-major) or P in registers; B is a swizzled shared tile,
+/// K-major for Kᵀ ([N, K] rows) or read transposed for V ([K, N] rows).
+LogicalResult TileRewriter::rewriteWarpgroupContraction(OpBuilder &b,
+                                                        linalg::GenericOp op) {
+  TileContraction m = *matchTileContraction(op);
+  auto aType = cast<MemRefType>(m.a.getType());
+  auto bType = cast<MemRefType>(m.b.getType());
+  int64_t n = cast<MemRefType>(m.c.getType()).getDimSize(1);
+  int64_t k = aType.getDimSize(1), steps = k / 16, mTiles = slots() / 2;
+  int64_t cPer = n / 4, aPer = k / 4, perSlice = n / 2;
+  Type et = aType.getElementType(), i32 = b.getI32Type();
+  Value aRegs = tiles.contains(m.a) ? current(b, m.a) : Value();
+  Value acc = current(b, m.c);
+
+  std::string asmText, constraints;
+  llvm::raw_string_ostream text(asmText), cons(constraints);
+  SmallVector<Value> operands;
+  int64_t outputs = mTiles * perSlice;
+  auto accElement = [&](int64_t mi, int64_t i) {
+    return (2 * mi + (i / 2) % 2) * cPer + 2 * (i / 4) + i % 2;
+  };
+  // A freshly zeroed accumulator (the scores) is not read: the first k step
+  // runs with scale-d false.
+  auto broadcast = acc.getDefiningOp<vector::BroadcastOp>();
+  bool zeroed = matchPattern(acc, m_AnyZeroFloat()) ||
+                (broadcast && matchPattern(broadcast.getSource(),
+                                           m_AnyZeroFloat()));
+  for (int64_t o = 0; o < outputs; ++o)
+    cons << (o ? "," : "") << "=f";
+  for (int64_t mi = 0; !zeroed && mi < mTiles; ++mi)
+    for (int64_t i = 0; i < perSlice; ++i) {
+      cons << "," << mi * perSlice + i;
+      operands.push_back(extract(b, acc, accElement(mi, i)));
+    }
+  // Operand number of the next input.
+  auto next = [&] { return outputs + (int64_t)operands.size(); };
+  // A fragments from P's accumulator layout (as for mma.sync), one i32 per
+  // element pair.
+  int64_t aFirst = next();
+  if (aRegs) {
+    VectorType pairType = VectorType::get({2}, et);
+    for (int64_t mi = 0; mi < mTiles; ++mi)
+      for (int64_t kk = 0; kk < steps; ++kk)
+        for (auto [half, j] : {std::pair<int64_t, int64_t>{0, 2 * kk},
+                               {1, 2 * kk},
+                               {0, 2 * kk + 1},
+                               {1, 2 * kk + 1}}) {
+          int64_t e = (2 * mi + half) * aPer + 2 * j;
+          Value pair = vector::FromElementsOp::create(
+              b, loc, pairType,
+              ValueRange{extract(b, aRegs, e), extract(b, aRegs, e + 1)});
+          Value word = vector::BitCastOp::create(
+              b, loc, VectorType::get({1}, i32), pair);
+          operands.push_back(extract(b, word, 0));
+          cons << ",r";
+        }
+  }
+  int64_t descA = next();
+  if (!aRegs) {
+    // This warpgroup's first row.
+    int64_t groupRows = rows / (warps / 4);
+    Value groupOffset = arith::IndexCastUIOp::create(
+        b, loc, b.getI32Type(),
+        arith::MulIOp::create(
+            b, loc, arith::DivUIOp::create(b, loc, warpIndex, idx(b, 4)),
+            idx(b, groupRows * 128 / 16)));
+    operands.push_back(arith::AddIOp::create(b, loc, descriptor(b, m.a, 16),
+                                             groupOffset));
+    cons << ",r";
+  }
+  int64_t descB = next();
+  operands.push_back(descriptor(
+      b, m.b, m.transposeB ? 16 : bType.getDimSize(0) * 128));
+  cons << ",r";
+  int64_t one = descB + 1;
+  operands.push_back(
+      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1)));
+  cons << ",r,~{memory}";
+
+  StringRef type = et.isBF16() ? "bf16" : "f16";
+  text << "{\n.reg .b64 da, db;\n.reg .b32 t;\n.reg .pred p, z;\nsetp.ne.b32 p, $"
+       << one
+       << ", 0;\nsetp.eq.b32 z, $" << one
+       << ", 0;\nwgmma.fence.sync.aligned;\n";
+  for (int64_t kk = 0; kk < steps; ++kk) {
+    // Byte offsets in the swizzled panels: 32 bytes per k step along a
+    // K-major row, 16 rows per k step down a transposed B.
+    int64_t bOffset = m.transposeB
+                          ? (kk / 4) * bType.getDimSize(0) * 128 + (kk % 4) * 32
+                          : kk * 16 * 128;
+    text << "add.u32 t, $" << descB << ", " << (bOffset >> 4)
+         << ";\nmov.b64 db, {t, " << kDescriptorHigh << "};\n";
+    for (int64_t mi = 0; mi < mTiles; ++mi) {
+      std::string a;
+      if (aRegs) {
+        int64_t first = aFirst + 4 * (mi * steps + kk);
+        a = llvm::formatv("{{${0}, ${1}, ${2}, ${3}}", first, first + 1,
+                          first + 2, first + 3);
+      } else {
+        int64_t aOffset = (kk / 4) * aType.getDimSize(0) * 128 +
+                          mi * 64 * 128 + (kk % 4) * 32;
+        text << "add.u32 t, $" << descA << ", " << (aOffset >> 4)
+             << ";\nmov.b64 da, {t, " << kDescriptorHigh << "};\n";
+        a = "da";
+      }
+      text << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << type
+           << "." << type << " {";
+      for (int64_t i = 0; i < perSlice; ++i)
+        text << (i ? ", " : "") << "$" << mi * perSlice + i;
+      // scale-d, scale-a, scale-b, [transpose-a,] transpose-b.
+      text << "}, " << a << ", db, " << (zeroed && kk == 0 ? "z" : "p")
+           << ", 1, 1, " << (aRegs ? "" : "0, ")
+           << (m.transposeB ? 0 : 1) << ";\n";
+    }
+  }
+  text << "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned "
+          "0;\n}";
+
+  SmallVector<Type> fields(outputs, b.getF32Type());
+  auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), fields);
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, resultType, operands, asmText, constraints,
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+  for (int64_t mi = 0; mi < mTiles; ++mi)
+    for (int64_t i = 0; i < perSlice; ++i)
+      acc = insert(b,
+                   LLVM::ExtractValueOp::create(
+                       b, loc, asmOp.getResult(0),
+                       ArrayRef<int64_t>{mi * perSlice + i}),
+                   acc, accElement(mi, i));
   values[m.c] = acc;
   return success();
 }

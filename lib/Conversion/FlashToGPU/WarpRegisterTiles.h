@@ -27,30 +27,56 @@ namespace mlir::flash {
 /// mma.sync with P reused from the accumulator layout as the A operand, the
 /// final copy as guarded stores. Tiles loaded from global memory (Q, K, V,
 /// bias, mask) stay in shared memory and are read with ldmatrix.
+///
+/// With `wgmma` (sm_90a, four warps, cp.async loads) the contractions are
+/// Hopper's warpgroup MMA instead: the warpgroup computes 64-row slices, so
+/// warp w owns rows 16 w + 64 i of slice i (the same per-warp register
+/// layout), A and B are read by the tensor cores straight from shared memory
+/// through matrix descriptors (A from registers for P), and the operand tiles
+/// in shared memory are stored in the 128-byte swizzled layout that the
+/// descriptors name (see `swizzledOffset`).
 class WarpRegisterTiles {
 public:
   WarpRegisterTiles(gpu::LaunchOp launch, int64_t warps);
 
   /// Finds the tiles that can live in registers: every op on them must be
   /// one that the rewrite knows. Empty when the nest has another shape.
-  void analyze();
+  /// `wgmma` asks for warpgroup MMA where every contraction of the launch
+  /// can take it (it stays on mma.sync otherwise).
+  void analyze(bool wgmma = false);
   bool empty() const { return tiles.empty(); }
   bool contains(Value buffer) const { return tiles.contains(buffer); }
+  bool usesWgmma() const { return !swizzled.empty(); }
+  /// Shared-memory tiles read by warpgroup MMA: stored swizzled, unpadded,
+  /// 1024-byte aligned.
+  bool isSwizzled(Value buffer) const { return swizzled.contains(buffer); }
 
   /// Replaces the ops on the register tiles with per-lane code; `tid` is
   /// the thread index in the block. Call after shared memory was carved out
-  /// for the other tiles.
-  LogicalResult rewrite(Value tid);
+  /// for the other tiles. `lazyRescale` skips the accumulator rescale behind
+  /// a warp vote when no row max of the warp moved.
+  LogicalResult rewrite(Value tid, bool lazyRescale = true);
 
 private:
   bool supports(Value tile);
   bool supports(linalg::GenericOp op);
+  bool canUseWgmma();
 
   gpu::LaunchOp launch;
   int64_t warps;
   int64_t rows = 0;
-  llvm::SetVector<Value> tiles;
+  llvm::SetVector<Value> tiles, swizzled;
 };
+
+/// The element offset of (row, col) of a [rows, cols] 16-bit tile in the
+/// 128-byte swizzled layout: 64-column panels one after the other, each
+/// `rows` rows of 128 bytes, the 16-byte chunk j of row r stored at chunk
+/// j ^ (r % 8) (bank-conflict free for 8-row reads of any chunk column).
+Value swizzledOffset(OpBuilder &b, Location loc, Value row, Value col,
+                     int64_t rows);
+
+/// The attribute on the generic-space cast of a swizzled shared tile.
+inline constexpr llvm::StringLiteral kSwizzledAttr = "flash.swizzled_128b";
 
 } // namespace mlir::flash
 
