@@ -25,13 +25,14 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
       owned element, row reductions in registers plus two xor shuffles, the
       contractions as `nvvm.mma.sync` with `ldmatrix` fragments and P taken
       from registers as the A operand;
-    - with `tensor-cores=wgmma` (sm_90a) and four warps, the contractions are
-      Hopper warpgroup MMAs (`wgmma.mma_async` m64nNk16) instead, reading
-      their shared-memory operands through matrix descriptors; those tiles
-      are stored with the 128-byte swizzle (unpadded, 1024-byte aligned) and
-      each warp owns rows 16 w + 64 i. A launch where some contraction cannot
-      take wgmma (operand columns not a multiple of 64, N > 256) stays on
-      mma.sync;
+    - with `tensor-cores=wgmma` (sm_90a) and whole warpgroups (4, 8, ...
+      warps), the contractions are Hopper warpgroup MMAs (`wgmma.mma_async`
+      m64nNk16) instead, one asm block each, reading their shared-memory
+      operands through matrix descriptors; those tiles are stored with the
+      128-byte swizzle (unpadded, 1024-byte aligned), and warp w of
+      warpgroup g owns rows g R/G + 16 w + 64 i. A launch where some
+      contraction cannot take wgmma (operand columns not a multiple of 64,
+      N > 256) stays on mma.sync;
     - the other tiles (Q, K, V, bias, mask) are carved out of the block's
       dynamic shared memory (rows padded against ldmatrix bank conflicts);
       with `async-copies` (default) they are loaded with 16-byte cp.async,
