@@ -3,6 +3,28 @@
 // RUN: flash-opt %s --flash-tile-attention="target=sm_90a" --flash-workspace-to-arguments --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=128 async-copies=false" | FileCheck %s
 // And the whole pipeline to PTX.
 // RUN: flash-opt %s --flash-gpu-pipeline="chip=sm_90a format=isa" | FileCheck %s --check-prefix=PTX
+// With wgmma (cp.async loads) both kernels run their contractions on it.
+// RUN: flash-opt %s --flash-tile-attention="target=sm_90a" --flash-workspace-to-arguments --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=128 tensor-cores=wgmma" | FileCheck %s --check-prefix=WGMMA
+
+// WGMMA-LABEL: func.func @backward(
+// The dQ kernel reads dO element by element for D = rowsum(dO ∘ O): at
+// swizzled offsets, since dO is also an MMA operand.
+// WGMMA: gpu.launch
+// WGMMA: memref.collapse_shape %{{.*}} {{\[\[}}0, 1]] : memref<64x64xbf16> into memref<4096xbf16>
+// WGMMA: arith.xori
+// WGMMA: memref.load %collapse_shape
+// S = Q Kᵀ and dP = dO Vᵀ from shared memory; dQ += dS K with dS from
+// registers and K read transposed.
+// WGMMA-COUNT-2: llvm.inline_asm has_side_effects {{.*}}, da, db, z, 1, 1, 0, 0;
+// WGMMA: llvm.inline_asm has_side_effects {{.*}}, {$64, $65, $66, $67}, db, p, 1, 1, 1;
+// WGMMA: flash.wgmma}
+// The dK/dV kernel: Sᵀ = K Qᵀ, dV += Pᵀ dO, dPᵀ = V dOᵀ, dK += dSᵀ Q.
+// WGMMA: gpu.launch
+// WGMMA: llvm.inline_asm has_side_effects {{.*}}, da, db, z, 1, 1, 0, 0;
+// WGMMA: llvm.inline_asm has_side_effects {{.*}}, {$64, $65, $66, $67}, db, p, 1, 1, 1;
+// WGMMA: llvm.inline_asm has_side_effects {{.*}}, da, db, z, 1, 1, 0, 0;
+// WGMMA: llvm.inline_asm has_side_effects {{.*}}, {$64, $65, $66, $67}, db, p, 1, 1, 1;
+// WGMMA: flash.wgmma}
 
 // D = rowsum(dO O) passes from the first kernel to the second through a
 // workspace argument that the caller allocates.

@@ -708,10 +708,18 @@ Value TileRewriter::emitElementwise(OpBuilder &b, linalg::GenericOp op) {
   bool rank2 = outType.getRank() == 2;
   int64_t per = perSlot(outType);
   Block *body = op.getBody();
-  SmallVector<Value> inputs;
-  for (OpOperand *input : op.getDpsInputOperands())
-    inputs.push_back(tiles.contains(input->get()) ? current(b, input->get())
-                                                  : Value());
+  // Register inputs as their current vectors; swizzled shared tiles (wgmma
+  // operands) through a flat view, read at swizzled offsets.
+  SmallVector<Value> inputs, flat;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    Value in = input->get();
+    inputs.push_back(tiles.contains(in) ? current(b, in) : Value());
+    Operation *def = in.getDefiningOp();
+    flat.push_back(def && def->hasAttr(kSwizzledAttr)
+                       ? memref::CollapseShapeOp::create(
+                             b, loc, in, ArrayRef<ReassociationIndices>{{0, 1}})
+                       : Value());
+  }
   SmallVector<Value> rowIdx, colIdx;
   for (int64_t r = 0; r < slots(); ++r)
     rowIdx.push_back(rowOf(b, r));
@@ -739,13 +747,9 @@ Value TileRewriter::emitElementwise(OpBuilder &b, linalg::GenericOp op) {
           auto inType = cast<MemRefType>(in.getType());
           AffineMap inMap = op.getMatchingIndexingMap(input);
           SmallVector<Value> at;
-          if (Operation *def = in.getDefiningOp();
-              def && def->hasAttr(kSwizzledAttr)) {
-            // A wgmma operand tile, stored swizzled.
-            int64_t tileRows = inType.getDimSize(0);
-            in = memref::CollapseShapeOp::create(
-                b, loc, in, ArrayRef<ReassociationIndices>{{0, 1}});
-            at = {swizzledOffset(b, loc, row, col, tileRows)};
+          if (flat[i]) {
+            at = {swizzledOffset(b, loc, row, col, inType.getDimSize(0))};
+            in = flat[i];
           } else if (inType.getRank() == 2)
             at = {row, col};
           else if (rank2 && inMap.getResult(0) == b.getAffineDimExpr(1))
