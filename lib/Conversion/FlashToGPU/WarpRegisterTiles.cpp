@@ -1014,9 +1014,9 @@ LogicalResult TileRewriter::rewriteWarpgroupContraction(OpBuilder &b,
   cons << ",r,~{memory}";
 
   StringRef type = et.isBF16() ? "bf16" : "f16";
-  text << "{\n.reg .b64 da, db;\n.reg .b32 t;\n.reg .pred p, z;\nsetp.ne.b32 p, $"
-       << one
-       << ", 0;\nsetp.eq.b32 z, $" << one
+  // p: accumulate; z: the first step of a zeroed accumulator.
+  text << "{\n.reg .b64 da, db;\n.reg .b32 t;\n.reg .pred p, z;\n"
+       << "setp.ne.b32 p, $" << one << ", 0;\nsetp.eq.b32 z, $" << one
        << ", 0;\nwgmma.fence.sync.aligned;\n";
   for (int64_t kk = 0; kk < steps; ++kk) {
     // Byte offsets in the swizzled panels: 32 bytes per k step along a
