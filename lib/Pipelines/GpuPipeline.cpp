@@ -55,6 +55,7 @@ void flash::buildFlashGpuKernelPipeline(
   // CTAs and threads, then the kernels through NVVM.
   flash::FlashMapTilesToGPUPassOptions mapping;
   mapping.threads = options.threads;
+  mapping.chip = options.chip;
   mapping.tensorCores = options.tensorCores;
   mapping.registerTiles = options.registerTiles;
   mapping.lazyRescale = options.lazyRescale;

@@ -51,11 +51,15 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
   }];
   let options = [
     Option<"threads", "threads", "int64_t", "128", "Threads per block">,
+    Option<"chip", "chip", "std::string", "\"\"",
+           "Target GPU (sm_80, sm_90a), when known: tensor-cores=auto takes "
+           "wgmma on sm_90a, and wgmma on another chip is an error">,
     Option<"tensorCores", "tensor-cores", "std::string", "\"auto\"",
            "Tile contractions on tensor cores: mma-sync (mma.sync.m16n8k16, "
            "f16 and bf16), wgmma (sm_90a warpgroup MMA for the warp register "
            "tiles, mma-sync elsewhere), wmma (16x16x16 fragments, f16 only), "
-           "auto (wmma for f16, mma-sync for bf16) or none">,
+           "auto (wgmma when chip=sm_90a; else wmma for f16, mma-sync for "
+           "bf16) or none">,
     Option<"registerTiles", "register-tiles", "bool", "true",
            "Keep the tiles indexed by query rows (scores, probabilities, "
            "accumulator, running max and sum) in warp registers, "

@@ -58,8 +58,8 @@ struct FlashGpuPipelineOptions
       *this, "threads", llvm::cl::desc("Threads per CTA"), llvm::cl::init(128)};
   PassOptions::Option<std::string> tensorCores{
       *this, "tensor-cores",
-      llvm::cl::desc("Tile contractions on tensor cores: auto, mma-sync, "
-                     "wgmma (sm_90a), wmma or none"),
+      llvm::cl::desc("Tile contractions on tensor cores: auto (wgmma on "
+                     "sm_90a), mma-sync, wgmma (sm_90a), wmma or none"),
       llvm::cl::init("auto")};
   PassOptions::Option<bool> registerTiles{
       *this, "register-tiles",

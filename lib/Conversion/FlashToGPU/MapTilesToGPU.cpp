@@ -661,8 +661,20 @@ struct FlashMapTilesToGPUPass
       if (!forall->getParentOfType<scf::ForallOp>())
         foralls.push_back(forall);
     });
+    // Hopper's warpgroup MMA exists on sm_90a only.
+    std::string cores = tensorCores;
+    if (cores == "auto" && chip == "sm_90a")
+      cores = "wgmma";
+    if (cores == "wgmma" && !chip.empty() && chip != "sm_90a" &&
+        !foralls.empty()) {
+      foralls.front().emitError("flash-map-tiles-to-gpu: tensor-cores=wgmma "
+                                "needs chip=sm_90a (Hopper's warpgroup MMA), "
+                                "not ")
+          << chip;
+      return signalPassFailure();
+    }
     for (scf::ForallOp forall : foralls)
-      if (failed(TileMapper(forall, threads, tensorCores, registerTiles,
+      if (failed(TileMapper(forall, threads, cores, registerTiles,
                             lazyRescale, asyncCopies)
                      .run()))
         return signalPassFailure();
