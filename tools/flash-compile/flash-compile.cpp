@@ -737,13 +737,14 @@ LogicalResult compileBackwardPair(flash::AttentionBackwardOp op, StringRef name,
   int64_t d = std::max(op.getQuery().getType().getShape().back(),
                        op.getValue().getType().getShape().back());
   // dK/dV steps of the target's default width (0), narrower when that
-  // spills; with wgmma first 64 query rows per step (measured 1.13x the
-  // default at D = 128, docs/GPU-NOTES.md).
+  // spills; with wgmma first twice the default: 64 query rows per step at
+  // D = 128 (measured 1.13x), 128 at D = 64 (1.07x causal),
+  // docs/GPU-NOTES.md 30 and 33.
   SmallVector<int64_t> candidates = {kvBlockColsOption};
-  if (!kvBlockColsOption && d > 64) {
-    if (tensorCoreChoice() == "wgmma" && asyncCopies && !blockRows)
-      candidates.insert(candidates.begin(), 64);
-    if (!blockRows)
+  if (!kvBlockColsOption && !blockRows) {
+    if (tensorCoreChoice() == "wgmma" && asyncCopies)
+      candidates.insert(candidates.begin(), d > 64 ? 64 : 128);
+    if (d > 64)
       candidates.push_back(16);
   }
   for (auto [i, cols] : llvm::enumerate(candidates)) {
