@@ -381,7 +381,8 @@ LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
   // Forced tiles, or the first of these that fits the chip's shared memory
   // without spilling (measured, docs/GPU-NOTES.md): 32 query rows per warp
   // (each K/V fragment feeds two mma rows), then 16, then smaller tiles;
-  // with wgmma, 128 x 128 on two warpgroups before 128 x 32.
+  // with wgmma, 128 x 48 (the training forward: LSE spills at 128 x 64) and
+  // 128 x 128 on two warpgroups before 128 x 32.
   bool wgmma = tensorCoreChoice() == "wgmma" && asyncCopies;
   SmallVector<Config> configs;
   if (blockRows || blockCols || threads)
@@ -389,7 +390,8 @@ LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
                        blockCols ? blockCols.getValue() : 32,
                        threads ? threads.getValue() : 128});
   else if (wgmma)
-    configs = {{128, 64, 128},  {128, 128, 256, true, true}, {128, 32, 128},
+    configs = {{128, 64, 128},  {128, 48, 128, true, true},
+               {128, 128, 256, true, true}, {128, 32, 128},
                {128, 64, 256},  {128, 32, 256},  {64, 64, 128},
                {64, 32, 128},   {32, 32, 128},   {16, 16, 128}};
   else
