@@ -58,7 +58,6 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.chip = options.chip;
   mapping.tensorCores = options.tensorCores;
   mapping.registerTiles = options.registerTiles;
-  mapping.lazyRescale = options.lazyRescale;
   mapping.asyncCopies = options.asyncCopies;
   pm.addNestedPass<func::FuncOp>(flash::createFlashMapTilesToGPUPass(mapping));
   pm.addPass(createGpuKernelOutliningPass());

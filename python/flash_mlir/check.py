@@ -100,18 +100,33 @@ def random_input(g, b, h, s, width, layout, dtype):
     return t.transpose(1, 2).contiguous().to(dtype)
 
 
-def run_case(kernel, case, layout, seed):
+def case_inputs(kernel, case, layout, seed):
+    """Random Q, K, V for `case` (B, Hq, Hkv, M, N) in `layout`, the seeded
+    generator, and `make` for more [B, H, S, width] tensors of the kernel's
+    dtype."""
     man = kernel.manifest
     dtype = DTYPES[man["dtype"]]
-    d, dv = man["head_dim"], man["value_dim"]
     b, hq, hkv, m, n = case
     g = torch.Generator(device="cuda").manual_seed(seed)
 
     def make(h, s, width):
         return random_input(g, b, h, s, width, layout, dtype)
 
-    q, k, v = make(hq, m, d), make(hkv, n, d), make(hkv, n, dv)
-    o = make(hq, m, dv)
+    q = make(hq, m, man["head_dim"])
+    k = make(hkv, n, man["head_dim"])
+    v = make(hkv, n, man["value_dim"])
+    return g, make, q, k, v
+
+
+# Relative error allowed against float64, per dtype.
+TOLERANCE = {"f32": 1e-5, "f16": 2e-3, "bf16": 1.6e-2}
+
+
+def run_case(kernel, case, layout, seed):
+    man = kernel.manifest
+    b, hq, hkv, m, n = case
+    g, make, q, k, v = case_inputs(kernel, case, layout, seed)
+    o = make(hq, m, man["value_dim"])
     o.fill_(float("nan"))
     tensors = dict(q=q, k=k, v=v, o=o)
     params = {p["name"]: p for p in man["params"]}
@@ -151,7 +166,7 @@ def run_case(kernel, case, layout, seed):
         *(t.clone(memory_format=torch.contiguous_format) for t in (q, k, v)),
         man["scale"], hidden)
     fa2_rmse = None if fa2 is None else ((fa2.double() - ref) ** 2).mean().sqrt().item()
-    tol = {"f32": 1e-5, "f16": 2e-3, "bf16": 1.6e-2}[man["dtype"]]
+    tol = TOLERANCE[man["dtype"]]
     ok = err.item() <= tol
     if fa2_rmse is not None and rmse > 1.25 * fa2_rmse + 1e-12:
         ok = False
@@ -186,15 +201,9 @@ def sdpa_flash_grads(q, k, v, do, scale, hidden):
 def run_backward_case(kernel, case, layout, seed):
     man = kernel.manifest
     dtype = DTYPES[man["dtype"]]
-    d, dv = man["head_dim"], man["value_dim"]
     b, hq, hkv, m, n = case
-    g = torch.Generator(device="cuda").manual_seed(seed)
-
-    def make(h, s, width):
-        return random_input(g, b, h, s, width, layout, dtype)
-
-    q, k, v = make(hq, m, d), make(hkv, n, d), make(hkv, n, dv)
-    do = make(hq, m, dv)
+    _, make, q, k, v = case_inputs(kernel, case, layout, seed)
+    do = make(hq, m, man["value_dim"])
     o_ref, lse_ref, hidden, grads_ref = reference_grads(
         q, k, v, do, man["scale"], man["causal"], man["window"])
     o = o_ref.to(dtype)
@@ -213,7 +222,7 @@ def run_backward_case(kernel, case, layout, seed):
         fa2 = sdpa_flash_grads(
             *(t.clone(memory_format=torch.contiguous_format) for t in (q, k, v, do)),
             man["scale"], hidden)
-    tol = {"f32": 1e-5, "f16": 2e-3, "bf16": 1.6e-2}[man["dtype"]]
+    tol = TOLERANCE[man["dtype"]]
     ok, parts = True, []
     for i, name in enumerate(("dq", "dk", "dv")):
         ours, ref = outs[name].double(), grads_ref[i]

@@ -264,6 +264,23 @@ PtxasReport assemble(StringRef ptxPath, StringRef cubinPath) {
   return report;
 }
 
+/// The manifest fields that describe the attention itself (forward or
+/// backward): element type, head dims, scale and masking.
+template <typename AttentionLikeOp>
+void describeAttention(json::Object &manifest, AttentionLikeOp op) {
+  RankedTensorType q = op.getQuery().getType();
+  RankedTensorType v = op.getValue().getType();
+  manifest["dtype"] = typeName(q.getElementType());
+  manifest["head_dim"] = q.getShape().back();
+  manifest["value_dim"] = v.getShape().back();
+  manifest["scale"] = op.getEffectiveScale();
+  manifest["causal"] = op.getCausal();
+  manifest["window"] =
+      op.getWindow() ? json::Value(*op.getWindow()) : json::Value(nullptr);
+  manifest["has_bias"] = static_cast<bool>(op.getBias());
+  manifest["has_mask"] = static_cast<bool>(op.getMask());
+}
+
 LogicalResult writeFile(StringRef path, StringRef data) {
   std::string error;
   auto file = openOutputFile(path, &error);
@@ -276,6 +293,20 @@ LogicalResult writeFile(StringRef path, StringRef data) {
   return success();
 }
 
+/// Writes `manifest` to `path` with the alignment requirement and, for a
+/// kernel that has it, the general kernel to use for other rows.
+LogicalResult writeManifest(StringRef path, json::Object manifest,
+                            StringRef general, bool requiresAlignedRows) {
+  manifest["requires_aligned_rows"] = requiresAlignedRows;
+  manifest["general"] = general.empty() || !requiresAlignedRows
+                            ? json::Value(nullptr)
+                            : json::Value((general + ".json").str());
+  std::string text;
+  raw_string_ostream os(text);
+  os << formatv("{0:2}", json::Value(std::move(manifest))) << "\n";
+  return writeFile(path, text);
+}
+
 /// Shared memory one CTA may use on each chip.
 int64_t sharedMemoryLimit() {
   return chip == "sm_80" ? 163 * 1024 : 227 * 1024;
@@ -283,7 +314,6 @@ int64_t sharedMemoryLimit() {
 
 struct Config {
   int64_t rows, cols, threads;
-  bool lazyRescale = true;
   /// Worth it only when the contractions take wgmma.
   bool wgmmaOnly = false;
 };
@@ -321,7 +351,6 @@ FailureOr<Kernel> build(flash::AttentionOp op, StringRef name,
   options.blockCols = config.cols;
   options.threads = config.threads;
   options.tensorCores = tensorCoreChoice();
-  options.lazyRescale = config.lazyRescale;
   options.asyncCopies = asyncCopies;
   PassManager kernels(ctx);
   flash::buildFlashGpuKernelPipeline(kernels, options);
@@ -390,18 +419,13 @@ LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
                        blockCols ? blockCols.getValue() : 32,
                        threads ? threads.getValue() : 128});
   else if (wgmma)
-    configs = {{128, 64, 128},  {128, 48, 128, true, true},
-               {128, 128, 256, true, true}, {128, 32, 128},
+    configs = {{128, 64, 128},  {128, 48, 128, true},
+               {128, 128, 256, true}, {128, 32, 128},
                {128, 64, 256},  {128, 32, 256},  {64, 64, 128},
                {64, 32, 128},   {32, 32, 128},   {16, 16, 128}};
   else
     configs = {{128, 64, 128}, {128, 32, 128}, {128, 64, 256}, {128, 32, 256},
                {64, 64, 128},  {64, 32, 128},  {32, 32, 128},  {16, 16, 128}};
-  // With wgmma the accumulator rescale is eager (measured faster, and fewer
-  // registers); the lazy one is for kernels on mma.sync.
-  for (Config &config : configs)
-    config.lazyRescale = !wgmma;
-
   SmallString<128> ptxPath(outputDir), cubinPath(outputDir),
       jsonPath(outputDir);
   sys::path::append(ptxPath, name + ".ptx");
@@ -413,12 +437,6 @@ LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
     FailureOr<Kernel> kernel = build(op, name, config, asyncCopies);
     if (failed(kernel))
       return failure();
-    if (!kernel->wgmma && !config.lazyRescale) {
-      config.lazyRescale = true;
-      kernel = build(op, name, config, asyncCopies);
-      if (failed(kernel))
-        return failure();
-    }
     if (config.wgmmaOnly && !kernel->wgmma && !last)
       continue;
     if (kernel->sharedMemory > sharedMemoryLimit()) {
@@ -449,8 +467,6 @@ LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
     if (ptxasReport.spillBytes > 0 && !last)
       continue;
 
-    RankedTensorType q = op.getQuery().getType();
-    RankedTensorType v = op.getValue().getType();
     json::Object manifest{
         {"kernel", name},
         {"entry", kernel->entry},
@@ -467,33 +483,18 @@ LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
                              json::Object{{"tensor", "q"}, {"dim", 0}}}},
         {"block", json::Array{config.threads, 1, 1}},
         {"dynamic_shared_memory_bytes", kernel->sharedMemory},
-        {"dtype", typeName(q.getElementType())},
-        {"head_dim", q.getShape().back()},
-        {"value_dim", v.getShape().back()},
         {"block_rows", config.rows},
         {"block_cols", config.cols},
-        {"scale", op.getEffectiveScale()},
-        {"causal", op.getCausal()},
-        {"window",
-         op.getWindow() ? json::Value(*op.getWindow()) : json::Value(nullptr)},
-        {"has_bias", static_cast<bool>(op.getBias())},
-        {"has_mask", static_cast<bool>(op.getMask())},
         {"has_lse", static_cast<bool>(op.getLse())},
         {"mapping", kernel->registerTiles ? "warp-registers" : "shared-tiles"},
         {"mma", kernel->wgmma ? "wgmma" : "mma.sync"},
-        {"lazy_rescale", config.lazyRescale},
         {"registers", ptxasReport.registers},
         {"spill_bytes", ptxasReport.spillBytes},
-        {"requires_aligned_rows", kernel->requiresAlignedRows},
-        {"general", general.empty() || !kernel->requiresAlignedRows
-                        ? json::Value(nullptr)
-                        : json::Value((general + ".json").str())},
     };
+    describeAttention(manifest, op);
     requiresAlignedRows = kernel->requiresAlignedRows;
-    std::string text;
-    raw_string_ostream os(text);
-    os << formatv("{0:2}", json::Value(std::move(manifest))) << "\n";
-    if (failed(writeFile(jsonPath, text)))
+    if (failed(writeManifest(jsonPath, std::move(manifest), general,
+                             requiresAlignedRows)))
       return failure();
     llvm::outs() << name << ": " << ptxPath << ", tiles " << config.rows << "x"
                  << config.cols << ", " << config.threads
@@ -501,8 +502,7 @@ LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
                  << ", spill bytes " << ptxasReport.spillBytes
                  << ", shared memory " << kernel->sharedMemory << " B"
                  << (kernel->registerTiles ? ", warp registers" : "")
-                 << (kernel->wgmma ? ", wgmma" : "")
-                 << (config.lazyRescale ? "" : ", eager rescale") << "\n";
+                 << (kernel->wgmma ? ", wgmma" : "") << "\n";
     return success();
   }
   return failure();
@@ -694,8 +694,6 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
                  << (l.registerTiles ? ", warp registers" : "")
                  << (l.wgmma ? ", wgmma" : "") << "\n";
   }
-  RankedTensorType q = op.getQuery().getType();
-  RankedTensorType v = op.getValue().getType();
   json::Object manifest{
       {"kernel", name},
       {"kind", "backward"},
@@ -704,31 +702,17 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
       // Parameters the caller does not pass: allocated by the runtime.
       {"workspace", json::Array{json::Object{
                         {"name", "d"}, {"like", "lse"}, {"dtype", "f32"}}}},
-      {"dtype", typeName(q.getElementType())},
-      {"head_dim", q.getShape().back()},
-      {"value_dim", v.getShape().back()},
-      {"scale", op.getEffectiveScale()},
-      {"causal", op.getCausal()},
-      {"window",
-       op.getWindow() ? json::Value(*op.getWindow()) : json::Value(nullptr)},
-      {"has_bias", static_cast<bool>(op.getBias())},
-      {"has_mask", static_cast<bool>(op.getMask())},
       {"registers", maxRegisters},
       {"spill_bytes", spillBytes},
-      {"requires_aligned_rows", requiresAlignedRows},
-      {"general", general.empty() || !requiresAlignedRows
-                      ? json::Value(nullptr)
-                      : json::Value((general + ".json").str())},
   };
+  describeAttention(manifest, op);
   manifest["kv_block_cols"] =
       kvBlockCols ? json::Value(kvBlockCols) : json::Value("target");
   spills = spillBytes;
   SmallString<128> jsonPath(outputDir);
   sys::path::append(jsonPath, name + ".json");
-  std::string text;
-  raw_string_ostream os(text);
-  os << formatv("{0:2}", json::Value(std::move(manifest))) << "\n";
-  return writeFile(jsonPath, text);
+  return writeManifest(jsonPath, std::move(manifest), general,
+                       requiresAlignedRows);
 }
 
 /// The backward of `op` (and its general pair): the dK/dV nest's query

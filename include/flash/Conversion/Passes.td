@@ -65,9 +65,6 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
            "accumulator, running max and sum) in warp registers, "
            "FlashAttention-2 style, when the block's rows split into 16-row "
            "slices per warp">,
-    Option<"lazyRescale", "lazy-rescale", "bool", "true",
-           "With register tiles, skip the accumulator rescale behind a warp "
-           "vote when no row max of the warp moved (exact; costs registers)">,
     Option<"asyncCopies", "async-copies", "bool", "true",
            "Load global tiles into shared memory with 16-byte cp.async "
            "copies (zero-filling ragged rows), waited for just before their "

@@ -66,11 +66,6 @@ struct FlashGpuPipelineOptions
       llvm::cl::desc("Scores, probabilities and the accumulator in warp "
                      "registers (FlashAttention-2) where the tiles allow"),
       llvm::cl::init(true)};
-  PassOptions::Option<bool> lazyRescale{
-      *this, "lazy-rescale",
-      llvm::cl::desc("Skip the accumulator rescale behind a warp vote when no "
-                     "row max moved"),
-      llvm::cl::init(true)};
   PassOptions::Option<bool> asyncCopies{
       *this, "async-copies",
       llvm::cl::desc("Load tiles with 16-byte cp.async: every tensor's rows "

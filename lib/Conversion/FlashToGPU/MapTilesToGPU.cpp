@@ -38,10 +38,10 @@ namespace {
 class TileMapper {
 public:
   TileMapper(scf::ForallOp forall, int64_t threads, StringRef tensorCores,
-             bool registerTiles, bool lazyRescale, bool asyncCopies)
+             bool registerTiles, bool asyncCopies)
       : forall(forall), loc(forall.getLoc()), threads(threads),
         tensorCores(tensorCores), registerTiles(registerTiles),
-        lazyRescale(lazyRescale), asyncCopies(asyncCopies) {}
+        asyncCopies(asyncCopies) {}
 
   LogicalResult run();
 
@@ -60,7 +60,7 @@ private:
   Location loc;
   int64_t threads;
   StringRef tensorCores;
-  bool registerTiles, lazyRescale, asyncCopies;
+  bool registerTiles, asyncCopies;
 };
 } // namespace
 
@@ -131,7 +131,7 @@ LogicalResult TileMapper::run() {
   OpBuilder start = OpBuilder::atBlockBegin(&body);
   Value tid = gpu::ThreadIdOp::create(start, loc, gpu::Dimension::x);
   if (!inRegisters.empty()) {
-    if (failed(inRegisters.rewrite(tid, lazyRescale)))
+    if (failed(inRegisters.rewrite(tid)))
       return failure();
     launch->setAttr("flash.warp_register_tiles", start.getUnitAttr());
     if (inRegisters.usesWgmma())
@@ -675,7 +675,7 @@ struct FlashMapTilesToGPUPass
     }
     for (scf::ForallOp forall : foralls)
       if (failed(TileMapper(forall, threads, cores, registerTiles,
-                            lazyRescale, asyncCopies)
+                            asyncCopies)
                      .run()))
         return signalPassFailure();
   }

@@ -53,9 +53,8 @@ public:
 
   /// Replaces the ops on the register tiles with per-lane code; `tid` is
   /// the thread index in the block. Call after shared memory was carved out
-  /// for the other tiles. `lazyRescale` skips the accumulator rescale behind
-  /// a warp vote when no row max of the warp moved.
-  LogicalResult rewrite(Value tid, bool lazyRescale = true);
+  /// for the other tiles.
+  LogicalResult rewrite(Value tid);
 
 private:
   bool supports(Value tile);
