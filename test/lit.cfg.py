@@ -9,7 +9,9 @@ from lit.llvm.subst import ToolSubst
 
 config.name = "FLASH"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+# .test files are the torch-free Python suites (argument checks, kernel
+# variants and the cache), run with the system python3.
+config.suffixes = [".mlir", ".test"]
 config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.flash_obj_root, "test")
