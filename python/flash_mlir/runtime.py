@@ -10,6 +10,8 @@ import ctypes
 import json
 import os
 
+from flash_mlir import validate
+
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 _lib = None
@@ -32,17 +34,32 @@ def _check(rc, what):
                            f"({name.value.decode() if name.value else '?'})")
 
 
+_primary = {}
+
+
 def _ensure_context(device):
     """Makes the device's primary context (the one torch uses) current."""
     lib = _driver()
-    ctx = ctypes.c_void_p()
-    _check(lib.cuCtxGetCurrent(ctypes.byref(ctx)), "cuCtxGetCurrent")
-    if not ctx.value:
+    if device not in _primary:
         dev = ctypes.c_int()
         _check(lib.cuDeviceGet(ctypes.byref(dev), device), "cuDeviceGet")
+        ctx = ctypes.c_void_p()
         _check(lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev),
                "cuDevicePrimaryCtxRetain")
-        _check(lib.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+        _primary[device] = ctx
+    current = ctypes.c_void_p()
+    _check(lib.cuCtxGetCurrent(ctypes.byref(current)), "cuCtxGetCurrent")
+    if current.value != _primary[device].value:
+        _check(lib.cuCtxSetCurrent(_primary[device]), "cuCtxSetCurrent")
+
+
+def tensor_info(name, t, fake=False):
+    """A torch tensor described for flash_mlir.validate (fake tensors, as
+    torch.compile traces them, have no data pointer)."""
+    return validate.TensorInfo(
+        name, tuple(t.shape), tuple(t.stride()),
+        str(t.dtype).replace("torch.", ""), str(t.device),
+        0 if fake else t.data_ptr())
 
 
 class Launch:
@@ -112,6 +129,7 @@ class Kernel:
         import torch  # noqa: F401  (initialises the primary context)
         self.manifest = manifest
         self.name = manifest["kernel"]
+        self.device = device
         torch.cuda.init()
         torch.cuda.current_stream(device)
         _ensure_context(device)
@@ -130,28 +148,29 @@ class Kernel:
 
     @property
     def params(self):
-        seen, out = set(), []
-        for launch in self.launches:
-            for p in launch.entry["params"]:
-                if p["name"] not in seen:
-                    seen.add(p["name"])
-                    out.append(p)
-        return out
+        return validate.manifest_params(self.manifest)
 
-    def rows_aligned(self, tensors):
+    def rows_aligned(self, infos):
         """Whether every input tensor's rows are contiguous and start on 16
         bytes (the kernel's entry check, on the host)."""
         workspace = {w["name"] for w in self.manifest.get("workspace", [])}
-        for p in self.params:
-            if p["name"] in ("o", "lse") or p["name"] in workspace:
-                continue
-            t = tensors[p["name"]]
-            per16 = max(1, 16 // t.element_size())
-            strides = t.stride()
-            if t.data_ptr() % 16 or (strides and strides[-1] != 1) or \
-                    any(s % per16 for s in strides[:-1]):
-                return False
-        return True
+        return all(validate.rows_aligned(infos[p["name"]]) for p in self.params
+                   if p["name"] not in ("o", "lse") and p["name"] not in workspace)
+
+    def check(self, tensors):
+        """Raises TypeError/ValueError naming the tensor if `tensors` do not
+        fit this kernel (see validate.check_launch); launches nothing."""
+        import torch
+        for name, t in tensors.items():
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"{name}: expected a torch.Tensor, got "
+                                f"{type(t).__name__}")
+        infos = {n: tensor_info(n, t) for n, t in tensors.items()}
+        validate.check_launch(self.manifest, infos)
+        if not infos["q"].device.endswith(f":{self.device}"):
+            raise ValueError(f"q: on {infos['q'].device}, but {self.name} was "
+                             f"loaded for cuda:{self.device}")
+        return infos
 
     @staticmethod
     def load(manifest_path, device=0):
@@ -164,8 +183,9 @@ class Kernel:
 
     def __call__(self, stream=None, **tensors):
         import torch
+        infos = self.check(tensors)
         if self.manifest.get("requires_aligned_rows") and \
-                not self.rows_aligned(tensors):
+                not self.rows_aligned(infos):
             if self.general is None:
                 raise ValueError(f"{self.name}: needs contiguous 16-byte aligned "
                                  "rows and has no general kernel")

@@ -1,0 +1,445 @@
+"""Kernel variants and the kernel cache of the PyTorch op (no torch here: CI
+tests this module).
+
+A `Variant` is everything that makes one compiled attention differ from
+another: element type, head dims, causal, window, scale, bias and mask kind.
+Each variant is a family of three kernels compiled from one MLIR file:
+
+    <base>_fwd              O only (inference)
+    <base>_train            O and LSE (the training forward, also return_lse)
+    <base>_train_backward   dQ, dK, dV from Q, K, V, O, dO, LSE
+
+`KernelCache.manifest(variant, kind)` finds a kernel's manifest in, in order,
+the directories of $FLASH_MLIR_KERNELS, the package's prebuilt kernels
+(flash_mlir/kernels/<chip>) and the user cache
+($FLASH_MLIR_CACHE or ~/.cache/flash-mlir, one folder per compiler build and
+chip). On a miss it compiles the family with flash-compile when one is found
+($FLASH_COMPILE, PATH, or this checkout's build/bin), once: later calls and
+processes load the cubin from disk. Where no flash-compile exists, the error
+names the variant and the command that builds it elsewhere.
+
+    python -m flash_mlir.kernels --chip sm_90a -o DIR [--common] [VARIANT ...]
+
+prebuilds variants (the common set: f16/bf16 x D 64/128 x causal or not)
+into DIR; the package finds DIR through $FLASH_MLIR_KERNELS, or by itself
+when DIR is flash_mlir/kernels/<chip>.
+"""
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Optional
+
+from flash_mlir import __version__
+
+KINDS = ("fwd", "train", "train_backward")
+DTYPES = ("f16", "bf16")
+BIAS_DTYPES = ("f16", "bf16", "f32")
+CHIPS = ("sm_80", "sm_90a")
+# torch dtype names -> the compiler's element types.
+TORCH_DTYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32"}
+
+
+def f32_bits(value: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", value))[0]
+
+
+@dataclass(frozen=True)
+class Variant:
+    dtype: str                      # f16 | bf16
+    head_dim: int
+    value_dim: int
+    causal: bool = False
+    window: Optional[int] = None
+    scale_bits: Optional[int] = None  # f32 bit pattern; None: 1/sqrt(D)
+    bias: Optional[str] = None      # bias element type, None without bias
+    mask: bool = False
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise ValueError(f"variant: dtype {self.dtype!r} is not one of "
+                             f"{', '.join(DTYPES)}")
+        for what, size in (("head dim", self.head_dim),
+                           ("value dim", self.value_dim)):
+            if not isinstance(size, int) or size <= 0 or size % 16 or size > 256:
+                raise ValueError(f"variant: {what} {size} is not a multiple "
+                                 "of 16 up to 256")
+        if self.bias is not None and self.bias not in BIAS_DTYPES:
+            raise ValueError(f"variant: bias dtype {self.bias!r} is not one of "
+                             f"{', '.join(BIAS_DTYPES)}")
+        if self.window is not None and self.window < 0:
+            raise ValueError(f"variant: window {self.window} is negative")
+
+    @staticmethod
+    def of(dtype, head_dim, value_dim=None, causal=False, window=None,
+           scale=None, bias=None, mask=False):
+        """The variant of a call: torch or compiler dtype names; `scale` a
+        float (None for the default)."""
+        dtype = TORCH_DTYPES.get(dtype, dtype)
+        bias = TORCH_DTYPES.get(bias, bias)
+        value_dim = head_dim if value_dim is None else value_dim
+        bits = None
+        if scale is not None:
+            bits = f32_bits(scale)
+            if bits == f32_bits(1.0 / head_dim ** 0.5):
+                bits = None  # the default, spelled out
+        return Variant(dtype, head_dim, value_dim, bool(causal), window, bits,
+                       bias, bool(mask))
+
+    @property
+    def scale(self) -> float:
+        if self.scale_bits is None:
+            return 1.0 / self.head_dim ** 0.5
+        return struct.unpack("<f", struct.pack("<I", self.scale_bits))[0]
+
+    @property
+    def base(self) -> str:
+        """The kernel family's name (a valid MLIR symbol and file name)."""
+        name = f"fm_{self.dtype}_d{self.head_dim}"
+        if self.value_dim != self.head_dim:
+            name += f"_dv{self.value_dim}"
+        if self.causal:
+            name += "_causal"
+        if self.window is not None:
+            name += f"_w{self.window}"
+        if self.scale_bits is not None:
+            name += f"_s{self.scale_bits:08x}"
+        if self.bias:
+            name += f"_bias{self.bias}"
+        if self.mask:
+            name += "_mask"
+        return name
+
+    def kernel(self, kind) -> str:
+        if kind not in KINDS:
+            raise ValueError(f"kernel kind {kind!r} is not one of {KINDS}")
+        return f"{self.base}_{kind}"
+
+    # A variant as text, e.g. "bf16:d128:causal:w256:bias=f32:mask", for
+    # command lines and error messages.
+    def spec(self) -> str:
+        parts = [self.dtype, f"d{self.head_dim}"]
+        if self.value_dim != self.head_dim:
+            parts.append(f"dv{self.value_dim}")
+        if self.causal:
+            parts.append("causal")
+        if self.window is not None:
+            parts.append(f"w{self.window}")
+        if self.scale_bits is not None:
+            parts.append(f"scale=0x{self.scale_bits:08x}")
+        if self.bias:
+            parts.append(f"bias={self.bias}")
+        if self.mask:
+            parts.append("mask")
+        return ":".join(parts)
+
+    @staticmethod
+    def parse(text: str) -> "Variant":
+        items = text.split(":")
+        if len(items) < 2:
+            raise ValueError(f"variant {text!r}: expected DTYPE:dD[:...]")
+        dtype, rest = items[0], items[1:]
+        head = value = None
+        kw = {}
+        for item in rest:
+            if item.startswith("dv") and item[2:].isdigit():
+                value = int(item[2:])
+            elif item.startswith("d") and item[1:].isdigit():
+                head = int(item[1:])
+            elif item == "causal":
+                kw["causal"] = True
+            elif item.startswith("w") and item[1:].isdigit():
+                kw["window"] = int(item[1:])
+            elif item.startswith("scale="):
+                v = item[len("scale="):]
+                kw["scale"] = (struct.unpack("<f", struct.pack(
+                    "<I", int(v, 16)))[0] if v.startswith("0x") else float(v))
+            elif item.startswith("bias="):
+                kw["bias"] = item[len("bias="):]
+            elif item == "mask":
+                kw["mask"] = True
+            else:
+                raise ValueError(f"variant {text!r}: unknown part {item!r}")
+        if head is None:
+            raise ValueError(f"variant {text!r}: no head dim (dNN)")
+        return Variant.of(dtype, head, value, **kw)
+
+    def describe(self) -> str:
+        bits = [self.dtype, f"D = {self.head_dim}"]
+        if self.value_dim != self.head_dim:
+            bits.append(f"Dv = {self.value_dim}")
+        if self.causal:
+            bits.append("causal")
+        if self.window is not None:
+            bits.append(f"window {self.window}")
+        if self.scale_bits is not None:
+            bits.append(f"scale {self.scale!r}")
+        if self.bias:
+            bits.append(f"{self.bias} bias")
+        if self.mask:
+            bits.append("mask")
+        return ", ".join(bits)
+
+    def mlir(self) -> str:
+        """The family's MLIR: one function with the forward alone, one with
+        the forward (O, LSE) and its backward (flash-compile writes it as
+        `<fn>` and `<fn>_backward`)."""
+        t = self.dtype
+
+        def ty(width):
+            return f"tensor<?x?x?x{width}x{t}>"
+
+        q, v = ty(self.head_dim), ty(self.value_dim)
+        args = [f"%q: {q}", f"%k: {q}", f"%v: {v}"]
+        extras = ""
+        if self.bias:
+            bt = f"tensor<?x?x?x?x{self.bias}>"
+            args.append(f"%bias: {bt}")
+            extras += f" bias(%bias : {bt})"
+        if self.mask:
+            mt = "tensor<?x?x?x?xi1>"
+            args.append(f"%mask: {mt}")
+            extras += f" mask(%mask : {mt})"
+        attrs = []
+        if self.causal:
+            attrs.append("causal")
+        if self.scale_bits is not None:
+            attrs.append(f"scale = 0x{self.scale_bits:08X} : f32")
+        if self.window is not None:
+            attrs.append(f"window = {self.window} : i64")
+        attr = (" {" + ", ".join(attrs) + "}") if attrs else ""
+        lse = "tensor<?x?x?xf32>"
+        fwd = (f"func.func @{self.kernel('fwd')}({', '.join(args)}) -> {v} {{\n"
+               f"  %o = flash.attention %q, %k, %v{extras}{attr} : {q}, {q}, {v}"
+               f" -> {v}\n"
+               f"  return %o : {v}\n}}\n")
+        train_args = ", ".join(args + [f"%do: {v}"])
+        train = (f"func.func @{self.kernel('train')}({train_args}) -> "
+                 f"({v}, {q}, {q}, {v}) {{\n"
+                 f"  %o, %lse = flash.attention %q, %k, %v{extras}{attr} : "
+                 f"{q}, {q}, {v} -> {v}, {lse}\n"
+                 f"  %dq, %dk, %dv = flash.attention_backward %q, %k, %v, %o, "
+                 f"%do, %lse{extras}{attr} : {q}, {q}, {v}, {v}, {lse}\n"
+                 f"  return %o, %dq, %dk, %dv : {v}, {q}, {q}, {v}\n}}\n")
+        return (f"// flash-mlir kernel family {self.spec()}\n"
+                f"{fwd}\n{train}")
+
+
+def common_variants():
+    """What the package prebuilds: f16/bf16 x D 64/128 x causal or not."""
+    return [Variant.of(dt, d, causal=c)
+            for dt in DTYPES for d in (64, 128) for c in (False, True)]
+
+
+class KernelNotFound(RuntimeError):
+    pass
+
+
+def find_compiler():
+    """flash-compile: $FLASH_COMPILE, PATH, or this checkout's build."""
+    env = os.environ.get("FLASH_COMPILE")
+    if env:
+        return env if os.access(env, os.X_OK) else None
+    found = shutil.which("flash-compile")
+    if found:
+        return found
+    here = os.path.dirname(os.path.abspath(__file__))
+    local = os.path.join(here, "..", "..", "build", "bin", "flash-compile")
+    return os.path.normpath(local) if os.access(local, os.X_OK) else None
+
+
+def compiler_id(path) -> str:
+    """The compiler's identity in cache keys: the package version and a hash
+    of the flash-compile binary (a rebuilt compiler gets a new cache)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return f"{__version__}-{h.hexdigest()[:12]}"
+
+
+def package_kernel_dir(chip):
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "kernels", chip)
+
+
+def cache_root():
+    return os.environ.get("FLASH_MLIR_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "flash-mlir")
+
+
+def compile_variants(variants, chip, out_dir, compiler, extra_args=()):
+    """Compiles the families of `variants` with one flash-compile run into
+    a temporary folder, then moves the files into `out_dir` (manifests last,
+    so a reader never sees a manifest whose images are missing) and records
+    them in out_dir/index.json."""
+    if chip not in CHIPS:
+        raise ValueError(f"chip {chip!r} is not one of {', '.join(CHIPS)}")
+    os.makedirs(out_dir, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as tmp:
+        src = os.path.join(tmp, "variants.mlir")
+        with open(src, "w") as f:
+            f.write("\n".join(v.mlir() for v in variants))
+        built = os.path.join(tmp, "out")
+        cmd = [compiler, src, "--chip", chip, "-o", built, *extra_args]
+        run = subprocess.run(cmd, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        if run.returncode != 0:
+            raise RuntimeError(f"flash-compile failed ({' '.join(cmd)}):\n"
+                               f"{run.stdout}")
+        names = sorted(os.listdir(built))
+        for name in [n for n in names if not n.endswith(".json")] + \
+                [n for n in names if n.endswith(".json")]:
+            os.replace(os.path.join(built, name), os.path.join(out_dir, name))
+    _record(out_dir, variants, chip, compiler)
+
+
+def _record(out_dir, variants, chip, compiler):
+    path = os.path.join(out_dir, "index.json")
+    index = {"chip": chip, "compiler": compiler_id(compiler), "variants": {}}
+    if os.path.exists(path):
+        with open(path) as f:
+            old = json.load(f)
+        if old.get("chip") == chip:
+            index["variants"] = old.get("variants", {})
+    for v in variants:
+        index["variants"][v.base] = v.spec()
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(index, f, indent=2, sort_keys=True)
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def _locked(directory):
+    import fcntl
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+class KernelCache:
+    """Where a variant's kernels are, or how they get there."""
+
+    def __init__(self, chip, search_dirs=None, compiler=None,
+                 cache_dir=None):
+        if chip not in CHIPS:
+            raise ValueError(f"chip {chip!r} is not one of {', '.join(CHIPS)}")
+        self.chip = chip
+        if search_dirs is None:
+            env = os.environ.get("FLASH_MLIR_KERNELS", "")
+            search_dirs = [d for d in env.split(os.pathsep) if d]
+            search_dirs.append(package_kernel_dir(chip))
+        self.search_dirs = list(search_dirs)
+        self.compiler = find_compiler() if compiler is None else (compiler or None)
+        if cache_dir is None:
+            root = cache_root()
+            if self.compiler:
+                cache_dir = os.path.join(root, compiler_id(self.compiler), chip)
+        self.cache_dir = cache_dir
+
+    def _lookup(self, name):
+        dirs = list(self.search_dirs)
+        if self.cache_dir:
+            dirs.append(self.cache_dir)
+        elif os.path.isdir(cache_root()):
+            # No compiler here: kernels an earlier compiler left in the
+            # cache are as good as prebuilt ones (newest first).
+            builds = [os.path.join(cache_root(), b, self.chip)
+                      for b in os.listdir(cache_root())]
+            dirs += sorted((d for d in builds if os.path.isdir(d)),
+                           key=os.path.getmtime, reverse=True)
+        for d in dirs:
+            path = os.path.join(d, name + ".json")
+            if os.path.exists(path):
+                with open(path) as f:
+                    if json.load(f).get("chip") == self.chip:
+                        return path
+        return None
+
+    def manifest(self, variant: Variant, kind: str) -> str:
+        """The manifest path of `variant`'s `kind` kernel, compiling the
+        family on a miss."""
+        name = variant.kernel(kind)
+        found = self._lookup(name)
+        if found:
+            return found
+        if not self.compiler:
+            raise KernelNotFound(self.missing_message(variant, kind))
+        with _locked(self.cache_dir):
+            found = self._lookup(name)  # another process may have built it
+            if not found:
+                compile_variants([variant], self.chip, self.cache_dir,
+                                 self.compiler)
+                found = self._lookup(name)
+        if not found:
+            raise KernelNotFound(f"flash-compile ran but wrote no {name}.json "
+                                 f"into {self.cache_dir}")
+        return found
+
+    def missing_message(self, variant, kind):
+        where = ", ".join(self.search_dirs) or "(none)"
+        return (f"no {kind} kernel for variant {variant.spec()} "
+                f"({variant.describe()}) on {self.chip} in {where}, and "
+                "flash-compile is not installed here (set FLASH_COMPILE or put "
+                "it on PATH). Build the kernels where flash-mlir is built:\n"
+                f"    python -m flash_mlir.kernels --chip {self.chip} -o DIR "
+                f"{variant.spec()}\n"
+                "and point FLASH_MLIR_KERNELS at DIR here.")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        prog="python -m flash_mlir.kernels",
+        description="Prebuild attention kernel variants with flash-compile.")
+    ap.add_argument("variants", nargs="*",
+                    help="variants such as bf16:d128:causal, f16:d64:w256, "
+                         "bf16:d128:bias=f32:mask, f16:d64:scale=0.1")
+    ap.add_argument("--common", action="store_true",
+                    help="the common set: f16/bf16 x D 64/128 x causal or not")
+    ap.add_argument("--chip", default="sm_90a", choices=CHIPS)
+    ap.add_argument("-o", "--output", help="output directory (default: the "
+                    "package's flash_mlir/kernels/<chip>)")
+    ap.add_argument("--flash-compile", dest="compiler", default=None)
+    ap.add_argument("--print-mlir", action="store_true",
+                    help="print the variants' MLIR and compile nothing")
+    args = ap.parse_args(argv)
+    try:
+        variants = [Variant.parse(s) for s in args.variants]
+    except ValueError as e:
+        ap.error(str(e))
+    if args.common or not variants:
+        variants = common_variants() + variants
+    if args.print_mlir:
+        print("\n".join(v.mlir() for v in variants))
+        return 0
+    compiler = args.compiler or find_compiler()
+    if not compiler:
+        print("error: flash-compile not found (set FLASH_COMPILE or "
+              "--flash-compile)", file=sys.stderr)
+        return 1
+    out = args.output or package_kernel_dir(args.chip)
+    try:
+        compile_variants(variants, args.chip, out, compiler)
+    except RuntimeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"{len(variants)} variants ({3 * len(variants)} kernels) for "
+          f"{args.chip} in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

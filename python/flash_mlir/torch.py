@@ -1,0 +1,255 @@
+"""flash-mlir's attention as a PyTorch op.
+
+    from flash_mlir.torch import attention
+    o = attention(q, k, v, causal=True)              # [B, H, S, D], any strides
+    o, lse = attention(q, k, v, return_lse=True)     # natural-log LSE [B, H, M]
+
+The semantics are `flash.attention`'s: Q [B, Hq, M, D], K [B, Hkv, N, D],
+V [B, Hkv, N, Dv] with Hq % Hkv == 0 (GQA/MQA), `scale` default 1/sqrt(D),
+`causal` aligned bottom-right when M != N, `window=W` hides keys more than W
+before the diagonal (FlashAttention-2's window_size (W, 0) with causal,
+(W, -1) without), an additive `bias` and a boolean `mask` (True keeps)
+broadcastable to [B, Hq, M, N]. A fully masked row gives O = 0 and
+LSE = -inf. The bias receives no gradient; LSE is an output only (not
+differentiable, as in FlashAttention).
+
+The op is `torch.ops.flash_mlir.attention_forward` / `attention_backward`
+(torch.library custom ops with fake kernels and autograd), so
+torch.compile(fullgraph=True) traces it without graph breaks. Every call is
+checked before anything is launched (flash_mlir.validate): a wrong device,
+dtype, rank or shape is a TypeError or ValueError naming the tensor.
+
+Kernels come from flash_mlir.kernels.KernelCache (prebuilt, cached or
+compiled on demand by flash-compile) and are loaded once per device.
+"""
+
+import math
+from collections import Counter
+from typing import Optional, Tuple
+
+import torch
+
+from flash_mlir import validate
+from flash_mlir.kernels import KernelCache, Variant
+from flash_mlir.runtime import Kernel, tensor_info
+
+Tensor = torch.Tensor
+
+# Launches per kernel name, for tests and profiles: which kernels ran.
+launches = Counter()
+
+_caches = {}
+_loaded = {}
+
+
+def chip_of(device) -> str:
+    """The compiler's target for a CUDA device: sm_90a on Hopper (compute
+    capability 9.0), sm_80 code for other GPUs of capability 8.0 or newer."""
+    major, minor = torch.cuda.get_device_capability(device)
+    if (major, minor) == (9, 0):
+        return "sm_90a"
+    if major >= 8:
+        return "sm_80"
+    raise ValueError(f"{torch.cuda.get_device_name(device)} (compute "
+                     f"capability {major}.{minor}) is not supported: the "
+                     "kernels need 8.0 or newer")
+
+
+def cache_for(chip) -> KernelCache:
+    if chip not in _caches:
+        _caches[chip] = KernelCache(chip)
+    return _caches[chip]
+
+
+def kernel_for(variant: Variant, kind: str, device: torch.device) -> Kernel:
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    key = (variant, kind, index)
+    if key not in _loaded:
+        path = cache_for(chip_of(index)).manifest(variant, kind)
+        with torch.cuda.device(index):
+            _loaded[key] = Kernel.load(path, index)
+    return _loaded[key]
+
+
+def _info(name, t, fake=False):
+    if t is None:
+        return None
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    return tensor_info(name, t, fake)
+
+
+def _effective_window(window, keys):
+    # A window of N - 1 or more hides nothing: no window (one kernel fewer,
+    # and no index arithmetic near the integer limits).
+    if window is not None and window >= max(keys - 1, 0):
+        return None
+    return window
+
+
+def _check_forward(q, k, v, bias, mask, scale, window, fake=False):
+    return validate.check_attention(
+        _info("q", q, fake), _info("k", k, fake), _info("v", v, fake),
+        _info("bias", bias, fake), _info("mask", mask, fake), scale, window)
+
+
+def _variant(shape, q_dtype, bias, mask, causal, scale, window):
+    return Variant.of(str(q_dtype).replace("torch.", ""), shape.head_dim,
+                      shape.value_dim, causal,
+                      _effective_window(window, shape.keys), scale,
+                      None if bias is None else str(bias.dtype).replace("torch.", ""),
+                      mask is not None)
+
+
+def _score_operands(shape, bias, mask):
+    """bias and mask as rank-4 [B, Hq, M, N] views (stride 0 where they
+    broadcast): one kernel operand form for every broadcast shape."""
+    target = shape.score_shape()
+    out = {}
+    if bias is not None:
+        out["bias"] = bias.expand(target)
+    if mask is not None:
+        out["mask"] = mask.expand(target)
+    return out
+
+
+def _launch(variant, kind, device, tensors):
+    kern = kernel_for(variant, kind, device)
+    with torch.cuda.device(device):
+        kern(**tensors)
+    launches[kern.name] += 1
+
+
+@torch.library.custom_op("flash_mlir::attention_forward", mutates_args=())
+def attention_forward(q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
+                      mask: Optional[Tensor], causal: bool, scale: float,
+                      window: Optional[int],
+                      compute_lse: bool) -> Tuple[Tensor, Tensor]:
+    """O [B, Hq, M, Dv] and, with compute_lse, LSE [B, Hq, M] (else an
+    empty tensor)."""
+    shape = _check_forward(q, k, v, bias, mask, scale, window)
+    o = torch.empty(shape.output_shape(), dtype=q.dtype, device=q.device)
+    lse = torch.empty(shape.lse_shape() if compute_lse else (0,),
+                      dtype=torch.float32, device=q.device)
+    if o.numel() == 0:
+        return o, lse
+    if shape.keys == 0:  # every row fully masked
+        o.zero_()
+        lse.fill_(-math.inf)
+        return o, lse
+    variant = _variant(shape, q.dtype, bias, mask, causal, scale, window)
+    tensors = dict(q=q, k=k, v=v, o=o, **_score_operands(shape, bias, mask))
+    if compute_lse:
+        tensors["lse"] = lse
+    _launch(variant, "train" if compute_lse else "fwd", q.device, tensors)
+    return o, lse
+
+
+@attention_forward.register_fake
+def _attention_forward_fake(q, k, v, bias, mask, causal, scale, window,
+                            compute_lse):
+    shape = _check_forward(q, k, v, bias, mask, scale, window, fake=True)
+    o = q.new_empty(shape.output_shape())
+    lse = q.new_empty(shape.lse_shape() if compute_lse else (0,),
+                      dtype=torch.float32)
+    return o, lse
+
+
+def _check_backward(grad_out, q, k, v, out, lse, bias, mask, scale, window,
+                    fake=False):
+    return validate.check_backward(
+        _info("grad_output", grad_out, fake), _info("q", q, fake),
+        _info("k", k, fake), _info("v", v, fake), _info("output", out, fake),
+        _info("lse", lse, fake), _info("bias", bias, fake),
+        _info("mask", mask, fake), scale, window)
+
+
+@torch.library.custom_op("flash_mlir::attention_backward", mutates_args=())
+def attention_backward(grad_out: Tensor, q: Tensor, k: Tensor, v: Tensor,
+                       out: Tensor, lse: Tensor, bias: Optional[Tensor],
+                       mask: Optional[Tensor], causal: bool, scale: float,
+                       window: Optional[int]) -> Tuple[Tensor, Tensor, Tensor]:
+    """dQ, dK, dV of attention_forward from its O and LSE (which may come
+    from elsewhere, e.g. merged across devices)."""
+    shape = _check_backward(grad_out, q, k, v, out, lse, bias, mask, scale,
+                            window)
+    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
+    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
+    if shape.queries == 0 or shape.keys == 0 or dq.numel() == 0:
+        for g in (dq, dk, dv):
+            g.zero_()
+        return dq, dk, dv
+    variant = _variant(shape, q.dtype, bias, mask, causal, scale, window)
+    tensors = dict(q=q, k=k, v=v, o=out, do=grad_out, lse=lse, dq=dq, dk=dk,
+                   dv=dv, **_score_operands(shape, bias, mask))
+    _launch(variant, "train_backward", q.device, tensors)
+    return dq, dk, dv
+
+
+@attention_backward.register_fake
+def _attention_backward_fake(grad_out, q, k, v, out, lse, bias, mask, causal,
+                             scale, window):
+    _check_backward(grad_out, q, k, v, out, lse, bias, mask, scale, window,
+                    fake=True)
+    return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape))
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, bias, mask, causal, scale, window, compute_lse = inputs
+    o, lse = output
+    ctx.save_for_backward(q, k, v, o, lse, bias, mask)
+    ctx.causal, ctx.scale, ctx.window = causal, scale, window
+    ctx.compute_lse = compute_lse
+    ctx.set_materialize_grads(False)
+
+
+def _backward(ctx, grad_o, grad_lse):
+    q, k, v, o, lse, bias, mask = ctx.saved_tensors
+    if ctx.needs_input_grad[3]:
+        raise RuntimeError("flash_mlir attention: bias receives no gradient "
+                           "(detach it, or use SDPA for a learned bias)")
+    if grad_lse is not None:
+        raise RuntimeError("flash_mlir attention: the log-sum-exp output is "
+                           "not differentiable; detach it before using it "
+                           "in the loss")
+    if grad_o is None:
+        return None, None, None, None, None, None, None, None, None
+    if not ctx.compute_lse:
+        raise RuntimeError("flash_mlir attention: the forward ran without "
+                           "its log-sum-exp (compute_lse=False), so it has "
+                           "no backward; call flash_mlir.torch.attention")
+    dq, dk, dv = attention_backward(grad_o, q, k, v, o, lse, bias, mask,
+                                    ctx.causal, ctx.scale, ctx.window)
+    return dq, dk, dv, None, None, None, None, None, None
+
+
+attention_forward.register_autograd(_backward, setup_context=_setup_context)
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False,
+              scale: Optional[float] = None, window: Optional[int] = None,
+              bias: Optional[Tensor] = None, mask: Optional[Tensor] = None,
+              return_lse: bool = False):
+    """Scaled dot-product attention on flash-mlir's kernels; see the module
+    docstring. Returns O, or (O, LSE) with return_lse."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name}: expected a torch.Tensor, got "
+                            f"{type(t).__name__}")
+    if q.dim() != 4:
+        raise ValueError(f"q: expected a rank-4 tensor [B, H, S, D], got "
+                         f"shape {list(q.shape)}")
+    validate.check_scale(scale)
+    validate.check_window(window)
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    grad = torch.is_grad_enabled()
+    if grad and bias is not None and bias.requires_grad:
+        raise ValueError("bias: requires grad, but the bias receives no "
+                         "gradient from flash_mlir attention (detach it)")
+    compute_lse = return_lse or (grad and any(
+        t.requires_grad for t in (q, k, v)))
+    o, lse = attention_forward(q, k, v, bias, mask, bool(causal), float(scale),
+                               window, compute_lse)
+    return (o, lse) if return_lse else o

@@ -1,0 +1,314 @@
+"""Argument checks of the PyTorch op, written without torch so that CI (which
+has no GPU and no recent torch) runs them.
+
+Every check works on `TensorInfo`, a plain description of a tensor (name,
+shape, element strides, dtype name, device, data pointer). `flash_mlir.torch`
+describes its tensors this way and calls these functions before it launches
+anything: a failure is a `TypeError` (wrong kind of value, wrong dtype) or a
+`ValueError` (wrong device, rank, shape, value) that names the tensor and
+the expected and actual value. Nothing is launched on input that fails.
+"""
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional, Sequence, Tuple
+
+# Element types the kernels take for Q, K, V (and so O, dO, dQ, dK, dV).
+KERNEL_DTYPES = ("float16", "bfloat16")
+BIAS_DTYPES = ("float16", "bfloat16", "float32")
+MASK_DTYPE = "bool"
+LSE_DTYPE = "float32"
+ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
+                 "bool": 1}
+# The compiler takes any head dimension that is a multiple of 16 up to 256.
+HEAD_DIM_MULTIPLE = 16
+MAX_HEAD_DIM = 256
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """What the checks need to know of a tensor."""
+    name: str
+    shape: Tuple[int, ...]
+    strides: Tuple[int, ...]
+    dtype: str            # "float16", "bfloat16", "float32", "bool", ...
+    device: str           # "cuda:0", "cpu", "meta", ...
+    data_ptr: int = 0
+
+    @property
+    def rank(self):
+        return len(self.shape)
+
+    @property
+    def element_bytes(self):
+        return ELEMENT_BYTES.get(self.dtype, 0)
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    """The sizes of one attention call, agreed by all its tensors."""
+    batch: int
+    query_heads: int
+    kv_heads: int
+    queries: int          # M
+    keys: int             # N
+    head_dim: int         # D
+    value_dim: int        # Dv
+    dtype: str
+    device: str
+
+    @property
+    def group(self):
+        return self.query_heads // self.kv_heads
+
+    def output_shape(self):
+        return (self.batch, self.query_heads, self.queries, self.value_dim)
+
+    def lse_shape(self):
+        return (self.batch, self.query_heads, self.queries)
+
+    def score_shape(self):
+        return (self.batch, self.query_heads, self.queries, self.keys)
+
+
+def _fmt(shape):
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _require_tensor(t, name):
+    if not isinstance(t, TensorInfo):
+        raise TypeError(f"{name}: expected a tensor, got {type(t).__name__}")
+
+
+def check_device(tensors: Sequence[TensorInfo]):
+    """All tensors on one CUDA device."""
+    first = None
+    for t in tensors:
+        if not t.device.startswith("cuda"):
+            raise ValueError(f"{t.name}: expected a CUDA tensor, got one on "
+                             f"'{t.device}'")
+        if first is None:
+            first = t
+        elif t.device != first.device:
+            raise ValueError(f"{t.name}: on {t.device}, but {first.name} is on "
+                             f"{first.device}; all tensors must be on one "
+                             "device")
+
+
+def check_dtype(t: TensorInfo, allowed, what=""):
+    if t.dtype not in allowed:
+        names = " or ".join(allowed)
+        raise TypeError(f"{t.name}: expected {what}{names}, got {t.dtype}")
+
+
+def check_rank(t: TensorInfo, rank, layout):
+    if t.rank != rank:
+        raise ValueError(f"{t.name}: expected a rank-{rank} tensor {layout}, "
+                         f"got shape {_fmt(t.shape)}")
+
+
+def _check_dim(t, dim, expected, what, against):
+    if t.shape[dim] != expected:
+        raise ValueError(f"{t.name}: {what} is {t.shape[dim]} but {against} "
+                         f"(expected shape with {what} = {expected}, got "
+                         f"{_fmt(t.shape)})")
+
+
+def check_broadcastable(t: TensorInfo, target, what):
+    """`t` broadcasts right-aligned to `target` (each dim equal or 1)."""
+    if t.rank > len(target):
+        raise ValueError(f"{t.name}: a {what} of rank {t.rank} cannot "
+                         f"broadcast to [B, Hq, M, N] = {_fmt(target)}")
+    for i, size in enumerate(reversed(t.shape)):
+        want = target[len(target) - 1 - i]
+        if size != want and size != 1:
+            raise ValueError(f"{t.name}: shape {_fmt(t.shape)} does not "
+                             f"broadcast to [B, Hq, M, N] = {_fmt(target)} "
+                             f"(dim {t.rank - 1 - i} is {size}, expected "
+                             f"{want} or 1)")
+
+
+def check_scale(scale):
+    if scale is None:
+        return
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise TypeError(f"scale: expected a float, got {type(scale).__name__}")
+    if not math.isfinite(scale):
+        raise ValueError(f"scale: expected a finite value, got {scale}")
+
+
+def check_window(window):
+    if window is None:
+        return
+    if isinstance(window, bool) or not isinstance(window, int):
+        raise TypeError(f"window: expected an int, got {type(window).__name__}")
+    if window < 0:
+        raise ValueError(f"window: expected a value >= 0, got {window}")
+    if window >= 2 ** 62:
+        raise ValueError(f"window: {window} is too large (at most 2^62 - 1; "
+                         "use window=None for no window)")
+
+
+def check_attention(q: TensorInfo, k: TensorInfo, v: TensorInfo,
+                    bias: Optional[TensorInfo] = None,
+                    mask: Optional[TensorInfo] = None,
+                    scale=None, window=None,
+                    dtypes=KERNEL_DTYPES) -> AttentionShape:
+    """The forward's inputs: Q [B, Hq, M, D], K [B, Hkv, N, D],
+    V [B, Hkv, N, Dv], Hq % Hkv == 0, one CUDA device, one kernel dtype;
+    bias (f16/bf16/f32) and mask (bool) broadcastable to [B, Hq, M, N]."""
+    for t, name in ((q, "q"), (k, "k"), (v, "v")):
+        _require_tensor(t, name)
+    layout = "[B, H, S, D]"
+    for t in (q, k, v):
+        check_rank(t, 4, layout)
+    extra = [t for t in (bias, mask) if t is not None]
+    for t in extra:
+        _require_tensor(t, t.name)
+    check_device([q, k, v] + extra)
+    check_dtype(q, dtypes)
+    for t in (k, v):
+        if t.dtype != q.dtype:
+            raise TypeError(f"{t.name}: expected {q.dtype} (the dtype of "
+                            f"{q.name}), got {t.dtype}")
+    b, hq, m, d = q.shape
+    _check_dim(k, 0, b, "batch", f"{q.name} has batch {b}")
+    _check_dim(v, 0, b, "batch", f"{q.name} has batch {b}")
+    hkv, n = k.shape[1], k.shape[2]
+    _check_dim(v, 1, hkv, "heads", f"{k.name} has {hkv} heads")
+    _check_dim(v, 2, n, "sequence length", f"{k.name} has {n} keys")
+    _check_dim(k, 3, d, "head dim", f"{q.name} has head dim {d}")
+    if hkv == 0 or hq % hkv:
+        raise ValueError(f"{k.name}: {hkv} key/value heads do not divide the "
+                         f"{hq} query heads of {q.name} (grouped-query "
+                         "attention needs Hq % Hkv == 0)")
+    dv = v.shape[3]
+    for t, size in ((q, d), (v, dv)):
+        if size == 0 or size % HEAD_DIM_MULTIPLE or size > MAX_HEAD_DIM:
+            raise ValueError(f"{t.name}: head dim {size} is not supported "
+                             f"(a multiple of {HEAD_DIM_MULTIPLE} up to "
+                             f"{MAX_HEAD_DIM}; shape {_fmt(t.shape)})")
+    shape = AttentionShape(b, hq, hkv, m, n, d, dv, q.dtype, q.device)
+    if bias is not None:
+        check_dtype(bias, BIAS_DTYPES, "a bias of ")
+        check_broadcastable(bias, shape.score_shape(), "bias")
+    if mask is not None:
+        check_dtype(mask, (MASK_DTYPE,), "a mask of ")
+        check_broadcastable(mask, shape.score_shape(), "mask")
+    check_scale(scale)
+    check_window(window)
+    return shape
+
+
+def check_output(t: TensorInfo, shape: AttentionShape, what="output"):
+    """O (or dO): [B, Hq, M, Dv] in the inputs' dtype, on their device."""
+    check_device([TensorInfo("q", (), (), shape.dtype, shape.device), t])
+    if t.dtype != shape.dtype:
+        raise TypeError(f"{t.name}: expected {shape.dtype} (the dtype of q), "
+                        f"got {t.dtype}")
+    if tuple(t.shape) != shape.output_shape():
+        raise ValueError(f"{t.name}: expected the {what} shape "
+                         f"[B, Hq, M, Dv] = {_fmt(shape.output_shape())}, got "
+                         f"{_fmt(t.shape)}")
+
+
+def check_lse(t: TensorInfo, shape: AttentionShape):
+    """LSE: [B, Hq, M] float32."""
+    check_device([TensorInfo("q", (), (), shape.dtype, shape.device), t])
+    check_dtype(t, (LSE_DTYPE,))
+    if tuple(t.shape) != shape.lse_shape():
+        raise ValueError(f"{t.name}: expected the log-sum-exp shape "
+                         f"[B, Hq, M] = {_fmt(shape.lse_shape())}, got "
+                         f"{_fmt(t.shape)}")
+
+
+def check_backward(grad_output: TensorInfo, q, k, v, output: TensorInfo,
+                   lse: TensorInfo, bias=None, mask=None, scale=None,
+                   window=None, dtypes=KERNEL_DTYPES) -> AttentionShape:
+    """The backward's inputs: the forward's, plus O and dO [B, Hq, M, Dv]
+    and LSE [B, Hq, M]."""
+    shape = check_attention(q, k, v, bias, mask, scale, window, dtypes)
+    for t, name in ((grad_output, "grad_output"), (output, "output"),
+                    (lse, "lse")):
+        _require_tensor(t, name)
+    check_output(output, shape, "output")
+    check_output(grad_output, shape, "output gradient")
+    check_lse(lse, shape)
+    return shape
+
+
+def rows_aligned(t: TensorInfo) -> bool:
+    """The fast kernels' rule: unit inner stride, every other stride and the
+    start a multiple of 16 bytes (zero strides of broadcast dims included)."""
+    per16 = max(1, 16 // max(1, t.element_bytes))
+    if t.data_ptr % 16:
+        return False
+    if t.strides and t.shape[-1] > 1 and t.strides[-1] != 1:
+        return False
+    return all(s % per16 == 0 for s in t.strides[:-1])
+
+
+# Manifest element types -> the dtype names of TensorInfo.
+MANIFEST_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32",
+                   "i1": "bool"}
+
+
+def manifest_params(manifest):
+    """A kernel's tensor parameters, each once, over all its launches."""
+    seen, out = set(), []
+    for launch in manifest.get("launches") or [manifest]:
+        for p in launch["params"]:
+            if p["name"] not in seen:
+                seen.add(p["name"])
+                out.append(p)
+    return out
+
+
+def check_launch(manifest, tensors):
+    """The tensors of one launch of a flash-compile kernel (a dict name ->
+    TensorInfo) against its manifest: each parameter present with its dtype,
+    rank and static sizes, nothing unknown, one CUDA device, and the
+    attention's sizes consistent between Q, K, V, O, LSE, bias, mask (and dO,
+    dQ, dK, dV for a backward). Returns the AttentionShape."""
+    kernel = manifest.get("kernel", "kernel")
+    workspace = {w["name"] for w in manifest.get("workspace", [])}
+    params = [p for p in manifest_params(manifest) if p["name"] not in workspace]
+    names = {p["name"] for p in params}
+    for name in tensors:
+        if name not in names:
+            raise ValueError(f"{kernel}: unexpected tensor '{name}' (the "
+                             f"kernel takes {', '.join(sorted(names))})")
+    for p in params:
+        t = tensors.get(p["name"])
+        if t is None:
+            raise ValueError(f"{kernel}: missing tensor '{p['name']}'")
+        _require_tensor(t, p["name"])
+        want = MANIFEST_DTYPES.get(p["dtype"], p["dtype"])
+        if t.dtype != want:
+            raise TypeError(f"{t.name}: expected {want}, got {t.dtype}")
+        if t.rank != p["rank"]:
+            raise ValueError(f"{t.name}: expected a rank-{p['rank']} tensor, "
+                             f"got shape {_fmt(t.shape)}")
+        for i, size in enumerate(p.get("shape") or []):
+            if size is not None and t.shape[i] != size:
+                raise ValueError(f"{t.name}: dim {i} is {t.shape[i]}, the "
+                                 f"kernel was compiled for {size} (shape "
+                                 f"{_fmt(t.shape)})")
+    check_device(list(tensors.values()))
+    dtype = MANIFEST_DTYPES.get(manifest["dtype"], manifest["dtype"])
+    shape = check_attention(tensors["q"], tensors["k"], tensors["v"],
+                            tensors.get("bias"), tensors.get("mask"),
+                            dtypes=(dtype,))
+    if "o" in tensors:
+        check_output(tensors["o"], shape, "output")
+    if "lse" in tensors:
+        check_lse(tensors["lse"], shape)
+    if "do" in tensors:
+        check_output(tensors["do"], shape, "output gradient")
+    for grad, of in (("dq", "q"), ("dk", "k"), ("dv", "v")):
+        if grad in tensors:
+            g, t = tensors[grad], tensors[of]
+            if tuple(g.shape) != tuple(t.shape):
+                raise ValueError(f"{g.name}: expected the shape of {t.name}, "
+                                 f"{_fmt(t.shape)}, got {_fmt(g.shape)}")
+    return shape

@@ -1,0 +1,109 @@
+"""flash_mlir.kernels: variant names, their MLIR, and the kernel cache
+(lookup order, one compile per family, the error without a compiler)."""
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import unittest
+
+from flash_mlir.kernels import (KernelCache, KernelNotFound, Variant,
+                                common_variants, find_compiler)
+
+
+class Variants(unittest.TestCase):
+    def test_names_and_specs(self):
+        v = Variant.of("bfloat16", 128, causal=True)
+        self.assertEqual(v.base, "fm_bf16_d128_causal")
+        self.assertEqual(v.kernel("train_backward"), "fm_bf16_d128_causal_train_backward")
+        # The default scale spelled out is the default variant.
+        self.assertEqual(Variant.of("bf16", 128, scale=128 ** -0.5), Variant.of("bf16", 128))
+        w = Variant.of("float16", 64, 128, window=100, scale=0.1, bias="float32",
+                       mask=True)
+        self.assertEqual(w.base, "fm_f16_d64_dv128_w100_s3dcccccd_biasf32_mask")
+        for variant in (v, w, Variant.of("f16", 16)):
+            self.assertEqual(Variant.parse(variant.spec()), variant)
+        self.assertEqual(Variant.parse("f16:d64:scale=0.1"), Variant.of("f16", 64, scale=0.1))
+        self.assertEqual(len(set(common_variants())), 8)
+
+    def test_bad_variants(self):
+        for bad in ("f32:d64", "bf16:d72", "bf16", "bf16:d64:foo", "bf16:d64:bias=i8",
+                    "bf16:d512"):
+            with self.assertRaises(ValueError, msg=bad):
+                Variant.parse(bad)
+
+    def test_mlir_parses(self):
+        # Every family's source is valid flash IR (flash-opt verifies it).
+        text = "\n".join(v.mlir() for v in common_variants() + [
+            Variant.parse("f16:d64:dv128:causal:w100:scale=0.1:bias=bf16:mask")])
+        opt = shutil.which("flash-opt")
+        self.assertIsNotNone(opt, "flash-opt not on PATH")
+        run = subprocess.run([opt, "-"], input=text, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("scale = 1.000000e-01 : f32", run.stdout)
+        self.assertEqual(run.stdout.count("flash.attention_backward"), 9)
+
+
+class Cache(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def test_missing_without_compiler(self):
+        cache = KernelCache("sm_90a", search_dirs=[self.tmp], compiler="",
+                            cache_dir=os.path.join(self.tmp, "cache"))
+        v = Variant.of("bf16", 128, causal=True)
+        with self.assertRaises(KernelNotFound) as cm:
+            cache.manifest(v, "fwd")
+        msg = str(cm.exception)
+        self.assertIn("bf16:d128:causal", msg)
+        self.assertIn("python -m flash_mlir.kernels --chip sm_90a -o DIR bf16:d128:causal", msg)
+        self.assertIn("FLASH_MLIR_KERNELS", msg)
+
+    def test_compile_once_then_load(self):
+        compiler = find_compiler()
+        self.assertIsNotNone(compiler, "flash-compile not found")
+        # A wrapper that counts its runs.
+        log = os.path.join(self.tmp, "runs")
+        wrapper = os.path.join(self.tmp, "flash-compile")
+        with open(wrapper, "w") as f:
+            f.write(f"#!/bin/sh\necho run >> {log}\nexec {compiler} \"$@\"\n")
+        os.chmod(wrapper, os.stat(wrapper).st_mode | stat.S_IEXEC)
+        cache_dir = os.path.join(self.tmp, "cache")
+        v = Variant.of("f16", 16, causal=True)
+        cache = KernelCache("sm_80", search_dirs=[], compiler=wrapper,
+                            cache_dir=cache_dir)
+        fwd = cache.manifest(v, "fwd")
+        bwd = KernelCache("sm_80", search_dirs=[], compiler=wrapper,
+                          cache_dir=cache_dir).manifest(v, "train_backward")
+        with open(log) as f:
+            self.assertEqual(f.read().count("run"), 1)
+        with open(fwd) as f:
+            man = json.load(f)
+        self.assertEqual((man["kernel"], man["chip"], man["causal"], man["head_dim"]),
+                         ("fm_f16_d16_causal_fwd", "sm_80", True, 16))
+        with open(bwd) as f:
+            self.assertEqual(json.load(f)["kind"], "backward")
+        self.assertTrue(os.path.exists(os.path.join(cache_dir, man["ptx"])))
+        with open(os.path.join(cache_dir, "index.json")) as f:
+            index = json.load(f)
+        self.assertEqual(index["variants"], {"fm_f16_d16_causal": "f16:d16:causal"})
+        # Without a compiler, what the cache holds is still found; search
+        # directories come first; a kernel for another chip is not taken.
+        self.assertEqual(KernelCache("sm_80", search_dirs=[], compiler="",
+                                     cache_dir=cache_dir).manifest(v, "train"),
+                         os.path.join(cache_dir, "fm_f16_d16_causal_train.json"))
+        self.assertEqual(KernelCache("sm_80", search_dirs=[cache_dir], compiler="",
+                                     cache_dir=self.tmp).manifest(v, "fwd"), fwd)
+        with self.assertRaises(KernelNotFound):
+            KernelCache("sm_90a", search_dirs=[cache_dir], compiler="",
+                        cache_dir=self.tmp).manifest(v, "fwd")
+
+
+if __name__ == "__main__":
+    unittest.main()

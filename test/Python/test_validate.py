@@ -1,0 +1,228 @@
+"""flash_mlir.validate: the checks that run before any launch. The bad calls
+of the PyTorch issue (each launched without a word before the checks
+existed) and more; each must raise the right error naming the tensor."""
+
+import unittest
+
+from flash_mlir.validate import (TensorInfo, check_attention, check_backward,
+                                 check_launch, rows_aligned)
+
+
+def t(name, shape, dtype="bfloat16", device="cuda:0", strides=None, ptr=256):
+    if strides is None:
+        strides, acc = [], 1
+        for s in reversed(shape):
+            strides.insert(0, acc)
+            acc *= s
+    return TensorInfo(name, tuple(shape), tuple(strides), dtype, device, ptr)
+
+
+def qkv(b=2, hq=4, hkv=4, m=100, n=130, d=128, dv=128, dtype="bfloat16"):
+    return (t("q", (b, hq, m, d), dtype), t("k", (b, hkv, n, d), dtype),
+            t("v", (b, hkv, n, dv), dtype))
+
+
+def param(name, dtype, rank=4, last=None):
+    shape = [None] * rank
+    if last is not None:
+        shape[-1] = last
+    return {"name": name, "dtype": dtype, "rank": rank, "shape": shape}
+
+
+FORWARD = {"kernel": "attn_bf16_d128", "dtype": "bf16",
+           "params": [param("q", "bf16", last=128), param("k", "bf16", last=128),
+                      param("v", "bf16", last=128), param("o", "bf16", last=128)]}
+BACKWARD = {"kernel": "train_bf16_d128_backward", "dtype": "bf16", "kind": "backward",
+            "workspace": [{"name": "d", "like": "lse", "dtype": "f32"}],
+            "launches": [{"params": [param("q", "bf16", last=128),
+                                     param("do", "bf16", last=128),
+                                     param("o", "bf16", last=128),
+                                     param("k", "bf16", last=128),
+                                     param("v", "bf16", last=128),
+                                     param("lse", "f32", rank=3),
+                                     param("dq", "bf16", last=128),
+                                     param("d", "f32", rank=3)]},
+                         {"params": [param("dk", "bf16", last=128),
+                                     param("dv", "bf16", last=128)]}]}
+
+
+class Forward(unittest.TestCase):
+    def test_good(self):
+        s = check_attention(*qkv(hq=8, hkv=2))
+        self.assertEqual((s.group, s.output_shape(), s.lse_shape()),
+                         (4, (2, 8, 100, 128), (2, 8, 100)))
+
+    def assertRaisesNaming(self, error, name, *args, **kw):
+        with self.assertRaises(error) as cm:
+            check_attention(*args, **kw)
+        self.assertTrue(str(cm.exception).startswith(name + ":"),
+                        str(cm.exception))
+        return str(cm.exception)
+
+    def test_head_dim_of_k_or_v(self):
+        q, k, v = qkv()
+        msg = self.assertRaisesNaming(ValueError, "k", q, t("k", (2, 4, 130, 64)), v)
+        self.assertIn("head dim", msg)
+        self.assertIn("[2, 4, 130, 64]", msg)
+        # Dv != D is legal (a value dim of its own) ...
+        check_attention(q, k, t("v", (2, 4, 130, 64)))
+        # ... but not one the kernels cannot take.
+        self.assertRaisesNaming(ValueError, "v", q, k, t("v", (2, 4, 130, 72)))
+
+    def test_q_float32(self):
+        q, k, v = qkv()
+        msg = self.assertRaisesNaming(TypeError, "q", t("q", q.shape, "float32"), k, v)
+        self.assertIn("float32", msg)
+
+    def test_k_other_dtype(self):
+        q, k, v = qkv()
+        self.assertRaisesNaming(TypeError, "k", q, t("k", k.shape, "float16"), v)
+
+    def test_batch(self):
+        q, k, v = qkv()
+        msg = self.assertRaisesNaming(ValueError, "k", q, t("k", (3, 4, 130, 128)), v)
+        self.assertIn("batch", msg)
+
+    def test_heads_do_not_divide(self):
+        q, _, _ = qkv()
+        msg = self.assertRaisesNaming(ValueError, "k", q, t("k", (2, 3, 130, 128)),
+                                      t("v", (2, 3, 130, 128)))
+        self.assertIn("Hq % Hkv", msg)
+
+    def test_v_longer_than_k(self):
+        q, k, _ = qkv()
+        msg = self.assertRaisesNaming(ValueError, "v", q, k, t("v", (2, 4, 131, 128)))
+        self.assertIn("130", msg)
+
+    def test_v_other_heads(self):
+        q, k, _ = qkv()
+        self.assertRaisesNaming(ValueError, "v", q, k, t("v", (2, 2, 130, 128)))
+
+    def test_cpu_tensors(self):
+        q, k, v = qkv()
+        msg = self.assertRaisesNaming(ValueError, "q",
+                                      t("q", q.shape, device="cpu"), k, v)
+        self.assertIn("CUDA", msg)
+
+    def test_two_devices(self):
+        q, k, v = qkv()
+        self.assertRaisesNaming(ValueError, "v", q, k, t("v", v.shape, device="cuda:1"))
+
+    def test_rank(self):
+        _, k, v = qkv()
+        self.assertRaisesNaming(ValueError, "q", t("q", (4, 100, 128)), k, v)
+
+    def test_not_a_tensor(self):
+        _, k, v = qkv()
+        with self.assertRaises(TypeError):
+            check_attention([1, 2], k, v)
+
+    def test_bias_and_mask(self):
+        q, k, v = qkv()
+        for shape in ((130,), (100, 130), (1, 4, 1, 130), (2, 1, 100, 130),
+                      (2, 4, 100, 130)):
+            check_attention(q, k, v, bias=t("bias", shape, "float32"),
+                            mask=t("mask", shape, "bool"))
+        msg = self.assertRaisesNaming(ValueError, "bias", q, k, v,
+                                      bias=t("bias", (100, 129), "float32"))
+        self.assertIn("broadcast", msg)
+        self.assertRaisesNaming(ValueError, "bias", q, k, v,
+                                bias=t("bias", (1, 2, 4, 100, 130), "float32"))
+        self.assertRaisesNaming(TypeError, "bias", q, k, v,
+                                bias=t("bias", (100, 130), "int32"))
+        self.assertRaisesNaming(TypeError, "mask", q, k, v,
+                                mask=t("mask", (100, 130), "float32"))
+        self.assertRaisesNaming(ValueError, "mask", q, k, v,
+                                mask=t("mask", (3, 1, 100, 130), "bool"))
+        self.assertRaisesNaming(ValueError, "mask", q, k, v,
+                                mask=t("mask", (100, 130), "bool", device="cpu"))
+
+    def test_scale_and_window(self):
+        q, k, v = qkv()
+        check_attention(q, k, v, scale=0.1, window=0)
+        self.assertRaisesNaming(ValueError, "scale", q, k, v, scale=float("nan"))
+        self.assertRaisesNaming(ValueError, "scale", q, k, v, scale=float("inf"))
+        self.assertRaisesNaming(TypeError, "scale", q, k, v, scale="0.1")
+        self.assertRaisesNaming(ValueError, "window", q, k, v, window=-1)
+        self.assertRaisesNaming(ValueError, "window", q, k, v, window=2 ** 63 - 1)
+        self.assertRaisesNaming(TypeError, "window", q, k, v, window=1.5)
+
+
+class Launch(unittest.TestCase):
+    def good(self, **over):
+        q, k, v = qkv()
+        tensors = dict(q=q, k=k, v=v, o=t("o", (2, 4, 100, 128)))
+        tensors.update(over)
+        return tensors
+
+    def assertLaunchRaises(self, error, name, manifest, tensors):
+        with self.assertRaises(error) as cm:
+            check_launch(manifest, tensors)
+        self.assertTrue(str(cm.exception).startswith(name + ":"),
+                        str(cm.exception))
+
+    def test_good(self):
+        check_launch(FORWARD, self.good())
+
+    def test_o_float16(self):
+        self.assertLaunchRaises(TypeError, "o", FORWARD,
+                                self.good(o=t("o", (2, 4, 100, 128), "float16")))
+
+    def test_o_half_the_rows(self):
+        self.assertLaunchRaises(ValueError, "o", FORWARD,
+                                self.good(o=t("o", (2, 4, 50, 128))))
+
+    def test_head_dim_not_compiled(self):
+        q, k, v = qkv(d=64, dv=64)
+        self.assertLaunchRaises(ValueError, "q", FORWARD,
+                                dict(q=q, k=k, v=v, o=t("o", (2, 4, 100, 64))))
+
+    def test_missing_and_unknown(self):
+        tensors = self.good()
+        del tensors["o"]
+        with self.assertRaises(ValueError):
+            check_launch(FORWARD, tensors)
+        with self.assertRaises(ValueError):
+            check_launch(FORWARD, self.good(lse=t("lse", (2, 4, 100), "float32")))
+
+    def test_backward(self):
+        q, k, v = qkv(hq=8, hkv=2)
+        good = dict(q=q, k=k, v=v, o=t("o", (2, 8, 100, 128)),
+                    do=t("do", (2, 8, 100, 128)),
+                    lse=t("lse", (2, 8, 100), "float32"),
+                    dq=t("dq", q.shape), dk=t("dk", k.shape), dv=t("dv", v.shape))
+        check_launch(BACKWARD, good)
+        for name, bad, error in (
+                ("lse", t("lse", (2, 8, 99), "float32"), ValueError),
+                ("lse", t("lse", (2, 8, 100), "bfloat16"), TypeError),
+                ("do", t("do", (2, 8, 100, 128), "float16"), TypeError),
+                ("dk", t("dk", (2, 8, 130, 128)), ValueError),
+                ("dv", t("dv", (2, 2, 130, 128), device="cpu"), ValueError)):
+            self.assertLaunchRaises(error, name, BACKWARD, dict(good, **{name: bad}))
+
+    def test_check_backward(self):
+        q, k, v = qkv()
+        o = t("output", (2, 4, 100, 128))
+        with self.assertRaises(ValueError):
+            check_backward(t("grad_output", (2, 4, 100, 64)), q, k, v, o,
+                           t("lse", (2, 4, 100), "float32"))
+
+
+class Strides(unittest.TestCase):
+    def test_rows_aligned(self):
+        self.assertTrue(rows_aligned(t("q", (2, 4, 100, 128))))
+        # A [B, S, H, D] view is still aligned row by row.
+        self.assertTrue(rows_aligned(t("q", (2, 4, 100, 128),
+                                       strides=(51200, 128, 512, 1))))
+        self.assertFalse(rows_aligned(t("q", (2, 4, 100, 128), ptr=258)))
+        self.assertFalse(rows_aligned(t("q", (2, 4, 100, 128),
+                                        strides=(51200, 12800, 128, 2))))
+        self.assertFalse(rows_aligned(t("q", (2, 4, 100, 60),
+                                        strides=(24000, 6000, 60, 1))))
+        # Broadcast dims (stride 0) keep the fast path.
+        self.assertTrue(rows_aligned(t("bias", (2, 4, 100, 128), "float32",
+                                       strides=(0, 0, 128, 1))))
+
+
+if __name__ == "__main__":
+    unittest.main()
