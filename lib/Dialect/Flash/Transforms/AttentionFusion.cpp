@@ -9,6 +9,7 @@
 #include "LinalgBuilders.h"
 
 #include "flash/Dialect/Flash/Transforms/Passes.h"
+#include "flash/Dialect/Flash/Transforms/Transforms.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -411,7 +412,8 @@ void mlir::flash::detail::eraseDeadOps(RewriterBase &rewriter,
 }
 
 void mlir::flash::detail::forEachAttentionCandidate(
-    Operation *root, function_ref<void(RewriterBase &, linalg::LinalgOp)> fn) {
+    Operation *root,
+    function_ref<void(PatternRewriter &, linalg::LinalgOp)> fn) {
   SmallVector<linalg::LinalgOp> candidates;
   root->walk([&](linalg::LinalgOp op) {
     if (op.getNumReductionLoops() == 1 && op.getNumDpsInputs() == 2)
@@ -419,7 +421,7 @@ void mlir::flash::detail::forEachAttentionCandidate(
   });
   // Fusing erases ops; remember them so that later candidates are valid.
   DenseSet<Operation *> erased;
-  IRRewriter rewriter(root->getContext());
+  PatternRewriter rewriter(root->getContext());
   struct Listener : RewriterBase::Listener {
     DenseSet<Operation *> &erased;
     explicit Listener(DenseSet<Operation *> &e) : erased(e) {}

@@ -82,7 +82,8 @@ void eraseDeadOps(RewriterBase &rewriter, ArrayRef<Operation *> seeds);
 /// (two inputs, one reduction loop), in program order, skipping those that
 /// an earlier call erased through the rewriter.
 void forEachAttentionCandidate(
-    Operation *root, function_ref<void(RewriterBase &, linalg::LinalgOp)> fn);
+    Operation *root,
+    function_ref<void(PatternRewriter &, linalg::LinalgOp)> fn);
 
 /// The layout folds on fused ops ([B*H, S, D] operands, repeated K/V) and
 /// the reshape canonicalizations they enable.

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flash/Dialect/Flash/Transforms/Passes.h"
+#include "flash/Dialect/Flash/Transforms/Transforms.h"
 
 #include "LinalgBuilders.h"
 
@@ -20,7 +21,8 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
-#include "llvm/ADT/TypeSwitch.h"
+#include "mlir/Rewrite/FrozenRewritePatternSet.h"
+#include "mlir/Rewrite/PatternApplicator.h"
 
 #include <limits>
 
@@ -564,31 +566,38 @@ struct DecomposeAttentionBackwardPattern
   }
 };
 
+/// Applies the decomposition patterns once to every flash op, in program
+/// order; an op that no pattern rewrites is an error.
 struct FlashDecomposeAttentionPass
     : flash::impl::FlashDecomposeAttentionPassBase<
           FlashDecomposeAttentionPass> {
+  LogicalResult initialize(MLIRContext *ctx) override {
+    RewritePatternSet set(ctx);
+    populateDecomposeAttentionPatterns(set);
+    patterns = std::move(set);
+    return success();
+  }
+
   void runOnOperation() override {
-    IRRewriter rewriter(&getContext());
+    PatternApplicator applicator(patterns);
+    applicator.applyDefaultCostModel();
+    PatternRewriter rewriter(&getContext());
     SmallVector<Operation *> ops;
     getOperation()->walk([&](Operation *op) {
       if (isa<AttentionOp, AttentionBackwardOp>(op))
         ops.push_back(op);
     });
     for (Operation *op : ops) {
-      LogicalResult result =
-          TypeSwitch<Operation *, LogicalResult>(op)
-              .Case([&](AttentionOp a) {
-                return decomposeAttention(rewriter, a);
-              })
-              .Case([&](AttentionBackwardOp a) {
-                return decomposeAttentionBackward(rewriter, a);
-              });
-      if (failed(result)) {
+      rewriter.setInsertionPoint(op);
+      if (failed(applicator.matchAndRewrite(op, rewriter))) {
         op->emitError("flash-decompose-attention: cannot decompose this op");
         return signalPassFailure();
       }
     }
   }
+
+private:
+  FrozenRewritePatternSet patterns;
 };
 } // namespace
 

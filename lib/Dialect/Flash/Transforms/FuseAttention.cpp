@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flash/Dialect/Flash/Transforms/Passes.h"
+#include "flash/Dialect/Flash/Transforms/Transforms.h"
 
 #include "AttentionFusion.h"
 
@@ -19,6 +20,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Rewrite/FrozenRewritePatternSet.h"
+#include "mlir/Rewrite/PatternApplicator.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -180,44 +183,60 @@ struct FoldRepeatedKeyValue : OpRewritePattern<AttentionOp> {
   }
 };
 
+/// Fuses the attention that ends in the matched contraction.
 struct FuseAttentionPattern : OpInterfaceRewritePattern<linalg::LinalgOp> {
-  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
+  FuseAttentionPattern(MLIRContext *ctx, const FuseAttentionOptions &options)
+      : OpInterfaceRewritePattern(ctx), options(options) {}
+
   LogicalResult matchAndRewrite(linalg::LinalgOp op,
                                 PatternRewriter &rewriter) const override {
     std::string reason;
     bool candidate = false;
     std::optional<AttentionMatch> m = matchAttention(op, reason, candidate);
-    if (!m)
-      return rewriter.notifyMatchFailure(op, reason);
-    if (failed(fuse(rewriter, *m, /*report=*/false, reason)))
-      return rewriter.notifyMatchFailure(op, reason);
-    return success();
+    if (m && succeeded(fuse(rewriter, *m, options.report, reason)))
+      return success();
+    if (options.report && candidate)
+      op->emitRemark("not fused: ") << reason;
+    return rewriter.notifyMatchFailure(op, reason);
   }
+
+private:
+  FuseAttentionOptions options;
 };
 
+/// Tries the patterns once on every candidate contraction, in program order
+/// (so remarks come once and in order, and no folding or dead-code removal
+/// touches the rest of the IR), then folds the fused ops' layouts.
 struct FlashFuseAttentionPass
     : flash::impl::FlashFuseAttentionPassBase<FlashFuseAttentionPass> {
   using Base::Base;
 
+  LogicalResult initialize(MLIRContext *ctx) override {
+    RewritePatternSet set(ctx);
+    populateFuseAttentionPatterns(set, FuseAttentionOptions{report});
+    patterns = std::move(set);
+    return success();
+  }
+
   void runOnOperation() override {
-    forEachAttentionCandidate(getOperation(), [&](RewriterBase &rewriter,
-                                                  linalg::LinalgOp op) {
-      std::string reason;
-      bool candidate = false;
-      std::optional<AttentionMatch> m = matchAttention(op, reason, candidate);
-      if (m && succeeded(fuse(rewriter, *m, report, reason)))
-        return;
-      if (report && candidate)
-        op->emitRemark("not fused: ") << reason;
-    });
+    PatternApplicator applicator(patterns);
+    applicator.applyDefaultCostModel();
+    forEachAttentionCandidate(
+        getOperation(), [&](PatternRewriter &rewriter, linalg::LinalgOp op) {
+          (void)applicator.matchAndRewrite(op, rewriter);
+        });
     if (failed(foldIntoFusedOps(getOperation())))
       return signalPassFailure();
   }
+
+private:
+  FrozenRewritePatternSet patterns;
 };
 } // namespace
 
-void mlir::flash::populateFuseAttentionPatterns(RewritePatternSet &patterns) {
-  patterns.add<FuseAttentionPattern>(patterns.getContext());
+void mlir::flash::populateFuseAttentionPatterns(
+    RewritePatternSet &patterns, const FuseAttentionOptions &options) {
+  patterns.add<FuseAttentionPattern>(patterns.getContext(), options);
   populateFoldIntoAttentionPatterns(patterns);
 }
 

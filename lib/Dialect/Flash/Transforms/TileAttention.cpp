@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flash/Dialect/Flash/Transforms/Passes.h"
+#include "flash/Dialect/Flash/Transforms/Transforms.h"
 #include "flash/Target/AttentionTarget.h"
 
 #include "LinalgBuilders.h"

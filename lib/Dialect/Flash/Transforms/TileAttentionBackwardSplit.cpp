@@ -22,6 +22,7 @@
 
 #include "flash/Dialect/Flash/IR/FlashOps.h"
 #include "flash/Dialect/Flash/Transforms/Passes.h"
+#include "flash/Dialect/Flash/Transforms/Transforms.h"
 
 #include "LinalgBuilders.h"
 #include "TileBuilders.h"

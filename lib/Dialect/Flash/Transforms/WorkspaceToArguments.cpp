@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flash/Dialect/Flash/Transforms/Passes.h"
+#include "flash/Dialect/Flash/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"

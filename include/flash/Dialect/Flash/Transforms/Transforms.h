@@ -1,0 +1,91 @@
+//===- Transforms.h - flash rewrites for other pipelines --------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+// The rewrites behind the flash passes, for compilers that run them inside
+// their own passes: pattern sets for any pattern driver and the one-op
+// entry points that the tiling passes call. The passes themselves are
+// declared in Passes.h; each one is a thin driver over what is here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_DIALECT_FLASH_TRANSFORMS_TRANSFORMS_H
+#define FLASH_DIALECT_FLASH_TRANSFORMS_TRANSFORMS_H
+
+#include "flash/Dialect/Flash/IR/FlashOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir::flash {
+
+//===----------------------------------------------------------------------===//
+// Fusion (graph level)
+//===----------------------------------------------------------------------===//
+
+struct FuseAttentionOptions {
+  /// Emit a remark on every candidate: what was fused, or why not. Meant for
+  /// drivers that try each op once (--flash-fuse-attention); a greedy driver
+  /// that retries an op repeats its remark.
+  bool report = false;
+};
+
+/// Patterns raising matmul -> softmax -> matmul chains in linalg into
+/// flash.attention (the rewrites of --flash-fuse-attention), followed by the
+/// layout folds below. The patterns need the flash dialect loaded (declare it
+/// in the pass's dependent dialects). Any driver works; the pass tries every
+/// contraction once, in order, and then folds greedily.
+void populateFuseAttentionPatterns(RewritePatternSet &patterns,
+                                   const FuseAttentionOptions &options = {});
+
+/// Layout folds on flash.attention: [B*H, S, D] operands collapsed from
+/// [B, H, S, D] become the rank-4 op, and K/V repeated to the query heads
+/// become grouped-query attention on the unrepeated tensors.
+void populateFoldIntoAttentionPatterns(RewritePatternSet &patterns);
+
+//===----------------------------------------------------------------------===//
+// Reference semantics
+//===----------------------------------------------------------------------===//
+
+/// Patterns rewriting flash.attention and flash.attention_backward into the
+/// naive materialising linalg form (the rewrites of
+/// --flash-decompose-attention).
+void populateDecomposeAttentionPatterns(RewritePatternSet &patterns);
+
+/// Rewrites one attention op into naive linalg; the op is replaced.
+LogicalResult decomposeAttention(RewriterBase &rewriter, AttentionOp op);
+LogicalResult decomposeAttentionBackward(RewriterBase &rewriter,
+                                         AttentionBackwardOp op);
+
+//===----------------------------------------------------------------------===//
+// Tiling (algorithm level)
+//===----------------------------------------------------------------------===//
+
+/// Tiles one attention op into the FlashAttention-2 loop nest with Br x Bc
+/// tiles; the op is replaced.
+LogicalResult tileAttention(RewriterBase &rewriter, AttentionOp op,
+                            int64_t blockRows, int64_t blockCols);
+
+/// Tiles one attention backward op into the FlashAttention-2 backward loop
+/// nest (recompute P from the LSE per Br x Bc tile); the op is replaced.
+LogicalResult tileAttentionBackward(RewriterBase &rewriter,
+                                    AttentionBackwardOp op, int64_t blockRows,
+                                    int64_t blockCols);
+
+/// The attribute naming the tensor.empty of an intermediate that the split
+/// backward passes between its nests ("d": rowsum(dO O), [B, Hq, M] f32).
+constexpr llvm::StringLiteral kWorkspaceAttr = "flash.workspace";
+
+/// Tiles one attention backward op into two forward-shaped nests, the form
+/// the GPU mapping takes: a dQ nest over (batch, head, query block) with
+/// Br x Bc tiles that also writes D = rowsum(dO O), and a dK/dV nest over
+/// (batch, KV head, key block) whose tiles are transposed (`kvBlockRows` key
+/// rows, `kvBlockCols` query columns); the op is replaced.
+LogicalResult tileAttentionBackwardSplit(RewriterBase &rewriter,
+                                         AttentionBackwardOp op,
+                                         int64_t blockRows, int64_t blockCols,
+                                         int64_t kvBlockRows,
+                                         int64_t kvBlockCols);
+
+} // namespace mlir::flash
+
+#endif // FLASH_DIALECT_FLASH_TRANSFORMS_TRANSFORMS_H
