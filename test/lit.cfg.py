@@ -2,6 +2,7 @@
 # lit configuration of the flash-mlir test suite.
 
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -19,6 +20,16 @@ config.test_exec_root = os.path.join(config.flash_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%flash_src", config.flash_src_root))
+config.substitutions.append(("%flash_obj", config.flash_obj_root))
+# The dialect and pass plugin of upstream mlir-opt (test/Plugin).
+config.substitutions.append(
+    ("%flash_plugin",
+     os.path.join(config.flash_obj_root, "lib", "FlashMLIRPlugin.so")))
+# Test/Install builds a project of its own; through ccache when there is one.
+launcher = shutil.which("ccache")
+config.substitutions.append(
+    ("%cxx_launcher",
+     "-DCMAKE_CXX_COMPILER_LAUNCHER=" + launcher if launcher else ""))
 runner_libs = ",".join(
     os.path.join(config.llvm_lib_dir, lib)
     for lib in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so")
@@ -37,5 +48,5 @@ llvm_config.with_environment("PATH", config.flash_tools_dir, append_path=True)
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.flash_tools_dir, config.llvm_tools_dir]
-tools = ["flash-opt", "flash-compile", "mlir-runner"]
+tools = ["flash-opt", "flash-compile", "mlir-runner", "mlir-opt"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
