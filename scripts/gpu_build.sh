@@ -2,7 +2,9 @@
 # Builds the GPU kernels of examples/gpu/variants.mlir and
 # examples/gpu/training.mlir (or the files given) into gpu-kernels/ (or
 # $FLASH_KERNELS) with flash-compile, for the check and the benchmark that
-# scripts/gpu_run.sh runs on the GPU machine.
+# scripts/gpu_run.sh runs on the GPU machine; and the PyTorch op's prebuilt
+# kernels (the common variants and those flash_mlir.torch_check uses) into
+# python/flash_mlir/kernels/<chip>.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ninja -C "$FLASH_BUILD" flash-compile | grep -v '^\[' || true
@@ -15,3 +17,5 @@ rm -rf "$out"
 for input in "${inputs[@]}"; do
   "$FLASH_BUILD/bin/flash-compile" "$input" --chip "$chip" -o "$out"
 done
+PYTHONPATH="$FLASH_ROOT/python" python3 -m flash_mlir.kernels --chip "$chip" \
+  --common --check-set --flash-compile "$FLASH_BUILD/bin/flash-compile"

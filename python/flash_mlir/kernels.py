@@ -18,7 +18,7 @@ chip). On a miss it compiles the family with flash-compile when one is found
 processes load the cubin from disk. Where no flash-compile exists, the error
 names the variant and the command that builds it elsewhere.
 
-    python -m flash_mlir.kernels --chip sm_90a -o DIR [--common] [VARIANT ...]
+    python -m flash_mlir.kernels --chip sm_90a [-o DIR] [--common] [VARIANT ...]
 
 prebuilds variants (the common set: f16/bf16 x D 64/128 x causal or not)
 into DIR; the package finds DIR through $FLASH_MLIR_KERNELS, or by itself
@@ -239,6 +239,11 @@ def common_variants():
             for dt in DTYPES for d in (64, 128) for c in (False, True)]
 
 
+# The variants beyond the common set that flash_mlir.torch_check uses.
+CHECK_VARIANTS = ("bf16:d64:causal:w48", "bf16:d64:scale=0.3",
+                  "bf16:d64:bias=f32", "bf16:d64:mask", "f16:d64:dv128:causal")
+
+
 class KernelNotFound(RuntimeError):
     pass
 
@@ -409,6 +414,8 @@ def main(argv=None):
                          "bf16:d128:bias=f32:mask, f16:d64:scale=0.1")
     ap.add_argument("--common", action="store_true",
                     help="the common set: f16/bf16 x D 64/128 x causal or not")
+    ap.add_argument("--check-set", action="store_true",
+                    help="also the variants flash_mlir.torch_check uses")
     ap.add_argument("--chip", default="sm_90a", choices=CHIPS)
     ap.add_argument("-o", "--output", help="output directory (default: the "
                     "package's flash_mlir/kernels/<chip>)")
@@ -420,6 +427,8 @@ def main(argv=None):
         variants = [Variant.parse(s) for s in args.variants]
     except ValueError as e:
         ap.error(str(e))
+    if args.check_set:
+        variants += [Variant.parse(s) for s in CHECK_VARIANTS]
     if args.common or not variants:
         variants = common_variants() + variants
     if args.print_mlir:

@@ -120,6 +120,52 @@ def _launch(variant, kind, device, tensors):
     launches[kern.name] += 1
 
 
+def run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse,
+                out=None):
+    """Checks, then launches the forward into `out` (any strides; a new
+    contiguous tensor if None). Returns (O, LSE or an empty tensor)."""
+    shape = _check_forward(q, k, v, bias, mask, scale, window)
+    if out is None:
+        out = torch.empty(shape.output_shape(), dtype=q.dtype, device=q.device)
+    else:
+        validate.check_output(_info("out", out), shape)
+    lse = torch.empty(shape.lse_shape() if compute_lse else (0,),
+                      dtype=torch.float32, device=q.device)
+    if out.numel() == 0:
+        return out, lse
+    if shape.keys == 0:  # every row fully masked
+        out.zero_()
+        lse.fill_(-math.inf)
+        return out, lse
+    variant = _variant(shape, q.dtype, bias, mask, causal, scale, window)
+    tensors = dict(q=q, k=k, v=v, o=out, **_score_operands(shape, bias, mask))
+    if compute_lse:
+        tensors["lse"] = lse
+    _launch(variant, "train" if compute_lse else "fwd", q.device, tensors)
+    return out, lse
+
+
+def run_backward(grad_out, q, k, v, out, lse, bias, mask, causal, scale,
+                 window, grads=None):
+    """Checks, then launches the backward into `grads` = (dQ, dK, dV) (any
+    strides; new contiguous tensors if None)."""
+    shape = _check_backward(grad_out, q, k, v, out, lse, bias, mask, scale,
+                            window)
+    if grads is None:
+        grads = tuple(torch.empty(t.shape, dtype=t.dtype, device=t.device)
+                      for t in (q, k, v))
+    dq, dk, dv = grads
+    if shape.queries == 0 or shape.keys == 0 or dq.numel() == 0:
+        for g in grads:
+            g.zero_()
+        return grads
+    variant = _variant(shape, q.dtype, bias, mask, causal, scale, window)
+    tensors = dict(q=q, k=k, v=v, o=out, do=grad_out, lse=lse, dq=dq, dk=dk,
+                   dv=dv, **_score_operands(shape, bias, mask))
+    _launch(variant, "train_backward", q.device, tensors)
+    return grads
+
+
 @torch.library.custom_op("flash_mlir::attention_forward", mutates_args=())
 def attention_forward(q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
                       mask: Optional[Tensor], causal: bool, scale: float,
@@ -127,22 +173,7 @@ def attention_forward(q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
                       compute_lse: bool) -> Tuple[Tensor, Tensor]:
     """O [B, Hq, M, Dv] and, with compute_lse, LSE [B, Hq, M] (else an
     empty tensor)."""
-    shape = _check_forward(q, k, v, bias, mask, scale, window)
-    o = torch.empty(shape.output_shape(), dtype=q.dtype, device=q.device)
-    lse = torch.empty(shape.lse_shape() if compute_lse else (0,),
-                      dtype=torch.float32, device=q.device)
-    if o.numel() == 0:
-        return o, lse
-    if shape.keys == 0:  # every row fully masked
-        o.zero_()
-        lse.fill_(-math.inf)
-        return o, lse
-    variant = _variant(shape, q.dtype, bias, mask, causal, scale, window)
-    tensors = dict(q=q, k=k, v=v, o=o, **_score_operands(shape, bias, mask))
-    if compute_lse:
-        tensors["lse"] = lse
-    _launch(variant, "train" if compute_lse else "fwd", q.device, tensors)
-    return o, lse
+    return run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse)
 
 
 @attention_forward.register_fake
@@ -171,20 +202,8 @@ def attention_backward(grad_out: Tensor, q: Tensor, k: Tensor, v: Tensor,
                        window: Optional[int]) -> Tuple[Tensor, Tensor, Tensor]:
     """dQ, dK, dV of attention_forward from its O and LSE (which may come
     from elsewhere, e.g. merged across devices)."""
-    shape = _check_backward(grad_out, q, k, v, out, lse, bias, mask, scale,
-                            window)
-    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
-    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
-    if shape.queries == 0 or shape.keys == 0 or dq.numel() == 0:
-        for g in (dq, dk, dv):
-            g.zero_()
-        return dq, dk, dv
-    variant = _variant(shape, q.dtype, bias, mask, causal, scale, window)
-    tensors = dict(q=q, k=k, v=v, o=out, do=grad_out, lse=lse, dq=dq, dk=dk,
-                   dv=dv, **_score_operands(shape, bias, mask))
-    _launch(variant, "train_backward", q.device, tensors)
-    return dq, dk, dv
+    return run_backward(grad_out, q, k, v, out, lse, bias, mask, causal, scale,
+                        window)
 
 
 @attention_backward.register_fake
@@ -201,6 +220,8 @@ def _setup_context(ctx, inputs, output):
     ctx.save_for_backward(q, k, v, o, lse, bias, mask)
     ctx.causal, ctx.scale, ctx.window = causal, scale, window
     ctx.compute_lse = compute_lse
+    # LSE is an output, not differentiable (as in FlashAttention).
+    ctx.mark_non_differentiable(lse)
     ctx.set_materialize_grads(False)
 
 
@@ -209,10 +230,6 @@ def _backward(ctx, grad_o, grad_lse):
     if ctx.needs_input_grad[3]:
         raise RuntimeError("flash_mlir attention: bias receives no gradient "
                            "(detach it, or use SDPA for a learned bias)")
-    if grad_lse is not None:
-        raise RuntimeError("flash_mlir attention: the log-sum-exp output is "
-                           "not differentiable; detach it before using it "
-                           "in the loss")
     if grad_o is None:
         return None, None, None, None, None, None, None, None, None
     if not ctx.compute_lse:

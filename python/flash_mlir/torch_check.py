@@ -1,0 +1,309 @@
+"""Checks the PyTorch op on a GPU (flash_mlir.torch), in one run:
+
+    python -m flash_mlir.torch_check [-v]
+
+- forward and backward over a shape matrix (ragged M and N, M != N causal,
+  GQA, [B, H, S, D] and [B, S, H, D] views, unaligned rows, fully masked
+  rows; bias, mask, window, scale, Dv != D) against float64 references
+  computed from the same quantised inputs, and against SDPA's
+  FlashAttention-2 (our RMSE at most 1.25x its own where it runs the same
+  function);
+- the bad calls: each must raise TypeError/ValueError before any launch, and
+  a good call after them must still be right;
+- torch.compile(fullgraph=True) of code calling the op, forward and
+  backward, equal to eager, with our kernels counted as launched;
+- SDPA's registration (flash_mlir.sdpa): F.scaled_dot_product_attention
+  runs our kernels once activated, and falls back with a reason otherwise.
+
+Kernels must be prebuilt for the variants used (scripts/gpu_build.sh does
+it) unless flash-compile is installed. Exit status 1 on any failure.
+"""
+
+import argparse
+import math
+import sys
+import traceback
+
+import torch
+import torch.nn.functional as F
+
+from flash_mlir import torch as fm
+from flash_mlir.check import reference
+
+TOL = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+
+# (B, Hq, Hkv, M, N)
+SHAPES = [(2, 4, 4, 128, 128), (1, 4, 4, 77, 200), (2, 4, 4, 200, 77),
+          (1, 8, 2, 130, 130), (3, 2, 1, 33, 1000), (1, 2, 2, 1, 257)]
+
+failures = []
+
+
+def record(ok, what, detail=""):
+    if not ok:
+        failures.append(what)
+    print(("ok   " if ok else "FAIL ") + what + (f": {detail}" if detail else ""))
+
+
+def make(shape, dtype, layout, g):
+    """A random [B, H, S, D] tensor: contiguous, a [B, S, H, D] view, or
+    starting one element past 16 bytes (unaligned rows)."""
+    b, h, s, d = shape
+    t = torch.randn(b, s, h, d, device="cuda", generator=g)
+    if layout == "bshd":
+        return t.to(dtype).transpose(1, 2)
+    if layout == "offset":
+        flat = torch.empty(b * h * s * d + 1, device="cuda", dtype=dtype)
+        view = flat[1:].view(b, h, s, d)
+        view.copy_(t.transpose(1, 2))
+        return view
+    return t.transpose(1, 2).contiguous().to(dtype)
+
+
+def rel(a, b):
+    return ((a.double() - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+def rmse(a, b):
+    return ((a.double() - b) ** 2).mean().sqrt().item()
+
+
+def sdpa_fa2(q, k, v, scale, causal, do=None):
+    """SDPA's FlashAttention-2 on the same inputs where it computes the same
+    function (M == N for causal), else None; with do, also its grads."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    m, n = q.shape[2], k.shape[2]
+    if causal and m != n:
+        return None
+    group = q.shape[1] // k.shape[1]
+    q, k, v = (t.detach().clone(memory_format=torch.contiguous_format)
+               .requires_grad_(do is not None) for t in (q, k, v))
+    try:
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                               scale=scale,
+                                               enable_gqa=group > 1)
+            if do is None:
+                return o, None
+            # A fresh aligned dO: FA2's backward reads it 16 bytes at a time.
+            o.backward(do.clone(memory_format=torch.contiguous_format))
+    except RuntimeError:
+        return None
+    return o, (q.grad, k.grad, v.grad)
+
+
+def check_case(dtype, d, dv, causal, shape, layout, seed, window=None,
+               scale=None, bias_shape=None, mask_shape=None, grad=True):
+    b, hq, hkv, m, n = shape
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = make((b, hq, m, d), dtype, layout, g)
+    k = make((b, hkv, n, d), dtype, layout, g)
+    v = make((b, hkv, n, dv), dtype, layout, g)
+    bias = mask = None
+    if bias_shape is not None:
+        bias = torch.randn(*bias_shape, device="cuda", generator=g)
+    if mask_shape is not None:
+        mask = torch.rand(*mask_shape, device="cuda", generator=g) < 0.7
+        mask[..., 0, :] = False  # a fully masked row
+    eff_scale = scale if scale is not None else 1 / math.sqrt(d)
+    name = (f"{str(dtype)[6:]} d{d}{'' if dv == d else f' dv{dv}'}"
+            f"{' causal' if causal else ''}{f' w{window}' if window is not None else ''}"
+            f"{' scale' if scale is not None else ''}{' bias' if bias is not None else ''}"
+            f"{' mask' if mask is not None else ''} {shape} {layout}")
+    qs, ks, vs = (t.detach().requires_grad_(grad) for t in (q, k, v))
+    o, lse = fm.attention(qs, ks, vs, causal=causal, scale=scale, window=window,
+                          bias=bias, mask=mask, return_lse=True)
+    q64, k64, v64 = (t.detach().double().requires_grad_(grad) for t in (q, k, v))
+    ref, ref_lse, hidden = reference(q64, k64, v64, eff_scale, causal, window,
+                                     bias, mask)
+    if mask is not None:
+        hidden = hidden | ~mask.expand(b, hq, m, n)
+    tol = TOL[dtype]
+    err = rel(o, ref)
+    ok = not torch.isnan(o).any() and err <= tol
+    finite = torch.isfinite(ref_lse)
+    ok &= torch.equal(torch.isfinite(lse), finite) and \
+        (lse[finite].double() - ref_lse[finite]).abs().max().item() <= 1e-3
+    full = hidden.all(dim=-1) if hidden.dim() == 4 else hidden.all(dim=-1).expand(b, hq, m)
+    if full.any():
+        ok &= o[full].abs().max().item() == 0
+        ok &= bool(torch.isneginf(lse[full]).all())
+    plain = window is None and bias is None and mask is None
+    fa2 = sdpa_fa2(q, k, v, eff_scale, causal, None) if plain else None
+    detail = f"O rel {err:.1e} (tol {tol:.0e})"
+    if fa2 is not None:
+        ours, theirs = rmse(o, ref), rmse(fa2[0], ref)
+        ok &= ours <= 1.25 * theirs + 1e-12
+        detail += f" rmse {ours:.2e} fa2 {theirs:.2e}"
+    if grad:
+        do = make((b, hq, m, dv), dtype, layout, g)
+        o.backward(do)
+        ref.backward(do.double())
+        fa2g = sdpa_fa2(q, k, v, eff_scale, causal, do) if plain else None
+        for i, (name_, ours_t, ref_t) in enumerate(
+                (("dq", qs.grad, q64.grad), ("dk", ks.grad, k64.grad),
+                 ("dv", vs.grad, v64.grad))):
+            e = rel(ours_t, ref_t)
+            ok &= not torch.isnan(ours_t).any() and e <= tol
+            detail += f"; {name_} {e:.1e}"
+            if fa2g is not None:
+                ours, theirs = rmse(ours_t, ref_t), rmse(fa2g[1][i], ref_t)
+                ok &= ours <= 1.25 * theirs + 1e-12
+    record(bool(ok), name, detail)
+
+
+def check_matrix(quick):
+    layouts = ("bhsd",) if quick else ("bhsd", "bshd", "offset")
+    shapes = SHAPES[:2] if quick else SHAPES
+    for dtype in (torch.bfloat16, torch.float16):
+        for d in (64, 128):
+            for causal in (False, True):
+                for si, shape in enumerate(shapes):
+                    for layout in layouts:
+                        check_case(dtype, d, d, causal, shape, layout, seed=si)
+    # Score operands and attributes (bf16, D = 64): bias [M, N] and
+    # [B, 1, M, N], a mask with a fully masked row, window, scale, Dv != D.
+    for shape in ((2, 4, 2, 77, 200), (1, 4, 4, 130, 130)):
+        b, hq, hkv, m, n = shape
+        check_case(torch.bfloat16, 64, 64, True, shape, "bhsd", 1, window=48)
+        check_case(torch.bfloat16, 64, 64, False, shape, "bhsd", 2, scale=0.3)
+        check_case(torch.bfloat16, 64, 64, False, shape, "bshd", 3,
+                   bias_shape=(m, n))
+        check_case(torch.bfloat16, 64, 64, False, shape, "bhsd", 4,
+                   bias_shape=(b, 1, m, n))
+        check_case(torch.bfloat16, 64, 64, False, shape, "bhsd", 5,
+                   mask_shape=(b, 1, m, n))
+        check_case(torch.float16, 64, 128, True, shape, "bhsd", 6)
+    # A window wider than the keys is no window (the plain kernels run).
+    check_case(torch.bfloat16, 64, 64, True, (1, 2, 2, 100, 100), "bhsd", 7,
+               window=1 << 40)
+
+
+def expect_error(what, error, fn):
+    launched = sum(fm.launches.values())
+    try:
+        fn()
+    except error as e:
+        ok = sum(fm.launches.values()) == launched
+        record(ok, f"bad call rejected: {what}", f"{type(e).__name__}: {e}")
+        return
+    except Exception as e:  # noqa: BLE001
+        record(False, f"bad call rejected: {what}",
+               f"wrong error {type(e).__name__}: {e}")
+        return
+    record(False, f"bad call rejected: {what}", "no error")
+
+
+def check_bad_calls():
+    """The bad calls of the PyTorch issue (through the op and through the
+    low-level Kernel), then a good call that must still be right."""
+    from flash_mlir.kernels import Variant
+    g = torch.Generator(device="cuda").manual_seed(0)
+    bf = torch.bfloat16
+
+    def r(*shape, dtype=bf, device="cuda"):
+        return torch.randn(*shape, generator=g, device="cuda").to(dtype).to(device)
+
+    q, k, v = r(2, 4, 256, 128), r(2, 4, 256, 128), r(2, 4, 256, 128)
+    att = fm.attention
+    expect_error("K head dim 64", ValueError, lambda: att(q, r(2, 4, 256, 64), v))
+    expect_error("V head dim 72", ValueError, lambda: att(q, k, r(2, 4, 256, 72)))
+    expect_error("Q float32", TypeError, lambda: att(q.float(), k, v))
+    expect_error("K another batch", ValueError, lambda: att(q, r(3, 4, 256, 128), v))
+    expect_error("3 KV heads for 4", ValueError,
+                 lambda: att(q, r(2, 3, 256, 128), r(2, 3, 256, 128)))
+    expect_error("V longer than K", ValueError, lambda: att(q, k, r(2, 4, 300, 128)))
+    expect_error("CPU tensors", ValueError, lambda: att(q.cpu(), k.cpu(), v.cpu()))
+    expect_error("rank 3", ValueError, lambda: att(q[0], k[0], v[0]))
+    expect_error("bias not broadcastable", ValueError,
+                 lambda: att(q, k, v, bias=r(256, 255, dtype=torch.float32)))
+    expect_error("float mask", TypeError,
+                 lambda: att(q, k, v, mask=r(256, 256, dtype=torch.float32)))
+    expect_error("negative window", ValueError, lambda: att(q, k, v, window=-3))
+    expect_error("NaN scale", ValueError, lambda: att(q, k, v, scale=float("nan")))
+    # The low-level kernel: O of another dtype or half the rows.
+    kern = fm.kernel_for(Variant.of("bf16", 128), "fwd", q.device)
+    o = torch.empty_like(q)
+    expect_error("Kernel: O float16", TypeError,
+                 lambda: kern(q=q, k=k, v=v, o=o.half()))
+    expect_error("Kernel: O half the rows", ValueError,
+                 lambda: kern(q=q, k=k, v=v, o=o[:, :, :128]))
+    expect_error("Kernel: K head dim 64", ValueError,
+                 lambda: kern(q=q, k=r(2, 4, 256, 64), v=v, o=o))
+    expect_error("Kernel: missing O", ValueError, lambda: kern(q=q, k=k, v=v))
+    expect_error("Kernel: CPU tensors", ValueError,
+                 lambda: kern(q=q.cpu(), k=k.cpu(), v=v.cpu(), o=o.cpu()))
+    torch.cuda.synchronize()
+    # Still healthy: a good call is right.
+    ref, _, _ = reference(q, k, v, 1 / math.sqrt(128), False, None)
+    err = rel(att(q, k, v), ref)
+    kern(q=q, k=k, v=v, o=o)
+    err2 = rel(o, ref)
+    record(err <= TOL[bf] and err2 <= TOL[bf], "good calls after the bad ones",
+           f"op {err:.1e}, kernel {err2:.1e}")
+
+
+def check_compile():
+    """torch.compile(fullgraph=True) traces the op (no graph break), and the
+    compiled function equals eager, forward and backward."""
+    torch._dynamo.reset()
+    g = torch.Generator(device="cuda").manual_seed(3)
+
+    def block(x, wq, wk, wv, causal):
+        b, s, _ = x.shape
+        q = (x @ wq).view(b, s, 4, 64).transpose(1, 2)
+        k = (x @ wk).view(b, s, 2, 64).transpose(1, 2)
+        v = (x @ wv).view(b, s, 2, 64).transpose(1, 2)
+        o = fm.attention(q, k, v, causal=causal)
+        return o.transpose(1, 2).reshape(b, s, 256).float().square().mean()
+
+    x = torch.randn(2, 300, 256, device="cuda", generator=g).bfloat16()
+    ws = [(torch.randn(256, n, device="cuda", generator=g) * 0.05).bfloat16()
+          .requires_grad_() for n in (256, 128, 128)]
+    for causal in (False, True):
+        eager = block(x, *ws, causal)
+        eager_grads = torch.autograd.grad(eager, ws)
+        compiled = torch.compile(block, fullgraph=True)
+        before = sum(fm.launches.values())
+        try:
+            got = compiled(x, *ws, causal)
+            got_grads = torch.autograd.grad(got, ws)
+        except Exception:  # noqa: BLE001
+            record(False, f"torch.compile fullgraph (causal={causal})",
+                   traceback.format_exc(limit=3))
+            continue
+        ran = sum(fm.launches.values()) - before
+        errs = [rel(a, b_.double()) for a, b_ in zip(got_grads, eager_grads)]
+        err = abs(got.item() - eager.item()) / abs(eager.item())
+        record(err < 1e-2 and max(errs) < 2e-2 and ran >= 2,
+               f"torch.compile fullgraph (causal={causal})",
+               f"loss rel {err:.1e}, grads rel {max(errs):.1e}, {ran} launches")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--only", default="matrix,bad,compile,sdpa")
+    args = p.parse_args(argv)
+    parts = args.only.split(",")
+    if "matrix" in parts:
+        check_matrix(args.quick)
+    if "bad" in parts:
+        check_bad_calls()
+    if "compile" in parts:
+        check_compile()
+    if "sdpa" in parts:
+        try:
+            from flash_mlir import sdpa_check
+            sdpa_check.run(record)
+        except ImportError as e:
+            record(False, "SDPA registration", str(e))
+    print("kernels launched:", dict(fm.launches))
+    print(f"torch_check: {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
