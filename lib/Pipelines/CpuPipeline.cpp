@@ -75,4 +75,8 @@ void flash::registerFlashPipelines() {
       "Lower flash.attention to GPU kernels (gpu.module -> NVVM -> PTX or "
       "cubin in gpu.binary)",
       buildFlashGpuPipeline);
+  PassPipelineRegistration<FlashTosaToAttentionOptions>(
+      "flash-tosa-to-attention",
+      "Lower TOSA to linalg and fuse the attention in it into flash.attention",
+      buildFlashTosaToAttentionPipeline);
 }

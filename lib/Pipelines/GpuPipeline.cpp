@@ -32,7 +32,7 @@ void flash::buildFlashGpuPipeline(OpPassManager &pm,
 void flash::buildFlashGpuKernelPipeline(
     OpPassManager &pm, const FlashGpuPipelineOptions &options) {
   flash::FlashTileAttentionPassOptions tiling;
-  tiling.target = options.chip;
+  tiling.target = tileTargetOf(options.chip);
   tiling.blockRows = options.blockRows;
   tiling.blockCols = options.blockCols;
   pm.addPass(flash::createFlashTileAttentionPass(tiling));
@@ -72,10 +72,10 @@ void flash::buildFlashGpuBinaryPipeline(
       !std::getenv("CUDA_PATH") && llvm::sys::fs::is_directory(kDefaultCuda))
     ::setenv("CUDA_HOME", kDefaultCuda, /*overwrite=*/0);
   gpu::GPUToNVVMPipelineOptions nvvm;
-  nvvm.cubinChip = options.chip;
+  nvvm.cubinChip = stringifyChip(options.chip).str();
   // PTX 8.0 is the first to know sm_90a; ptxas 13.0 accepts it.
   nvvm.cubinFeatures = "+ptx80";
-  nvvm.cubinFormat = options.format;
+  nvvm.cubinFormat = stringifyBinaryFormat(options.format).str();
   nvvm.optLevel = 3;
   gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
 }

@@ -3,6 +3,7 @@ compares the numbers with the float64 reference.
 
     python3 -m flash_mlir.cpu_check --b 2 --hq 4 --hkv 2 --m 77 --n 33 --d 16 \
         --dtype f16 --causal --dynamic mn
+    python3 -m flash_mlir.cpu_check FILE [--target T --block-rows R ...]
 
 It writes an MLIR program with random inputs baked in as constants (exact
 bit patterns), compiles it with `flash-opt <passes>` (default
@@ -10,6 +11,13 @@ bit patterns), compiles it with `flash-opt <passes>` (default
 raw f32 bit patterns and checks them against reference.py. Exit status 0
 means every output is within tolerance. Tools come from $FLASH_OPT,
 $MLIR_RUNNER and $MLIR_RUNNER_LIBS (set by lit), or from PATH.
+
+With FILE (any valid MLIR file, split at `// -----`), every public function
+of it runs on random inputs twice, as fusion_check runs them: through the
+naive decomposition (`--flash-cpu-pipeline="tile=false"`, the reference
+semantics) and through the pipeline with the tiling options given here, and
+the two must agree within the element type's tolerance. One line per
+function, then "cpu_check: N failure(s)".
 """
 
 import argparse
@@ -208,7 +216,7 @@ def parse_outputs(text, results):
     return values
 
 
-def run_program(program, passes, keep=None):
+def run_program(program, passes, keep=None, entry="main"):
     flash_opt = os.environ.get("FLASH_OPT", "flash-opt")
     runner = os.environ.get("MLIR_RUNNER", "mlir-runner")
     libs = os.environ.get(
@@ -223,7 +231,7 @@ def run_program(program, passes, keep=None):
                                  capture_output=True, text=True)
         if lowered.returncode != 0:
             raise RuntimeError(f"flash-opt failed:\n{lowered.stderr}")
-        run = subprocess.run([runner, "-e", "main", "-entry-point-result=void",
+        run = subprocess.run([runner, "-e", entry, "-entry-point-result=void",
                               f"-shared-libs={libs}"],
                              input=lowered.stdout, capture_output=True, text=True)
         if run.returncode != 0:
@@ -317,6 +325,11 @@ def make_inputs(args, rng):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file", nargs="?",
+                   help="an MLIR file whose functions run tiled and naive (the shape "
+                        "options are then unused)")
+    p.add_argument("--dynamic-size", type=int, default=12,
+                   help="with FILE: the value of every dynamic size")
     p.add_argument("--mode", choices=["fwd", "bwd"], default="fwd")
     for dim, default in [("b", 1), ("hq", 2), ("hkv", None), ("m", 8), ("n", None),
                          ("d", 16), ("dv", None)]:
@@ -353,6 +366,12 @@ def main(argv=None):
             opts += " tile=false"
         args.passes = f'--flash-cpu-pipeline="{opts}"'
     args.n = args.n or args.m
+    if args.file:
+        from flash_mlir.fusion_check import check_chunks  # it imports this module
+        failures = check_chunks(args.file, '--flash-cpu-pipeline="tile=false"', args.passes,
+                                args.dynamic_size, args.seed)
+        print(f"cpu_check: {failures} failure(s)")
+        return 1 if failures else 0
 
     rng = np.random.default_rng(args.seed)
     ops, full = make_inputs(args, rng)

@@ -1,5 +1,9 @@
 // RUN: flash-opt %s --tosa-to-linalg-pipeline --tosa-to-arith --flash-fuse-attention | FileCheck %s
 // RUN: %python -m flash_mlir.fusion_check %s --expect fused --pre "--tosa-to-linalg-pipeline --tosa-to-arith" | FileCheck %s --check-prefix=EXEC
+// The same through the one documented TOSA entry point (lowering + fusion):
+// RUN: flash-opt %s --flash-tosa-to-attention | FileCheck %s
+// RUN: flash-opt %s --flash-tosa-to-attention=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// REPORT: remark: fused attention: scale = 2.500000e-01
 
 // EXEC: PASS @tosa_attention (fused)
 // CHECK-LABEL: func @tosa_attention

@@ -12,6 +12,9 @@
 // DIR/<kernel>.cubin (when ptxas is found) and DIR/<kernel>.json, the
 // manifest a runtime needs to launch it.
 //
+// Exit status: 0 when every kernel was written, 1 on any error (with a
+// located diagnostic where the error has a location).
+//
 //===----------------------------------------------------------------------===//
 
 #include "flash/InitAllFlash.h"
@@ -54,31 +57,53 @@ namespace cl = llvm::cl;
 namespace sys = llvm::sys;
 namespace json = llvm::json;
 
+static cl::OptionCategory flashCategory("flash-compile options");
+
 static opt<std::string> inputFile(cl::Positional, cl::Required,
-                                  cl::desc("<input.mlir>"));
+                                  cl::desc("<input.mlir>"),
+                                  cl::cat(flashCategory));
 static opt<std::string> outputDir("o", cl::Required,
-                                  cl::desc("Output directory"));
-static opt<std::string> chip("chip", cl::init("sm_90a"),
-                             cl::desc("sm_80 or sm_90a"));
+                                  cl::desc("Output directory"),
+                                  cl::value_desc("dir"),
+                                  cl::cat(flashCategory));
+
+using flash::Chip;
+using flash::TensorCores;
+
+static opt<Chip> chip("chip", cl::init(Chip::Sm90a),
+                      cl::desc("GPU architecture of the kernels"),
+                      cl::values(FLASH_GPU_CHIP_VALUES),
+                      cl::cat(flashCategory));
+
 static opt<int64_t> blockRows("block-rows", cl::init(0),
-                              cl::desc("Query rows per CTA (0: choose)"));
+                              cl::desc("Query rows per CTA (0: choose)"),
+                              cl::cat(flashCategory));
 static opt<int64_t> blockCols("block-cols", cl::init(0),
-                              cl::desc("Keys per step (0: choose)"));
+                              cl::desc("Keys per step (0: choose)"),
+                              cl::cat(flashCategory));
 static opt<int64_t> kvBlockRows(
     "kv-block-rows", cl::init(0),
-    cl::desc("Backward: key rows per dK/dV CTA (0: choose)"));
+    cl::desc("Backward: key rows per dK/dV CTA (0: choose)"),
+    cl::cat(flashCategory));
 static opt<int64_t> kvBlockColsOption(
     "kv-block-cols", cl::init(0),
-    cl::desc("Backward: query rows per dK/dV step (0: choose)"));
+    cl::desc("Backward: query rows per dK/dV step (0: choose)"),
+    cl::cat(flashCategory));
 static opt<int64_t> threads("threads-per-block", cl::init(0),
-                            cl::desc("Threads per CTA (0: choose)"));
-static opt<std::string> tensorCores(
-    "tensor-cores", cl::init("auto"),
-    cl::desc("Tile contractions on tensor cores: auto (wgmma on sm_90a; on "
-             "sm_80 wmma for f16, mma-sync for bf16), wgmma, mma-sync, wmma "
-             "or none"));
+                            cl::desc("Threads per CTA (0: choose)"),
+                            cl::cat(flashCategory));
+
+static opt<TensorCores> tensorCores("tensor-cores", cl::init(TensorCores::Auto),
+                                    cl::desc("Tile contractions on tensor "
+                                             "cores"),
+                                    FLASH_TENSOR_CORES_VALUES,
+                                    cl::cat(flashCategory));
 static opt<std::string> ptxas("ptxas", cl::init("/usr/local/cuda/bin/ptxas"),
-                              cl::desc("ptxas used to make cubins"));
+                              cl::desc("ptxas used to make cubins"),
+                              cl::value_desc("path"), cl::cat(flashCategory));
+
+/// The spelling of the chip in pass options, manifests and ptxas arguments.
+static StringRef chipName() { return flash::stringifyChip(chip); }
 
 namespace {
 struct Param {
@@ -242,7 +267,7 @@ PtxasReport assemble(StringRef ptxPath, StringRef cubinPath) {
     return report;
   SmallString<128> logPath;
   sys::fs::createTemporaryFile("ptxas", "log", logPath);
-  std::string arch = "-arch=" + chip.getValue();
+  std::string arch = ("-arch=" + chipName()).str();
   SmallVector<StringRef> args = {ptxas, arch, "-v", "-o", cubinPath, ptxPath};
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath),
                                           StringRef(logPath)};
@@ -310,7 +335,7 @@ LogicalResult writeManifest(StringRef path, json::Object manifest,
 
 /// Shared memory one CTA may use on each chip.
 int64_t sharedMemoryLimit() {
-  return chip == "sm_80" ? 163 * 1024 : 227 * 1024;
+  return chip == Chip::Sm80 ? 163 * 1024 : 227 * 1024;
 }
 
 struct Config {
@@ -320,9 +345,9 @@ struct Config {
 };
 
 /// The mapping's tensor-core choice: Hopper's warpgroup MMA on sm_90a.
-std::string tensorCoreChoice() {
-  if (tensorCores == "auto" && chip == "sm_90a")
-    return "wgmma";
+TensorCores tensorCoreChoice() {
+  if (tensorCores == TensorCores::Auto && chip == Chip::Sm90a)
+    return TensorCores::Wgmma;
   return tensorCores;
 }
 
@@ -347,7 +372,7 @@ FailureOr<Kernel> build(flash::AttentionOp op, StringRef name,
   OwningOpRef<ModuleOp> module = buildKernelModule(op, name, params);
   flash::FlashGpuPipelineOptions options;
   options.chip = chip;
-  options.format = "isa";
+  options.format = flash::BinaryFormat::Isa;
   options.blockRows = config.rows;
   options.blockCols = config.cols;
   options.threads = config.threads;
@@ -413,7 +438,7 @@ LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
   // (each K/V fragment feeds two mma rows), then 16, then smaller tiles;
   // with wgmma, 128 x 48 (the training forward: LSE spills at 128 x 64) and
   // 128 x 128 on two warpgroups before 128 x 32.
-  bool wgmma = tensorCoreChoice() == "wgmma" && asyncCopies;
+  bool wgmma = tensorCoreChoice() == TensorCores::Wgmma && asyncCopies;
   SmallVector<Config> configs;
   if (blockRows || blockCols || threads)
     configs.push_back({blockRows ? blockRows.getValue() : 32,
@@ -444,7 +469,7 @@ LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
       if (last)
         return op.emitError("flash-compile: the tiles need ")
                << kernel->sharedMemory << " B of shared memory, more than "
-               << chip << " has";
+               << chipName() << " has";
       continue;
     }
     // When only one CTA fits on an SM, give it 16 warps instead of 8
@@ -471,7 +496,7 @@ LogicalResult compileKernel(flash::AttentionOp op, StringRef name,
     json::Object manifest{
         {"kernel", name},
         {"entry", kernel->entry},
-        {"chip", chip.getValue()},
+        {"chip", chipName()},
         {"ptx", (name + ".ptx").str()},
         {"cubin", ptxasReport.ran ? json::Value((name + ".cubin").str())
                                   : json::Value(nullptr)},
@@ -549,7 +574,7 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
   // then finds nothing left to tile.
   PassManager tiling(ctx);
   flash::FlashTileAttentionPassOptions tileOptions;
-  tileOptions.target = chip;
+  tileOptions.target = flash::tileTargetOf(chip);
   tileOptions.blockRows = blockRows;
   tileOptions.blockCols = blockCols;
   tileOptions.kvBlockRows = kvBlockRows;
@@ -561,7 +586,7 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
 
   flash::FlashGpuPipelineOptions options;
   options.chip = chip;
-  options.format = "isa";
+  options.format = flash::BinaryFormat::Isa;
   options.blockRows = blockRows;
   options.blockCols = blockCols;
   options.threads = threads ? threads.getValue() : 128;
@@ -661,7 +686,7 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
     if (l.sharedMemory > sharedMemoryLimit())
       return op.emitError("flash-compile: ")
              << l.entry << " needs " << l.sharedMemory
-             << " B of shared memory, more than " << chip << " has";
+             << " B of shared memory, more than " << chipName() << " has";
     std::string base = (name + "." + std::to_string(i)).str();
     SmallString<128> ptxPath(outputDir), cubinPath(outputDir);
     sys::path::append(ptxPath, base + ".ptx");
@@ -698,7 +723,7 @@ LogicalResult compileBackward(flash::AttentionBackwardOp op, StringRef name,
   json::Object manifest{
       {"kernel", name},
       {"kind", "backward"},
-      {"chip", chip.getValue()},
+      {"chip", chipName()},
       {"launches", std::move(launchList)},
       // Parameters the caller does not pass: allocated by the runtime.
       {"workspace", json::Array{json::Object{
@@ -729,7 +754,7 @@ LogicalResult compileBackwardPair(flash::AttentionBackwardOp op, StringRef name,
   // docs/GPU-NOTES.md 30 and 33.
   SmallVector<int64_t> candidates = {kvBlockColsOption};
   if (!kvBlockColsOption && !blockRows) {
-    if (tensorCoreChoice() == "wgmma" && asyncCopies)
+    if (tensorCoreChoice() == TensorCores::Wgmma && asyncCopies)
       candidates.insert(candidates.begin(), d > 64 ? 64 : 128);
     if (d > 64)
       candidates.push_back(16);
@@ -770,11 +795,29 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerAllPasses();
   flash::registerAllFlashPasses();
-  cl::ParseCommandLineOptions(argc, argv,
-                              "flash-compile: attention in MLIR -> GPU kernels "
-                              "(PTX, cubin, JSON manifest)\n");
-  if (chip != "sm_80" && chip != "sm_90a") {
-    llvm::errs() << "flash-compile: --chip must be sm_80 or sm_90a\n";
+  cl::HideUnrelatedOptions(flashCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "flash-compile: attention in MLIR -> GPU kernels (PTX, cubin, JSON "
+      "manifest)\n\n"
+      "Fuses the attention in <input.mlir> and writes, per attention, "
+      "<dir>/<kernel>.ptx,\n<dir>/<kernel>.cubin (when ptxas runs) and "
+      "<dir>/<kernel>.json.\n\n"
+      "Exit status: 0 when every kernel was written; 1 on any error (bad "
+      "option,\ninput that does not parse, no attention found, a kernel "
+      "that does not build),\nwith a diagnostic on stderr.\n");
+  // Sizes are counts; 0 lets flash-compile choose.
+  for (opt<int64_t> *size : {&blockRows, &blockCols, &kvBlockRows,
+                             &kvBlockColsOption, &threads}) {
+    if (*size < 0) {
+      llvm::errs() << "flash-compile: --" << size->ArgStr
+                   << " must be positive (or 0 to choose), not " << *size
+                   << "\n";
+      return 1;
+    }
+  }
+  if (tensorCores == TensorCores::Wgmma && chip != Chip::Sm90a) {
+    llvm::errs() << "flash-compile: --tensor-cores=wgmma needs --chip=sm_90a\n";
     return 1;
   }
   DialectRegistry registry;

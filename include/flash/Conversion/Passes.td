@@ -51,15 +51,20 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
   }];
   let options = [
     Option<"threads", "threads", "int64_t", "128", "Threads per block">,
-    Option<"chip", "chip", "std::string", "\"\"",
-           "Target GPU (sm_80, sm_90a), when known: tensor-cores=auto takes "
-           "wgmma on sm_90a, and wgmma on another chip is an error">,
-    Option<"tensorCores", "tensor-cores", "std::string", "\"auto\"",
+    Option<"chip", "chip", "::mlir::flash::Chip", "::mlir::flash::Chip::Any",
+           "Target GPU (any, sm_80, sm_90a): tensor-cores=auto takes wgmma "
+           "on sm_90a, and wgmma on another known chip is an error",
+           [{::llvm::cl::values(
+               clEnumValN(::mlir::flash::Chip::Any, "any", "not known"),
+               FLASH_GPU_CHIP_VALUES)}]>,
+    Option<"tensorCores", "tensor-cores", "::mlir::flash::TensorCores",
+           "::mlir::flash::TensorCores::Auto",
            "Tile contractions on tensor cores: mma-sync (mma.sync.m16n8k16, "
            "f16 and bf16), wgmma (sm_90a warpgroup MMA for the warp register "
            "tiles, mma-sync elsewhere), wmma (16x16x16 fragments, f16 only), "
            "auto (wgmma when chip=sm_90a; else wmma for f16, mma-sync for "
-           "bf16) or none">,
+           "bf16) or none",
+           "FLASH_TENSOR_CORES_VALUES">,
     Option<"registerTiles", "register-tiles", "bool", "true",
            "Keep the tiles indexed by query rows (scores, probabilities, "
            "accumulator, running max and sum) in warp registers, "

@@ -7,6 +7,7 @@
 #ifndef FLASH_PIPELINES_PIPELINES_H
 #define FLASH_PIPELINES_PIPELINES_H
 
+#include "flash/Target/TargetOptions.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -19,9 +20,9 @@ struct FlashCpuPipelineOptions
       llvm::cl::desc("Run flash.attention through --flash-tile-attention "
                      "(otherwise through the naive decomposition)"),
       llvm::cl::init(true)};
-  PassOptions::Option<std::string> target{
-      *this, "target", llvm::cl::desc("Tile-size target: cpu, sm_80, sm_90a"),
-      llvm::cl::init("cpu")};
+  PassOptions::Option<TileTarget> target{
+      *this, "target", llvm::cl::desc("Tile-size target"),
+      llvm::cl::init(TileTarget::Cpu), FLASH_TILE_TARGET_VALUES};
   PassOptions::Option<int64_t> blockRows{
       *this, "block-rows", llvm::cl::desc("Force Br (0: from the target)"),
       llvm::cl::init(0)};
@@ -40,14 +41,15 @@ void buildFlashCpuPipeline(OpPassManager &pm,
 
 struct FlashGpuPipelineOptions
     : public PassPipelineOptions<FlashGpuPipelineOptions> {
-  PassOptions::Option<std::string> chip{
-      *this, "chip", llvm::cl::desc("GPU architecture: sm_80 or sm_90a"),
-      llvm::cl::init("sm_90a")};
-  PassOptions::Option<std::string> format{
-      *this, "format",
-      llvm::cl::desc("What gpu-module-to-binary produces: isa (PTX) or bin "
-                     "(cubin, through ptxas)"),
-      llvm::cl::init("isa")};
+  PassOptions::Option<Chip> chip{
+      *this, "chip", llvm::cl::desc("GPU architecture"),
+      llvm::cl::init(Chip::Sm90a), llvm::cl::values(FLASH_GPU_CHIP_VALUES)};
+  PassOptions::Option<BinaryFormat> format{
+      *this, "format", llvm::cl::desc("What gpu-module-to-binary produces"),
+      llvm::cl::init(BinaryFormat::Isa),
+      llvm::cl::values(clEnumValN(BinaryFormat::Isa, "isa", "PTX"),
+                       clEnumValN(BinaryFormat::Bin, "bin",
+                                  "cubin, through ptxas"))};
   PassOptions::Option<int64_t> blockRows{
       *this, "block-rows", llvm::cl::desc("Query rows per CTA (Br)"),
       llvm::cl::init(32)};
@@ -56,11 +58,10 @@ struct FlashGpuPipelineOptions
                                          llvm::cl::init(32)};
   PassOptions::Option<int64_t> threads{
       *this, "threads", llvm::cl::desc("Threads per CTA"), llvm::cl::init(128)};
-  PassOptions::Option<std::string> tensorCores{
+  PassOptions::Option<TensorCores> tensorCores{
       *this, "tensor-cores",
-      llvm::cl::desc("Tile contractions on tensor cores: auto (wgmma on "
-                     "sm_90a), mma-sync, wgmma (sm_90a), wmma or none"),
-      llvm::cl::init("auto")};
+      llvm::cl::desc("Tile contractions on tensor cores"),
+      llvm::cl::init(TensorCores::Auto), FLASH_TENSOR_CORES_VALUES};
   PassOptions::Option<bool> registerTiles{
       *this, "register-tiles",
       llvm::cl::desc("Scores, probabilities and the accumulator in warp "
@@ -88,6 +89,21 @@ void buildFlashGpuKernelPipeline(OpPassManager &pm,
 /// gpu.module kernels through NVVM to gpu.binary.
 void buildFlashGpuBinaryPipeline(OpPassManager &pm,
                                  const FlashGpuPipelineOptions &options);
+
+struct FlashTosaToAttentionOptions
+    : public PassPipelineOptions<FlashTosaToAttentionOptions> {
+  PassOptions::Option<bool> report{
+      *this, "report",
+      llvm::cl::desc("Emit a remark for every candidate: what was fused, or "
+                     "why not"),
+      llvm::cl::init(false)};
+};
+
+/// TOSA in, flash.attention out: lowers TOSA to linalg (upstream's
+/// tosa-to-linalg passes and tosa-to-arith), then runs
+/// --flash-fuse-attention.
+void buildFlashTosaToAttentionPipeline(
+    OpPassManager &pm, const FlashTosaToAttentionOptions &options);
 
 /// Registers every flash pipeline with the global pass registry.
 void registerFlashPipelines();

@@ -33,11 +33,14 @@ namespace mlir::flash {
 } // namespace mlir::flash
 
 using namespace mlir;
+using flash::Chip;
+using flash::stringifyChip;
+using flash::TensorCores;
 
 namespace {
 class TileMapper {
 public:
-  TileMapper(scf::ForallOp forall, int64_t threads, StringRef tensorCores,
+  TileMapper(scf::ForallOp forall, int64_t threads, TensorCores tensorCores,
              bool registerTiles, bool asyncCopies)
       : forall(forall), loc(forall.getLoc()), threads(threads),
         tensorCores(tensorCores), registerTiles(registerTiles),
@@ -59,7 +62,7 @@ private:
   scf::ForallOp forall;
   Location loc;
   int64_t threads;
-  StringRef tensorCores;
+  TensorCores tensorCores;
   bool registerTiles, asyncCopies;
 };
 } // namespace
@@ -119,8 +122,8 @@ LogicalResult TileMapper::run() {
   if (failed(sinkValuesDefinedAbove(launch)))
     return failure();
   flash::WarpRegisterTiles inRegisters(launch, threads / 32);
-  if (registerTiles && threads % 32 == 0 && tensorCores != "none")
-    inRegisters.analyze(tensorCores == "wgmma" && asyncCopies);
+  if (registerTiles && threads % 32 == 0 && tensorCores != TensorCores::None)
+    inRegisters.analyze(tensorCores == TensorCores::Wgmma && asyncCopies);
   int64_t bytes = carveSharedMemory(launch, inRegisters);
   OpBuilder smem(launch);
   Value size =
@@ -632,9 +635,11 @@ LogicalResult TileMapper::lowerLinalg(gpu::LaunchOp launch) {
     auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
     // auto: WMMA where it exists (f16: its vector fragment loads measured
     // 1.7x faster than this mma.sync lowering's scalar ones), mma.sync else.
-    bool wmma = tensorCores == "wmma" || tensorCores == "auto";
-    bool mmaSync = tensorCores == "mma-sync" || tensorCores == "auto" ||
-                   tensorCores == "wgmma";
+    bool wmma =
+        tensorCores == TensorCores::Wmma || tensorCores == TensorCores::Auto;
+    bool mmaSync = tensorCores == TensorCores::MmaSync ||
+                   tensorCores == TensorCores::Auto ||
+                   tensorCores == TensorCores::Wgmma;
     if (generic && flash::matchTileContraction(generic)) {
       OpBuilder tb(generic);
       Value tid = gpu::ThreadIdOp::create(tb, loc, gpu::Dimension::x);
@@ -661,16 +666,22 @@ struct FlashMapTilesToGPUPass
       if (!forall->getParentOfType<scf::ForallOp>())
         foralls.push_back(forall);
     });
+    if (threads <= 0) {
+      emitError(getOperation().getLoc(),
+                "flash-map-tiles-to-gpu: threads must be positive, not ")
+          << static_cast<int64_t>(threads);
+      return signalPassFailure();
+    }
     // Hopper's warpgroup MMA exists on sm_90a only.
-    std::string cores = tensorCores;
-    if (cores == "auto" && chip == "sm_90a")
-      cores = "wgmma";
-    if (cores == "wgmma" && !chip.empty() && chip != "sm_90a" &&
-        !foralls.empty()) {
+    TensorCores cores = tensorCores;
+    if (cores == TensorCores::Auto && chip == Chip::Sm90a)
+      cores = TensorCores::Wgmma;
+    if (cores == TensorCores::Wgmma && chip != Chip::Any &&
+        chip != Chip::Sm90a && !foralls.empty()) {
       foralls.front().emitError("flash-map-tiles-to-gpu: tensor-cores=wgmma "
                                 "needs chip=sm_90a (Hopper's warpgroup MMA), "
                                 "not ")
-          << chip;
+          << stringifyChip(chip);
       return signalPassFailure();
     }
     for (scf::ForallOp forall : foralls)

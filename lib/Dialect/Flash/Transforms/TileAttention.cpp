@@ -422,17 +422,15 @@ struct FlashTileAttentionPass
   using Base::Base;
 
   void runOnOperation() override {
-    std::optional<AttentionTarget> tgt = lookupAttentionTarget(target);
-    if (!tgt) {
+    // Every target= value is a known target (the option is an enum).
+    std::optional<AttentionTarget> tgt =
+        lookupAttentionTarget(stringifyTileTarget(target));
+    assert(tgt && "the target enum and the target table disagree");
+    if (blockRows < 0 || blockCols < 0 || kvBlockRows < 0 || kvBlockCols < 0) {
       emitError(getOperation()->getLoc(),
-                "flash-tile-attention: unknown target '")
-          << target << "'; expected cpu, sm_80 or sm_90a";
-      return signalPassFailure();
-    }
-    if (blockRows < 0 || blockCols < 0) {
-      emitError(getOperation()->getLoc(),
-                "flash-tile-attention: block-rows and block-cols must be "
-                "positive (or 0 for the target's choice)");
+                "flash-tile-attention: block-rows, block-cols, kv-block-rows "
+                "and kv-block-cols must be positive (or 0 for the target's "
+                "choice)");
       return signalPassFailure();
     }
     SmallVector<AttentionOp> ops;

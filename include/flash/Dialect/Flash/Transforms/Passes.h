@@ -11,6 +11,7 @@
 #define FLASH_DIALECT_FLASH_TRANSFORMS_PASSES_H
 
 #include "flash/Dialect/Flash/IR/FlashOps.h"
+#include "flash/Target/TargetOptions.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

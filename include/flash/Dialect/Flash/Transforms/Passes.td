@@ -208,8 +208,10 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
     see TileAttentionBackwardSplit.cpp.
   }];
   let options = [
-    Option<"target", "target", "std::string", "\"cpu\"",
-           "Target whose memory sizes pick the tiles: cpu, sm_80 or sm_90a">,
+    Option<"target", "target", "::mlir::flash::TileTarget",
+           "::mlir::flash::TileTarget::Cpu",
+           "Target whose memory sizes pick the tiles: cpu, sm_80 or sm_90a",
+           "FLASH_TILE_TARGET_VALUES">,
     Option<"blockRows", "block-rows", "int64_t", "0",
            "Query rows per tile (Br); 0 picks it from the target">,
     Option<"blockCols", "block-cols", "int64_t", "0",
