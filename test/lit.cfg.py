@@ -41,6 +41,10 @@ config.environment["MLIR_RUNNER"] = os.path.join(config.llvm_tools_dir, "mlir-ru
 config.environment["MLIR_RUNNER_LIBS"] = runner_libs
 config.environment["PYTHONPATH"] = os.path.join(config.flash_src_root, "python")
 
+# format=bin and cubins need ptxas (the GPU pipeline looks in /usr/local/cuda).
+if shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
+    config.available_features.add("ptxas")
+
 llvm_config.with_system_environment(
     ["HOME", "INCLUDE", "LIB", "TMP", "TEMP", "CUDA_HOME", "CUDA_ROOT", "CUDA_PATH"])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -5,6 +5,13 @@
 // RUN: rm -rf %t && flash-compile %s --chip sm_90a -o %t | FileCheck %s
 // RUN: %python -m flash_mlir.manifest_check %t | FileCheck %s --check-prefix=MANIFEST
 // RUN: %python -c "import json,sys; m=json.load(open(sys.argv[1])); print(m['kind'], [l['entry'] for l in m['launches']], m['workspace'])" %t/named_softmax_backward.json | FileCheck %s --check-prefix=JSON
+// --kv-block-rows / --kv-block-cols: the dK/dV launch's grid steps over 32
+// key rows, its loop over 16 query rows (the default here: 64 key rows, 128 query columns).
+// RUN: %python -c "import json,sys; m=json.load(open(sys.argv[1])); print(m['kv_block_cols'], m['launches'][1]['grid'][0])" %t/named_softmax_backward.json | FileCheck %s --check-prefix=KVDEFAULT
+// RUN: rm -rf %t.kv && flash-compile %s --chip sm_90a --kv-block-rows=32 --kv-block-cols=16 -o %t.kv > /dev/null
+// RUN: %python -c "import json,sys; m=json.load(open(sys.argv[1])); print(m['kv_block_cols'], m['launches'][1]['grid'][0])" %t.kv/named_softmax_backward.json | FileCheck %s --check-prefix=KV
+// KVDEFAULT: 128 {'ceil_div': 64, 'dim': 2, 'tensor': 'k'}
+// KV: 16 {'ceil_div': 32, 'dim': 2, 'tensor': 'k'}
 
 // CHECK: named_softmax: {{.*}}, spill bytes 0
 // CHECK: named_softmax_general: {{.*}}, spill bytes 0
