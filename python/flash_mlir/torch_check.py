@@ -281,11 +281,68 @@ def check_compile():
                f"loss rel {err:.1e}, grads rel {max(errs):.1e}, {ran} launches")
 
 
+def check_route():
+    """torch.compile(backend="flash_mlir") on hand-written attention (the
+    GPT-style block of flash_mlir.train_bench): the compiler's matcher finds
+    it, our kernels run forward and backward, and the numbers equal eager;
+    attention whose probabilities are also returned is left alone, with the
+    reason."""
+    import flash_mlir.compile as fc
+    from flash_mlir.train_bench import handwritten_attention
+    g = torch.Generator(device="cuda").manual_seed(5)
+
+    def make(*shape):
+        return (torch.randn(*shape, device="cuda", generator=g) * 0.5) \
+            .bfloat16().requires_grad_()
+
+    for causal in (True, False):
+        torch._dynamo.reset()
+        q, k, v = make(2, 4, 256, 64), make(2, 4, 256, 64), make(2, 4, 256, 64)
+
+        def fn(q, k, v):
+            return handwritten_attention(q, k, v, causal)
+
+        eager = fn(q, k, v)
+        do = torch.randn(eager.shape, device="cuda", generator=g).bfloat16()
+        eager_grads = torch.autograd.grad(eager, (q, k, v), do)
+        del fc.reports[:]
+        before = sum(fm.launches.values())
+        try:
+            got = torch.compile(fn, backend="flash_mlir", fullgraph=True)(q, k, v)
+            grads = torch.autograd.grad(got, (q, k, v), do)
+        except Exception:  # noqa: BLE001
+            record(False, f"compile route: hand-written causal={causal}",
+                   traceback.format_exc(limit=4))
+            continue
+        ran = sum(fm.launches.values()) - before
+        err = rel(got, eager.double())
+        gerr = max(rel(a, b.double()) for a, b in zip(grads, eager_grads))
+        fused = [r for r in fc.reports if r["fused"]]
+        record(err < 1.6e-2 and gerr < 3e-2 and ran >= 2 and len(fused) == 1
+               and fused[0]["causal"] == causal,
+               f"compile route: hand-written causal={causal}",
+               f"O rel {err:.1e}, grads rel {gerr:.1e}, {ran} launches, "
+               f"reports {fc.reports}")
+    torch._dynamo.reset()
+    del fc.reports[:]
+    q, k, v = make(1, 2, 128, 64), make(1, 2, 128, 64), make(1, 2, 128, 64)
+
+    def probs_too(q, k, v):
+        p = torch.softmax(q @ k.transpose(-1, -2) / 8.0, dim=-1)
+        return p @ v, p
+
+    before = sum(fm.launches.values())
+    o, p = torch.compile(probs_too, backend="flash_mlir")(q, k, v)
+    reasons = [r.get("reason", "") for r in fc.reports]
+    record(sum(fm.launches.values()) == before and any("outside" in r for r in reasons),
+           "compile route: leaves attention whose probabilities are used", str(reasons))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--only", default="matrix,bad,compile,sdpa")
+    p.add_argument("--only", default="matrix,bad,compile,sdpa,route")
     args = p.parse_args(argv)
     parts = args.only.split(",")
     if "matrix" in parts:
@@ -294,6 +351,8 @@ def main(argv=None):
         check_bad_calls()
     if "compile" in parts:
         check_compile()
+    if "route" in parts:
+        check_route()
     if "sdpa" in parts:
         try:
             from flash_mlir import sdpa_check

@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import unittest
 
+from flash_mlir.region import find_flash_opt
 from flash_mlir.kernels import (KernelCache, KernelNotFound, Variant,
                                 common_variants, find_compiler)
 
@@ -38,7 +39,7 @@ class Variants(unittest.TestCase):
         # Every family's source is valid flash IR (flash-opt verifies it).
         text = "\n".join(v.mlir() for v in common_variants() + [
             Variant.parse("f16:d64:dv128:causal:w100:scale=0.1:bias=bf16:mask")])
-        opt = shutil.which("flash-opt")
+        opt = find_flash_opt()
         self.assertIsNotNone(opt, "flash-opt not on PATH")
         run = subprocess.run([opt, "-"], input=text, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -69,12 +69,17 @@ FailureOr<Value> mlir::flash::detail::relayout(OpBuilder &b, Location loc,
   if (plain && maps.front().isIdentity())
     return first.access.tensor;
   // Bias and mask operands broadcast right-aligned: a tensor that reads
-  // the trailing result dims in order is used as it is.
+  // the trailing result dims in order, or index 0 of a static unit dim
+  // (a broadcast the fused op does itself), is used as it is.
   if (plain && allowSuffix) {
     unsigned n = maps.front().getNumResults();
     bool suffix = n <= rank;
-    for (unsigned i = 0; suffix && i < n; ++i)
-      suffix = maps.front().getResult(i) == getAffineDimExpr(rank - n + i, ctx);
+    for (unsigned i = 0; suffix && i < n; ++i) {
+      AffineExpr r = maps.front().getResult(i);
+      auto c = dyn_cast<AffineConstantExpr>(r);
+      suffix = r == getAffineDimExpr(rank - n + i, ctx) ||
+               (c && c.getValue() == 0 && firstType.getDimSize(i) == 1);
+    }
     if (suffix)
       return first.access.tensor;
   }

@@ -394,6 +394,23 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
                  (isOp(c, "arith.ori") && !keep)) {
         masks.push_back({c->args[0], keep});
         masks.push_back({c->args[1], keep});
+      } else if (isOp(c, "arith.select") &&
+                 (isConst(c->args[2], 0.0) || isConst(c->args[1], 1.0))) {
+        // A mask built in the graph (torch.tril of ones):
+        // select(c, x, false) = c and x, select(c, true, x) = c or x.
+        bool conjunction = isConst(c->args[2], 0.0);
+        if (conjunction != keep) {
+          reason = "a mask condition mixes kept and hidden terms";
+          ok = false;
+        } else {
+          masks.push_back({c->args[0], keep});
+          Expr *other = conjunction ? c->args[1] : c->args[2];
+          if (!isConst(other, conjunction ? 1.0 : 0.0))
+            masks.push_back({other, keep});
+        }
+      } else if (isOp(c, "arith.select") &&
+                 isConst(c->args[1], 0.0) && isConst(c->args[2], 1.0)) {
+        masks.push_back({c->args[0], !keep}); // select(c, false, true) = not c
       } else if (isOp(c, "arith.cmpi")) {
         ok = succeeded(parseIndexCompare(c, keep, rank, *queryDim, keyDim, ctx,
                                          diag, reason));
