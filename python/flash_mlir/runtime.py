@@ -9,6 +9,7 @@ torch (for the tensors and the stream); no MLIR at run time.
 import ctypes
 import json
 import os
+import threading
 
 from flash_mlir import validate
 
@@ -87,6 +88,7 @@ class Launch:
         _check(lib.cuFuncSetAttribute(
             self.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             ctypes.c_int(self.shared)), "cuFuncSetAttribute")
+        self._arguments()
 
     def grid(self, tensors):
         dims = []
@@ -100,25 +102,38 @@ class Launch:
             dims.append(int(size))
         return dims
 
+    def _arguments(self):
+        """One int64 buffer holding every parameter word (memref
+        descriptors: pointer, pointer, offset, sizes, strides) and the
+        array of their addresses that cuLaunchKernel takes, built once."""
+        words = sum(3 + 2 * p["rank"] for p in self.entry["params"])
+        self._words = (ctypes.c_int64 * words)()
+        base = ctypes.addressof(self._words)
+        self._args = (ctypes.c_void_p * words)(*[base + 8 * i for i in range(words)])
+        self._lock = threading.Lock()
+
     def __call__(self, stream, tensors):
         values = []
         for p in self.entry["params"]:
             t = tensors[p["name"]]
             if t.dim() != p["rank"]:
                 raise ValueError(f"{p['name']}: expected rank {p['rank']}, got {t.dim()}")
-            ptr = ctypes.c_void_p(t.data_ptr())
-            values += [ptr, ctypes.c_void_p(t.data_ptr()), ctypes.c_int64(0)]
-            values += [ctypes.c_int64(s) for s in t.shape]
-            values += [ctypes.c_int64(s) for s in t.stride()]
-        args = (ctypes.c_void_p * len(values))(
-            *[ctypes.addressof(v) for v in values])
+            ptr = t.data_ptr()
+            values += (ptr, ptr, 0)
+            values += t.shape
+            values += t.stride()
         gx, gy, gz = self.grid(tensors)
         if min(gx, gy, gz) == 0:
             return
         bx, by, bz = self.entry["block"]
-        _check(_driver().cuLaunchKernel(
-            self.function, gx, gy, gz, bx, by, bz, self.shared,
-            ctypes.c_void_p(stream), args, None), f"cuLaunchKernel({self.name})")
+        # cuLaunchKernel copies the parameters before it returns; the lock
+        # keeps another thread from refilling the buffer meanwhile.
+        with self._lock:
+            self._words[:] = values
+            rc = _driver().cuLaunchKernel(
+                self.function, gx, gy, gz, bx, by, bz, self.shared,
+                ctypes.c_void_p(stream), self._args, None)
+        _check(rc, f"cuLaunchKernel({self.name})")
 
 
 class Kernel:
@@ -182,14 +197,21 @@ class Kernel:
         return self.launches[0].grid(tensors)
 
     def __call__(self, stream=None, **tensors):
+        """Checks the tensors against the manifest, then launches."""
+        self.launch(tensors, stream, self.check(tensors))
+
+    def launch(self, tensors, stream=None, infos=None):
+        """Launches on tensors that fit the kernel (flash_mlir.torch has
+        checked its own); takes the general kernel for unaligned rows."""
         import torch
-        infos = self.check(tensors)
-        if self.manifest.get("requires_aligned_rows") and \
-                not self.rows_aligned(infos):
-            if self.general is None:
-                raise ValueError(f"{self.name}: needs contiguous 16-byte aligned "
-                                 "rows and has no general kernel")
-            return self.general(stream=stream, **tensors)
+        if self.manifest.get("requires_aligned_rows"):
+            if infos is None:
+                infos = {n: tensor_info(n, t) for n, t in tensors.items()}
+            if not self.rows_aligned(infos):
+                if self.general is None:
+                    raise ValueError(f"{self.name}: needs contiguous 16-byte "
+                                     "aligned rows and has no general kernel")
+                return self.general.launch(tensors, stream, infos)
         for w in self.manifest.get("workspace", []):
             like = tensors[w["like"]]
             tensors[w["name"]] = torch.empty(like.shape, dtype=torch.float32,

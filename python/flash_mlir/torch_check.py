@@ -318,11 +318,18 @@ def check_route():
         err = rel(got, eager.double())
         gerr = max(rel(a, b.double()) for a, b in zip(grads, eager_grads))
         fused = [r for r in fc.reports if r["fused"]]
+        # Our kernels in a profile of the compiled step.
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            out = torch.compile(fn, backend="flash_mlir", fullgraph=True)(q, k, v)
+            torch.autograd.grad(out, (q, k, v), do)
+            torch.cuda.synchronize()
+        ours = sorted({e.name for e in prof.events() if e.name.startswith("fm_")})
         record(err < 1.6e-2 and gerr < 3e-2 and ran >= 2 and len(fused) == 1
-               and fused[0]["causal"] == causal,
+               and fused[0]["causal"] == causal and len(ours) >= 2,
                f"compile route: hand-written causal={causal}",
                f"O rel {err:.1e}, grads rel {gerr:.1e}, {ran} launches, "
-               f"reports {fc.reports}")
+               f"profiled kernels {ours}, reports {fc.reports}")
     torch._dynamo.reset()
     del fc.reports[:]
     q, k, v = make(1, 2, 128, 64), make(1, 2, 128, 64), make(1, 2, 128, 64)

@@ -107,6 +107,56 @@ def time_step(model, x, rounds=5, reps=5):
     return statistics.median(times)
 
 
+def overhead(calls=300):
+    """Host time per call at a launch-bound size (B = 1, H = 2, S = 128,
+    D = 64, bf16, no grad): where the Python layers cost."""
+    import time
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from flash_mlir import sdpa, torch as fm
+    from flash_mlir.kernels import Variant
+    q, k, v = (torch.randn(1, 2, 128, 64, device="cuda", dtype=torch.bfloat16)
+               for _ in range(3))
+    o = torch.empty_like(q)
+    kern = fm.kernel_for(Variant.of("bf16", 64), "fwd", q.device)
+
+    def stock():
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            F.scaled_dot_product_attention(q, k, v)
+
+    cases = [("Kernel.launch (no checks)", lambda: kern.launch(dict(q=q, k=k, v=v, o=o))),
+             ("Kernel(...) (manifest checks)", lambda: kern(q=q, k=k, v=v, o=o)),
+             ("flash_mlir.torch.attention", lambda: fm.attention(q, k, v)),
+             ("SDPA stock FA2", stock)]
+    results = []
+    with torch.no_grad():
+        for name, fn in cases:
+            for _ in range(20):
+                fn()
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+            results.append((name, (time.perf_counter() - start) / calls * 1e6))
+        sdpa.activate()
+        try:
+            fn = lambda: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
+            for _ in range(20):
+                fn()
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+            results.append(("SDPA with flash_mlir active",
+                            (time.perf_counter() - start) / calls * 1e6))
+        finally:
+            sdpa.restore()
+    for name, us in results:
+        print(f"overhead: {name:32s} {us:7.1f} us per call")
+    return results
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -118,7 +168,12 @@ def main(argv=None):
     p.add_argument("--causal", action="store_true")
     p.add_argument("--only", help="comma-separated rows to time")
     p.add_argument("--markdown")
+    p.add_argument("--overhead", action="store_true",
+                   help="only the host time per call at a tiny size")
     args = p.parse_args(argv)
+    if args.overhead:
+        overhead()
+        return 0
     from flash_mlir import sdpa
     torch.manual_seed(0)
     rows = []
