@@ -24,6 +24,24 @@ std::optional<AttentionTarget> flash::lookupAttentionTarget(StringRef name) {
       .Default(std::nullopt);
 }
 
+AttentionTarget flash::getAttentionTarget(TileTarget target) {
+  std::optional<AttentionTarget> t =
+      lookupAttentionTarget(stringifyTileTarget(target));
+  assert(t && "the target enum and the target table disagree");
+  return *t;
+}
+
+int64_t flash::maxSharedMemoryPerBlock(Chip chip) {
+  switch (chip) {
+  case Chip::Sm80:
+    return 163 * 1024;
+  case Chip::Sm90a:
+  case Chip::Any:
+    return 227 * 1024;
+  }
+  llvm_unreachable("unknown chip");
+}
+
 int64_t flash::attentionTileBytes(const AttentionTarget &target,
                                   int64_t blockRows, int64_t blockCols,
                                   int64_t headDim, int64_t valueDim,

@@ -11,6 +11,7 @@
 #ifndef FLASH_TARGET_ATTENTIONTARGET_H
 #define FLASH_TARGET_ATTENTIONTARGET_H
 
+#include "flash/Target/TargetOptions.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -36,6 +37,15 @@ struct AttentionTarget {
 
 /// `cpu`, `sm_80` or `sm_90a`; nullopt for anything else.
 std::optional<AttentionTarget> lookupAttentionTarget(StringRef name);
+
+/// The description of a target the option parser accepted.
+AttentionTarget getAttentionTarget(TileTarget target);
+
+/// Dynamic shared memory one CTA of a kernel launched on `chip` may use
+/// (after opting in): what the kernel driver checks each kernel against.
+/// Slightly less than the tile rule's sramBytes on sm_80 (163 of 164 KiB),
+/// which the driver's ptxas-checked search absorbs.
+int64_t maxSharedMemoryPerBlock(Chip chip);
 
 struct AttentionTiles {
   int64_t blockRows = 0; // Br

@@ -101,7 +101,8 @@ inline TileTarget tileTargetOf(Chip chip) {
       clEnumValN(::mlir::flash::TileTarget::Sm90a, "sm_90a",                   \
                  "Hopper: 227 KiB shared memory, tensor-core tiles"))
 #define FLASH_GPU_CHIP_VALUES                                                  \
-  clEnumValN(::mlir::flash::Chip::Sm80, "sm_80", "Ampere (mma.sync, cp.async)"), \
+  clEnumValN(::mlir::flash::Chip::Sm80, "sm_80",                               \
+             "Ampere (mma.sync, cp.async)"),                                   \
       clEnumValN(::mlir::flash::Chip::Sm90a, "sm_90a",                         \
                  "Hopper (warpgroup MMA)")
 #define FLASH_TENSOR_CORES_VALUES                                              \

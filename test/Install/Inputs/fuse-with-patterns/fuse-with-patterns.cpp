@@ -27,8 +27,7 @@
 using namespace mlir;
 
 namespace {
-struct MyFusionPass
-    : PassWrapper<MyFusionPass, OperationPass<func::FuncOp>> {
+struct MyFusionPass : PassWrapper<MyFusionPass, OperationPass<func::FuncOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(MyFusionPass)
 
   StringRef getArgument() const final { return "my-fusion"; }
@@ -50,9 +49,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   DialectRegistry registry;
-  registry.insert<arith::ArithDialect, func::FuncDialect,
-                  linalg::LinalgDialect, math::MathDialect,
-                  tensor::TensorDialect>();
+  registry.insert<arith::ArithDialect, func::FuncDialect, linalg::LinalgDialect,
+                  math::MathDialect, tensor::TensorDialect>();
   MLIRContext context(registry);
   llvm::SourceMgr sources;
   SourceMgrDiagnosticHandler handler(sources, &context);

@@ -1,0 +1,70 @@
+//===- Driver.h - attention in a module -> GPU kernels ----------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+// The work of flash-compile as a library: fuse the attention in a module,
+// then, per flash.attention and flash.attention_backward, build a kernel
+// function with dynamic batch, heads and sequence lengths (the kernel ABI),
+// choose its tiles by trying candidates against the chip's shared memory
+// and ptxas's register and spill report, and write DIR/<kernel>.ptx,
+// DIR/<kernel>.cubin (when ptxas runs) and DIR/<kernel>.json (the manifest a
+// runtime needs to launch it). Errors are diagnostics on the ops' context.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_DRIVER_DRIVER_H
+#define FLASH_DRIVER_DRIVER_H
+
+#include "flash/Dialect/Flash/IR/FlashOps.h"
+#include "flash/Target/TargetOptions.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace mlir::flash {
+
+struct KernelCompileOptions {
+  /// GPU architecture of the kernels (not Chip::Any).
+  Chip chip = Chip::Sm90a;
+  /// Forced tiles and threads; 0 lets the driver choose.
+  int64_t blockRows = 0, blockCols = 0, threadsPerBlock = 0;
+  /// Backward: key rows per dK/dV CTA and query rows per dK/dV step.
+  int64_t kvBlockRows = 0, kvBlockCols = 0;
+  TensorCores tensorCores = TensorCores::Auto;
+  /// ptxas used to make cubins and to measure registers and spills; when it
+  /// cannot be run, PTX and manifests are written without them.
+  std::string ptxas = "/usr/local/cuda/bin/ptxas";
+  /// One line per kernel written (tiles, registers, spills); null for none.
+  llvm::raw_ostream *log = &llvm::outs();
+};
+
+/// Why `options` cannot be used (a negative size, wgmma on a chip without
+/// it), or an empty string.
+std::string checkKernelCompileOptions(const KernelCompileOptions &options);
+
+/// Fuses the attention in `module` (--flash-fuse-attention-backward, then
+/// --flash-fuse-attention) and compiles every flash op into `outputDir`
+/// (created if needed). Kernels are named after their function, numbered
+/// when it has several. Fails with a diagnostic when there is no attention.
+LogicalResult compileAttentionKernels(ModuleOp module, StringRef outputDir,
+                                      const KernelCompileOptions &options);
+
+/// The kernel of one forward op, DIR/<name>.{ptx,cubin,json}; when it needs
+/// 16-byte aligned rows (cp.async), also <name>_general for other strides.
+LogicalResult compileAttentionKernel(AttentionOp op, StringRef name,
+                                     StringRef outputDir,
+                                     const KernelCompileOptions &options);
+
+/// The two launches of one backward op (dQ, then dK/dV) in
+/// DIR/<name>.{0,1}.{ptx,cubin} and DIR/<name>.json, and the general pair
+/// <name>_general.
+LogicalResult
+compileAttentionBackwardKernels(AttentionBackwardOp op, StringRef name,
+                                StringRef outputDir,
+                                const KernelCompileOptions &options);
+
+} // namespace mlir::flash
+
+#endif // FLASH_DRIVER_DRIVER_H

@@ -1,0 +1,275 @@
+//===- BackwardKernels.cpp - flash.attention_backward -> kernels -*- C++
+//-*-===//
+//
+// Part of the flash-mlir project.
+//
+// One backward op: tiled into the dQ and dK/dV nests, both lowered through
+// --flash-gpu-pipeline into one module with two launches, each assembled by
+// ptxas; the dK/dV steps get narrower until ptxas reports no spill.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flash/Driver/Driver.h"
+
+#include "KernelABI.h"
+#include "KernelOutput.h"
+#include "TileSearch.h"
+
+#include "flash/Dialect/Flash/Transforms/Passes.h"
+#include "flash/Dialect/Flash/Transforms/Transforms.h"
+#include "flash/Pipelines/Pipelines.h"
+#include "flash/Target/AttentionTarget.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::driver;
+using llvm::SmallString;
+namespace json = llvm::json;
+namespace sys = llvm::sys;
+
+namespace {
+/// Compiles the backward `op` into DIR/<name>.json and one PTX (and cubin)
+/// per launch: the dQ kernel (which also writes D) and the dK/dV kernel.
+/// With `asyncCopies` the kernels need aligned rows and the manifest names
+/// `general` for other inputs.
+LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
+                              StringRef outputDir, bool asyncCopies,
+                              StringRef general, int64_t kvBlockCols,
+                              int64_t &spills,
+                              const KernelCompileOptions &compile) {
+  MLIRContext *ctx = op.getContext();
+  SmallVector<Param> params;
+  OwningOpRef<ModuleOp> module = buildBackwardKernelModule(op, name, params);
+  // Tiled first with this choice of dK/dV steps; the pipeline's own tiling
+  // then finds nothing left to tile.
+  PassManager tiling(ctx);
+  FlashTileAttentionPassOptions tileOptions;
+  tileOptions.target = tileTargetOf(compile.chip);
+  tileOptions.blockRows = compile.blockRows;
+  tileOptions.blockCols = compile.blockCols;
+  tileOptions.kvBlockRows = compile.kvBlockRows;
+  tileOptions.kvBlockCols = kvBlockCols;
+
+  tiling.addPass(createFlashTileAttentionPass(tileOptions));
+  if (failed(tiling.run(*module)))
+    return op.emitError("flash-compile: tiling the backward failed");
+
+  FlashGpuPipelineOptions options;
+  options.chip = compile.chip;
+  options.format = BinaryFormat::Isa;
+  options.blockRows = compile.blockRows;
+  options.blockCols = compile.blockCols;
+  options.threads = compile.threadsPerBlock ? compile.threadsPerBlock : 128;
+  options.tensorCores = tensorCoreChoice(compile);
+  options.asyncCopies = asyncCopies;
+  PassManager kernels(ctx);
+  buildFlashGpuKernelPipeline(kernels, options);
+  if (failed(kernels.run(*module)))
+    return op.emitError("flash-compile: building the backward kernels failed");
+  // Workspace arguments the pipeline appended, for the manifest.
+  auto func = *module->getOps<func::FuncOp>().begin();
+  for (unsigned i = params.size(); i < func.getNumArguments(); ++i) {
+    auto tag = func.getArgAttrOfType<StringAttr>(i, kWorkspaceAttr);
+    auto type = dyn_cast<MemRefType>(func.getArgument(i).getType());
+    if (!tag || !type)
+      return op.emitError("flash-compile: an unexpected kernel argument");
+    params.push_back(
+        {tag.getValue().str(),
+         RankedTensorType::get(type.getShape(), type.getElementType())});
+  }
+
+  struct LaunchInfo {
+    std::string entry, kernelModule;
+    json::Array params, grid, block;
+    int64_t sharedMemory = 0;
+    bool registerTiles = false, wgmma = false;
+  };
+  SmallVector<LaunchInfo> launches;
+  std::string problem;
+  bool requiresAlignedRows = false;
+  module->walk([&](nvgpu::DeviceAsyncCopyOp) { requiresAlignedRows = true; });
+  module->walk([&](gpu::LaunchFuncOp launch) {
+    LaunchInfo info;
+    info.entry = launch.getKernelName().str();
+    info.kernelModule = launch.getKernelModuleName().str();
+    for (Value v : launch.getKernelOperands()) {
+      auto argument = dyn_cast<BlockArgument>(v);
+      if (!argument) {
+        problem = "a kernel parameter is not a tensor";
+        return;
+      }
+      info.params.push_back(describeParam(params[argument.getArgNumber()]));
+    }
+    gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+    for (Value g : {grid.x, grid.y, grid.z}) {
+      std::optional<json::Object> d = describeGridDim(g, params);
+      if (!d) {
+        problem = "a grid size is not a tensor size over a constant";
+        return;
+      }
+      info.grid.push_back(std::move(*d));
+    }
+    gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+    for (Value t : {block.x, block.y, block.z}) {
+      IntegerAttr c;
+      if (!matchPattern(t, m_Constant(&c))) {
+        problem = "a block size is not a constant";
+        return;
+      }
+      info.block.push_back(c.getInt());
+    }
+    IntegerAttr smem;
+    if (Value size = launch.getDynamicSharedMemorySize())
+      matchPattern(size, m_Constant(&smem));
+    info.sharedMemory = smem ? smem.getInt() : 0;
+    launches.push_back(std::move(info));
+  });
+  if (!problem.empty())
+    return op.emitError("flash-compile: ") << problem;
+  module->walk([&](gpu::GPUModuleOp m) {
+    for (LaunchInfo &l : launches)
+      if (l.kernelModule == m.getName())
+        m.walk([&](Operation *op) {
+          l.registerTiles |= isa<gpu::ShuffleOp>(op);
+          if (auto a = dyn_cast<LLVM::InlineAsmOp>(op))
+            l.wgmma |= a.getAsmString().contains("wgmma.mma_async");
+        });
+  });
+
+  PassManager binary(ctx);
+  buildFlashGpuBinaryPipeline(binary, options);
+  if (failed(binary.run(*module)))
+    return op.emitError("flash-compile: lowering the backward to PTX failed");
+  json::Array launchList;
+  int64_t maxRegisters = 0, spillBytes = 0;
+  for (auto [i, l] : llvm::enumerate(launches)) {
+    std::string ptx;
+    module->walk([&](gpu::BinaryOp bin) {
+      if (bin.getSymName() == l.kernelModule)
+        ptx = cast<gpu::ObjectAttr>(bin.getObjects()[0])
+                  .getObject()
+                  .getValue()
+                  .str();
+    });
+    if (ptx.empty())
+      return op.emitError("flash-compile: no PTX for ") << l.entry;
+    if (l.sharedMemory > maxSharedMemoryPerBlock(compile.chip))
+      return op.emitError("flash-compile: ")
+             << l.entry << " needs " << l.sharedMemory
+             << " B of shared memory, more than " << stringifyChip(compile.chip)
+             << " has";
+    std::string base = (name + "." + std::to_string(i)).str();
+    SmallString<128> ptxPath(outputDir), cubinPath(outputDir);
+    sys::path::append(ptxPath, base + ".ptx");
+    sys::path::append(cubinPath, base + ".cubin");
+    if (failed(writeFile(ptxPath, ptx)))
+      return failure();
+    PtxasReport report = assemble(compile.ptxas, stringifyChip(compile.chip),
+                                  ptxPath, cubinPath);
+    if (sys::fs::can_execute(compile.ptxas) && !report.ran) {
+      llvm::errs() << report.log;
+      return op.emitError("flash-compile: ptxas rejected ") << ptxPath;
+    }
+    maxRegisters = std::max(maxRegisters, report.registers);
+    spillBytes += std::max<int64_t>(report.spillBytes, 0);
+    launchList.push_back(json::Object{
+        {"entry", l.entry},
+        {"ptx", base + ".ptx"},
+        {"cubin",
+         report.ran ? json::Value(base + ".cubin") : json::Value(nullptr)},
+        {"params", std::move(l.params)},
+        {"grid", std::move(l.grid)},
+        {"block", std::move(l.block)},
+        {"dynamic_shared_memory_bytes", l.sharedMemory},
+        {"mapping", l.registerTiles ? "warp-registers" : "shared-tiles"},
+        {"mma", l.wgmma ? "wgmma" : "mma.sync"},
+        {"registers", report.registers},
+        {"spill_bytes", report.spillBytes}});
+    if (compile.log)
+      *compile.log << name << " launch " << i << " (" << l.entry
+                   << "): " << ptxPath << ", registers " << report.registers
+                   << ", spill bytes " << report.spillBytes
+                   << ", shared memory " << l.sharedMemory << " B"
+                   << (l.registerTiles ? ", warp registers" : "")
+                   << (l.wgmma ? ", wgmma" : "") << "\n";
+  }
+  json::Object manifest{
+      {"kernel", name},
+      {"kind", "backward"},
+      {"chip", stringifyChip(compile.chip)},
+      {"launches", std::move(launchList)},
+      // Parameters the caller does not pass: allocated by the runtime.
+      {"workspace", json::Array{json::Object{
+                        {"name", "d"}, {"like", "lse"}, {"dtype", "f32"}}}},
+      {"registers", maxRegisters},
+      {"spill_bytes", spillBytes},
+  };
+  describeAttention(manifest, op);
+  manifest["kv_block_cols"] =
+      kvBlockCols ? json::Value(kvBlockCols) : json::Value("target");
+  spills = spillBytes;
+  SmallString<128> jsonPath(outputDir);
+  sys::path::append(jsonPath, name + ".json");
+  return writeManifest(jsonPath, std::move(manifest), general,
+                       requiresAlignedRows);
+}
+
+/// The backward of `op` (and its general pair): the dK/dV nest's query
+/// columns from the target's choice, then narrower ones until ptxas needs
+/// no spill (D = 128: 32 columns spill 36 bytes in the cp.async kernel).
+LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
+                                  StringRef outputDir, bool asyncCopies,
+                                  StringRef general,
+                                  const KernelCompileOptions &compile) {
+  int64_t d = std::max(op.getQuery().getType().getShape().back(),
+                       op.getValue().getType().getShape().back());
+  // dK/dV steps of the target's default width (0), narrower when that
+  // spills; with wgmma first twice the default: 64 query rows per step at
+  // D = 128 (measured 1.13x), 128 at D = 64 (1.07x causal),
+  // docs/GPU-NOTES.md 30 and 33.
+  SmallVector<int64_t> candidates = {compile.kvBlockCols};
+  if (!compile.kvBlockCols && !compile.blockRows) {
+    if (tensorCoreChoice(compile) == TensorCores::Wgmma && asyncCopies)
+      candidates.insert(candidates.begin(), d > 64 ? 64 : 128);
+    if (d > 64)
+      candidates.push_back(16);
+  }
+  for (auto [i, cols] : llvm::enumerate(candidates)) {
+    int64_t spills = 0;
+    if (failed(compileBackward(op, name, outputDir, asyncCopies, general, cols,
+                               spills, compile)))
+      return failure();
+    if (spills == 0)
+      return success();
+    if (i + 1 < candidates.size() && compile.log)
+      *compile.log << name << ": spills " << spills
+                   << " bytes; narrower dK/dV steps\n";
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult
+flash::compileAttentionBackwardKernels(AttentionBackwardOp op, StringRef name,
+                                       StringRef outputDir,
+                                       const KernelCompileOptions &compile) {
+  // As for the forward: cp.async kernels for aligned rows, and a general
+  // pair (element copies) for any strides.
+  std::string general = (name + "_general").str();
+  if (failed(compileBackwardPair(op, name, outputDir, /*asyncCopies=*/true,
+                                 general, compile)))
+    return failure();
+  return compileBackwardPair(op, general, outputDir, /*asyncCopies=*/false, "",
+                             compile);
+}

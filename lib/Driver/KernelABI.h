@@ -1,0 +1,54 @@
+//===- KernelABI.h - kernel functions and their parameters ------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+// The kernel ABI: for one flash op, a standalone function whose tensors have
+// dynamic batch, heads and sequence lengths and whose outputs are written in
+// place into arguments, and the manifest's description of its parameters and
+// grid.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_LIB_DRIVER_KERNELABI_H
+#define FLASH_LIB_DRIVER_KERNELABI_H
+
+#include "flash/Dialect/Flash/IR/FlashOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/JSON.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::flash::driver {
+
+/// A kernel parameter: its name in the manifest and its tensor type.
+struct Param {
+  std::string name;
+  RankedTensorType type;
+};
+
+/// How MLIR prints `t` (f16, bf16, f32, ...).
+std::string typeName(Type t);
+
+/// func @name(q, k, v, [bias], [mask], o, [lse]) writing o and lse in place.
+OwningOpRef<ModuleOp> buildKernelModule(AttentionOp op, StringRef name,
+                                        SmallVectorImpl<Param> &params);
+
+/// func @name(q, k, v, o, do, lse, [bias], [mask], dq, dk, dv) writing the
+/// gradients in place (--flash-workspace-to-arguments appends `d`).
+OwningOpRef<ModuleOp> buildBackwardKernelModule(AttentionBackwardOp op,
+                                                StringRef name,
+                                                SmallVectorImpl<Param> &params);
+
+/// A kernel parameter in a manifest.
+llvm::json::Object describeParam(const Param &p);
+
+/// A grid dimension of a launch as the runtime computes it: a constant, or
+/// a size of a kernel argument divided by a constant, rounding up.
+std::optional<llvm::json::Object> describeGridDim(Value v,
+                                                  ArrayRef<Param> params);
+
+} // namespace mlir::flash::driver
+
+#endif // FLASH_LIB_DRIVER_KERNELABI_H

@@ -1,0 +1,62 @@
+//===- KernelOutput.h - PTX, cubin and manifest files -----------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+// What a compiled kernel is written as: its PTX, a cubin through ptxas (with
+// the registers and spill bytes ptxas reports, which the tile search reads)
+// and the JSON manifest.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_LIB_DRIVER_KERNELOUTPUT_H
+#define FLASH_LIB_DRIVER_KERNELOUTPUT_H
+
+#include "KernelABI.h"
+
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/JSON.h"
+
+#include <string>
+
+namespace mlir::flash::driver {
+
+struct PtxasReport {
+  bool ran = false;
+  int64_t registers = -1, spillBytes = -1;
+  std::string log;
+};
+
+/// Assembles `ptxPath` into `cubinPath` for `arch` with `ptxas -v`; `ran` is
+/// false when ptxas cannot be run or fails (its log says why).
+PtxasReport assemble(StringRef ptxas, StringRef arch, StringRef ptxPath,
+                     StringRef cubinPath);
+
+/// Writes `data` to `path`, reporting a failure on stderr.
+LogicalResult writeFile(StringRef path, StringRef data);
+
+/// Writes `manifest` to `path` with the alignment requirement and, for a
+/// kernel that has it, the general kernel to use for other rows.
+LogicalResult writeManifest(StringRef path, llvm::json::Object manifest,
+                            StringRef general, bool requiresAlignedRows);
+
+/// The manifest fields that describe the attention itself (forward or
+/// backward): element type, head dims, scale and masking.
+template <typename AttentionLikeOp>
+void describeAttention(llvm::json::Object &manifest, AttentionLikeOp op) {
+  namespace json = llvm::json;
+  RankedTensorType q = op.getQuery().getType();
+  RankedTensorType v = op.getValue().getType();
+  manifest["dtype"] = typeName(q.getElementType());
+  manifest["head_dim"] = q.getShape().back();
+  manifest["value_dim"] = v.getShape().back();
+  manifest["scale"] = op.getEffectiveScale();
+  manifest["causal"] = op.getCausal();
+  manifest["window"] =
+      op.getWindow() ? json::Value(*op.getWindow()) : json::Value(nullptr);
+  manifest["has_bias"] = static_cast<bool>(op.getBias());
+  manifest["has_mask"] = static_cast<bool>(op.getMask());
+}
+
+} // namespace mlir::flash::driver
+
+#endif // FLASH_LIB_DRIVER_KERNELOUTPUT_H
