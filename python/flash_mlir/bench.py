@@ -2,6 +2,7 @@
 cuDNN backends) in the same run.
 
     python -m flash_mlir.bench DIR [--seqs 1024,2048,4096,8192,16384]
+        [--kernels K1,K2] [--flex] [--plot FILE.png]
 
 FlashAttention's benchmark convention: 16k tokens in total (batch =
 16384 / seq), model width 2048 (heads = 2048 / D), forward FLOPs
@@ -181,6 +182,58 @@ def bench_memory(forward, backward, max_seq):
         seq *= 2
 
 
+_flex = None
+
+
+def flex(seq, causal, scale):
+    """FlexAttention (Triton, through torch.compile) on the same inputs; one
+    compiled function for all shapes, with room for a compile per shape."""
+    global _flex
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    if _flex is None:
+        for name in ("recompile_limit", "cache_size_limit"):
+            if hasattr(torch._dynamo.config, name):
+                setattr(torch._dynamo.config, name, 64)
+        _flex = torch.compile(flex_attention, dynamic=False)
+    compiled = _flex
+    mask = None
+    if causal:
+        mask = create_block_mask(lambda b, h, q, kv: q >= kv, None, None, seq, seq,
+                                 device="cuda")
+
+    def run(q, k, v, o):
+        o.copy_(compiled(q, k, v, block_mask=mask, scale=scale))
+    return run
+
+
+def plot(curves, path):
+    """TFLOP/s against sequence length, one panel per kernel."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = sorted(curves)
+    fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 4), squeeze=False)
+    labels = {"ours": "flash-mlir", "fa2": "SDPA FlashAttention-2",
+              "cudnn": "SDPA cuDNN", "flex": "FlexAttention"}
+    for ax, name in zip(axes[0], names):
+        seqs = sorted(curves[name])
+        for key, label in labels.items():
+            ys = [curves[name][s].get(key) for s in seqs]
+            if any(y is not None for y in ys):
+                ax.plot(seqs, [float("nan") if y is None else y for y in ys],
+                        marker="o", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(seqs, [str(s) for s in seqs])
+        ax.set_xlabel("sequence length (16k tokens per batch)")
+        ax.set_ylabel("TFLOP/s")
+        ax.set_title(name)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"plot: {path}")
+
+
 def main(argv=None):
     from torch.nn.attention import SDPBackend
     p = argparse.ArgumentParser(description=__doc__,
@@ -190,15 +243,24 @@ def main(argv=None):
     p.add_argument("--markdown")
     p.add_argument("--memory", type=int, default=0,
                    help="also measure fwd+bwd peak extra memory up to this seq")
+    p.add_argument("--kernels", help="comma-separated kernel names to time")
+    p.add_argument("--flex", action="store_true",
+                   help="also time FlexAttention (torch.compile'd flex_attention)")
+    p.add_argument("--plot", help="draw TFLOP/s against sequence length per "
+                   "kernel (ours, FA2, cuDNN, FlexAttention) into this PNG")
     args = p.parse_args(argv)
+    wanted = set(args.kernels.split(",")) if args.kernels else None
+    curves = {}
     seqs = [int(s) for s in args.seqs.split(",")]
     rows = []
     header = ("| kernel | dtype | D | causal | seq | ours TFLOP/s | SDPA FA2 | SDPA cuDNN "
-              "| ours / FA2 | ours / cuDNN |")
+              "| ours / FA2 | ours / cuDNN |" + (" FlexAttention |" if args.flex else ""))
+    columns = 11 if args.flex else 10
     print(header)
-    print("|" + "---|" * 10)
+    print("|" + "---|" * columns)
     warm_up_gpu()
-    kernels = load_all(args.directory, general=False)
+    kernels = [k for k in load_all(args.directory, general=False)
+               if wanted is None or k.name in wanted]
     by_name = {k.name: k for k in kernels}
     training = [(by_name.get(k.name[:-len("_backward")]), k) for k in kernels
                 if k.backward and k.name.endswith("_backward")]
@@ -230,6 +292,8 @@ def main(argv=None):
             fns = [("ours", ours),
                    ("fa2", sdpa(SDPBackend.FLASH_ATTENTION, causal, man["scale"])),
                    ("cudnn", sdpa(SDPBackend.CUDNN_ATTENTION, causal, man["scale"]))]
+            if args.flex:
+                fns.append(("flex", flex(seq, causal, man["scale"])))
             samples = {name: [] for name, _ in fns}
             for _ in range(ROUNDS):
                 for name, fn in fns:
@@ -253,9 +317,13 @@ def main(argv=None):
             row = (f"| {kernel.name} | {man['dtype']} | {d} | {'yes' if causal else 'no'} | "
                    f"{seq} | {fmt(result['ours'])} | {fmt(result['fa2'])} | "
                    f"{fmt(result['cudnn'])} | {ratio(result['ours'], result['fa2'])} | "
-                   f"{ratio(result['ours'], result['cudnn'])} |")
+                   f"{ratio(result['ours'], result['cudnn'])} |"
+                   + (f" {fmt(result['flex'])} |" if args.flex else ""))
             print(row, flush=True)
             rows.append(row)
+            curves.setdefault(kernel.name, {})[seq] = result
+    if args.plot:
+        plot(curves, args.plot)
     train_header = ("| backward | dtype | D | causal | seq | ours fwd+bwd TFLOP/s | "
                     "FA2 fwd+bwd | ours / FA2 | ours bwd | FA2 bwd | ours / FA2 bwd |")
     train_rows = []
@@ -275,7 +343,7 @@ def main(argv=None):
                 bench_memory(forward, backward, args.memory)
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(header + "\n|" + "---|" * 10 + "\n" + "\n".join(rows) + "\n")
+            f.write(header + "\n|" + "---|" * columns + "\n" + "\n".join(rows) + "\n")
             if train_rows:
                 f.write("\n" + train_header + "\n|" + "---|" * 11 + "\n"
                         + "\n".join(train_rows) + "\n")

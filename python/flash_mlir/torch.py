@@ -131,7 +131,10 @@ def run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse,
     contiguous tensor if None). Returns (O, LSE or an empty tensor)."""
     shape = _check_forward(q, k, v, bias, mask, scale, window)
     if out is None:
-        out = torch.empty(shape.output_shape(), dtype=q.dtype, device=q.device)
+        # O in Q's memory order (as SDPA's kernels return it): a [B, S, H, D]
+        # caller gets [B, S, H, D] memory and no copy when it merges heads.
+        out = torch.empty_like(q) if shape.value_dim == shape.head_dim else \
+            torch.empty(shape.output_shape(), dtype=q.dtype, device=q.device)
     else:
         validate.check_output(_info("out", out), shape)
     lse = torch.empty(shape.lse_shape() if compute_lse else (0,),
@@ -157,8 +160,7 @@ def run_backward(grad_out, q, k, v, out, lse, bias, mask, causal, scale,
     shape = _check_backward(grad_out, q, k, v, out, lse, bias, mask, scale,
                             window)
     if grads is None:
-        grads = tuple(torch.empty(t.shape, dtype=t.dtype, device=t.device)
-                      for t in (q, k, v))
+        grads = tuple(torch.empty_like(t) for t in (q, k, v))
     dq, dk, dv = grads
     if shape.queries == 0 or shape.keys == 0 or dq.numel() == 0:
         for g in grads:
@@ -185,7 +187,8 @@ def attention_forward(q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
 def _attention_forward_fake(q, k, v, bias, mask, causal, scale, window,
                             compute_lse):
     shape = _check_forward(q, k, v, bias, mask, scale, window, fake=True)
-    o = q.new_empty(shape.output_shape())
+    o = torch.empty_like(q) if shape.value_dim == shape.head_dim else \
+        q.new_empty(shape.output_shape())
     lse = q.new_empty(shape.lse_shape() if compute_lse else (0,),
                       dtype=torch.float32)
     return o, lse
@@ -216,7 +219,7 @@ def _attention_backward_fake(grad_out, q, k, v, out, lse, bias, mask, causal,
                              scale, window):
     _check_backward(grad_out, q, k, v, out, lse, bias, mask, scale, window,
                     fake=True)
-    return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape))
+    return (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v))
 
 
 def _setup_context(ctx, inputs, output):
