@@ -100,23 +100,33 @@ class Variant:
             return 1.0 / self.head_dim ** 0.5
         return struct.unpack("<f", struct.pack("<I", self.scale_bits))[0]
 
+    def _parts(self):
+        """Each property that differs from the plain variant, as (kernel
+        name part, spec part, description)."""
+        parts = []
+        if self.value_dim != self.head_dim:
+            parts.append((f"dv{self.value_dim}", f"dv{self.value_dim}",
+                          f"Dv = {self.value_dim}"))
+        if self.causal:
+            parts.append(("causal", "causal", "causal"))
+        if self.window is not None:
+            parts.append((f"w{self.window}", f"w{self.window}",
+                          f"window {self.window}"))
+        if self.scale_bits is not None:
+            parts.append((f"s{self.scale_bits:08x}", f"scale=0x{self.scale_bits:08x}",
+                          f"scale {self.scale!r}"))
+        if self.bias:
+            parts.append((f"bias{self.bias}", f"bias={self.bias}",
+                          f"{self.bias} bias"))
+        if self.mask:
+            parts.append(("mask", "mask", "mask"))
+        return parts
+
     @property
     def base(self) -> str:
         """The kernel family's name (a valid MLIR symbol and file name)."""
-        name = f"fm_{self.dtype}_d{self.head_dim}"
-        if self.value_dim != self.head_dim:
-            name += f"_dv{self.value_dim}"
-        if self.causal:
-            name += "_causal"
-        if self.window is not None:
-            name += f"_w{self.window}"
-        if self.scale_bits is not None:
-            name += f"_s{self.scale_bits:08x}"
-        if self.bias:
-            name += f"_bias{self.bias}"
-        if self.mask:
-            name += "_mask"
-        return name
+        return "_".join([f"fm_{self.dtype}_d{self.head_dim}"] +
+                        [name for name, _, _ in self._parts()])
 
     def kernel(self, kind) -> str:
         if kind not in KINDS:
@@ -126,20 +136,8 @@ class Variant:
     # A variant as text, e.g. "bf16:d128:causal:w256:bias=f32:mask", for
     # command lines and error messages.
     def spec(self) -> str:
-        parts = [self.dtype, f"d{self.head_dim}"]
-        if self.value_dim != self.head_dim:
-            parts.append(f"dv{self.value_dim}")
-        if self.causal:
-            parts.append("causal")
-        if self.window is not None:
-            parts.append(f"w{self.window}")
-        if self.scale_bits is not None:
-            parts.append(f"scale=0x{self.scale_bits:08x}")
-        if self.bias:
-            parts.append(f"bias={self.bias}")
-        if self.mask:
-            parts.append("mask")
-        return ":".join(parts)
+        return ":".join([self.dtype, f"d{self.head_dim}"] +
+                        [spec for _, spec, _ in self._parts()])
 
     @staticmethod
     def parse(text: str) -> "Variant":
@@ -173,20 +171,8 @@ class Variant:
         return Variant.of(dtype, head, value, **kw)
 
     def describe(self) -> str:
-        bits = [self.dtype, f"D = {self.head_dim}"]
-        if self.value_dim != self.head_dim:
-            bits.append(f"Dv = {self.value_dim}")
-        if self.causal:
-            bits.append("causal")
-        if self.window is not None:
-            bits.append(f"window {self.window}")
-        if self.scale_bits is not None:
-            bits.append(f"scale {self.scale!r}")
-        if self.bias:
-            bits.append(f"{self.bias} bias")
-        if self.mask:
-            bits.append("mask")
-        return ", ".join(bits)
+        return ", ".join([self.dtype, f"D = {self.head_dim}"] +
+                         [text for _, _, text in self._parts()])
 
     def mlir(self) -> str:
         """The family's MLIR: one function with the forward alone, one with
@@ -248,17 +234,22 @@ class KernelNotFound(RuntimeError):
     pass
 
 
-def find_compiler():
-    """flash-compile: $FLASH_COMPILE, PATH, or this checkout's build."""
-    env = os.environ.get("FLASH_COMPILE")
-    if env:
-        return env if os.access(env, os.X_OK) else None
-    found = shutil.which("flash-compile")
+def find_tool(name, env):
+    """A flash-mlir tool: $ENV, PATH, or this checkout's build directory."""
+    path = os.environ.get(env)
+    if path:
+        return path if os.access(path, os.X_OK) else None
+    found = shutil.which(name)
     if found:
         return found
     here = os.path.dirname(os.path.abspath(__file__))
-    local = os.path.join(here, "..", "..", "build", "bin", "flash-compile")
-    return os.path.normpath(local) if os.access(local, os.X_OK) else None
+    local = os.path.normpath(os.path.join(here, "..", "..", "build", "bin", name))
+    return local if os.access(local, os.X_OK) else None
+
+
+def find_compiler():
+    """flash-compile: $FLASH_COMPILE, PATH, or this checkout's build."""
+    return find_tool("flash-compile", "FLASH_COMPILE")
 
 
 def compiler_id(path) -> str:

@@ -21,11 +21,12 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
+
+from flash_mlir.kernels import find_tool
 
 ELEMENT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32",
            "float64": "f64", "bool": "i1"}
@@ -244,46 +245,38 @@ class _Writer:
                   f"{_ty(n.shape, n.dtype)}) permutation = {perm}")
         return res
 
+    @staticmethod
+    def in_f32(args, types, result_et, compute):
+        """A body that widens `args` (element types `types`) to f32, applies
+        `compute(f32 values) -> (lines, value)`, and rounds the value to
+        `result_et`: torch's arithmetic on half types."""
+        lines, xs = [], []
+        for a, et in zip(args, types):
+            if et != "f32":
+                lines.append(f"{a}f = arith.extf {a} : {et} to f32")
+                a += "f"
+            xs.append(a)
+        more, r = compute(xs)
+        lines += more
+        if result_et != "f32":
+            lines.append(f"%t = arith.truncf {r} : f32 to {result_et}")
+            r = "%t"
+        return lines, r
+
     def w_scale(self, n):
-        """x * c or x / c (attrs: value, op), computed in f32 and rounded
-        to the result type, as torch does for half types."""
+        """x * c or x / c (attrs: value, op)."""
         v, s, d = self.operand(n.inputs[0])
-        et = ELEMENT[d]
         c = self.const(float(n.attrs["value"]), "f32")
         op = "arith.divf" if n.attrs["op"] == "div" else "arith.mulf"
-
-        def body(args):
-            lines, x = [], args[0]
-            if et != "f32":
-                lines.append(f"%xf = arith.extf {x} : {et} to f32")
-                x = "%xf"
-            lines.append(f"%r = {op} {x}, {c} : f32")
-            if et != "f32":
-                lines.append(f"%t = arith.truncf %r : f32 to {et}")
-                return lines, "%t"
-            return lines, "%r"
-
-        return self.elementwise(n, [(v, s, d)], body)
+        return self.elementwise(n, [(v, s, d)], lambda a: self.in_f32(
+            a, [ELEMENT[d]], ELEMENT[n.dtype],
+            lambda x: ([f"%r = {op} {x[0]}, {c} : f32"], "%r")))
 
     def w_add(self, n):
         ops = [self.operand(i) for i in n.inputs]
-        et = ELEMENT[n.dtype]
-
-        def body(args):
-            lines, xs = [], []
-            for a, (_, _, d) in zip(args, ops):
-                if ELEMENT[d] != "f32":
-                    lines.append(f"{a}f = arith.extf {a} : {ELEMENT[d]} to f32")
-                    xs.append(f"{a}f")
-                else:
-                    xs.append(a)
-            lines.append(f"%r = arith.addf {xs[0]}, {xs[1]} : f32")
-            if et != "f32":
-                lines.append(f"%t = arith.truncf %r : f32 to {et}")
-                return lines, "%t"
-            return lines, "%r"
-
-        return self.elementwise(n, ops, body)
+        return self.elementwise(n, ops, lambda a: self.in_f32(
+            a, [ELEMENT[d] for _, _, d in ops], ELEMENT[n.dtype],
+            lambda x: ([f"%r = arith.addf {x[0]}, {x[1]} : f32"], "%r")))
 
     def w_masked_fill(self, n):
         x, m = self.operand(n.inputs[0]), self.operand(n.inputs[1])
@@ -395,16 +388,8 @@ def parse_fusion(text: str, remarks: str) -> Fusion:
 
 
 def find_flash_opt():
-    env = os.environ.get("FLASH_OPT")
-    if env:
-        return env if os.access(env, os.X_OK) else None
-    found = shutil.which("flash-opt")
-    if found:
-        return found
-    here = os.path.dirname(os.path.abspath(__file__))
-    local = os.path.normpath(os.path.join(here, "..", "..", "build", "bin",
-                                          "flash-opt"))
-    return local if os.access(local, os.X_OK) else None
+    """flash-opt: $FLASH_OPT, PATH, or this checkout's build."""
+    return find_tool("flash-opt", "FLASH_OPT")
 
 
 def cache_dir():

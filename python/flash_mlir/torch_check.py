@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from flash_mlir import torch as fm
-from flash_mlir.check import reference
+from flash_mlir.check import random_input, reference
 
 TOL = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
@@ -47,18 +47,9 @@ def record(ok, what, detail=""):
 
 
 def make(shape, dtype, layout, g):
-    """A random [B, H, S, D] tensor: contiguous, a [B, S, H, D] view, or
-    starting one element past 16 bytes (unaligned rows)."""
+    """A random [B, H, S, D] tensor in `layout` (check.random_input)."""
     b, h, s, d = shape
-    t = torch.randn(b, s, h, d, device="cuda", generator=g)
-    if layout == "bshd":
-        return t.to(dtype).transpose(1, 2)
-    if layout == "offset":
-        flat = torch.empty(b * h * s * d + 1, device="cuda", dtype=dtype)
-        view = flat[1:].view(b, h, s, d)
-        view.copy_(t.transpose(1, 2))
-        return view
-    return t.transpose(1, 2).contiguous().to(dtype)
+    return random_input(g, b, h, s, d, layout, dtype)
 
 
 def rel(a, b):

@@ -127,29 +127,22 @@ def overhead(calls=300):
              ("Kernel(...) (manifest checks)", lambda: kern(q=q, k=k, v=v, o=o)),
              ("flash_mlir.torch.attention", lambda: fm.attention(q, k, v)),
              ("SDPA stock FA2", stock)]
-    results = []
+    def per_call(fn):
+        for _ in range(20):
+            fn()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - start) / calls * 1e6
+
     with torch.no_grad():
-        for name, fn in cases:
-            for _ in range(20):
-                fn()
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            torch.cuda.synchronize()
-            results.append((name, (time.perf_counter() - start) / calls * 1e6))
+        results = [(name, per_call(fn)) for name, fn in cases]
         sdpa.activate()
         try:
-            fn = lambda: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
-            for _ in range(20):
-                fn()
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            torch.cuda.synchronize()
-            results.append(("SDPA with flash_mlir active",
-                            (time.perf_counter() - start) / calls * 1e6))
+            results.append(("SDPA with flash_mlir active", per_call(
+                lambda: F.scaled_dot_product_attention(q, k, v))))
         finally:
             sdpa.restore()
     for name, us in results:
