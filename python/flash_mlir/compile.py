@@ -89,10 +89,31 @@ def _kind(node):
         return "ones", [], {}
     if name in _CONVERT_METHODS:
         return "convert", tensors[:1], {}
+    if name in ("view", "reshape", "unsqueeze") or t in (torch.reshape, torch.unsqueeze):
+        return "reshape", tensors[:1], {}
+    if t is operator.getitem and len(tensors) == 1 and isinstance(args[1], tuple) \
+            and all(i is None or i == slice(None) for i in args[1]):
+        return "reshape", tensors, {}  # x[:, :, None]: an unsqueeze
+    if name in ("expand", "expand_as"):
+        return "expand", tensors[:1], {}
+    if t is torch.repeat_interleave or name == "repeat_interleave":
+        reps = kw.get("repeats", args[1] if len(args) > 1 else None)
+        dim = kw.get("dim", args[2] if len(args) > 2 else None)
+        if isinstance(reps, int) and isinstance(dim, int):
+            return "repeat_interleave", tensors[:1], {"repeats": reps, "dim": dim}
+        return None
+    if t in (F.dropout, torch.dropout) or name == "dropout":
+        p = kw.get("p", args[1] if len(args) > 1 else 0.5)
+        training = kw.get("training", args[2] if len(args) > 2 else True)
+        return ("identity", tensors[:1], {}) if p == 0 or training is False else None
+    if name in ("contiguous", "clone"):
+        return "identity", tensors[:1], {}
     return None
 
 
-_CHAIN = {"convert", "softmax", "masked_fill", "scale", "add"}
+_CHAIN = {"convert", "softmax", "masked_fill", "scale", "add", "identity"}
+# What may stand between K or V and the products: repeat_kv and its kin.
+_OPERAND = {"reshape", "expand", "repeat_interleave", "identity"}
 _MASK = {"ones", "tril", "not", "convert"}
 
 
@@ -109,8 +130,19 @@ class _Candidate:
         self.nodes[node] = k
         return k
 
+    def operand_chain(self, node):
+        """K's or V's grouped-query repeat (and views) joins the region, so
+        that the compiler sees the heads it reads."""
+        while True:
+            k = _kind(node)
+            if k is None or k[0] not in _OPERAND or not k[1] or len(node.users) != 1:
+                return
+            self.take(node)
+            node = k[1][0]
+
     def collect(self):
         k = self.take(self.second)
+        self.operand_chain(k[1][1])
         frontier = [k[1][0]]
         while frontier:
             node = frontier.pop()
@@ -131,6 +163,7 @@ class _Candidate:
                 kk = _kind(kt)
                 if kk and kk[0] == "transpose" and len(kt.users) == 1:
                     self.take(kt)
+                    self.operand_chain(kk[1][0])
                 continue
             if k[0] not in _CHAIN:
                 return f"the softmax chain holds {k[0]}"

@@ -42,7 +42,8 @@ class Unsupported(Exception):
 class Node:
     name: str
     kind: str            # input, matmul, transpose, scale, add, masked_fill,
-    #                      softmax, convert, ones, tril, not
+    #                      softmax, convert, ones, tril, not, reshape, expand,
+    #                      repeat_interleave, identity
     inputs: List[str]
     shape: Tuple[int, ...]
     dtype: str           # torch dtype name (float16, bfloat16, float32, bool)
@@ -234,6 +235,47 @@ class _Writer:
             raise Unsupported("conversion to or from bool")
         return self.convert_value(v, s, d, n)
 
+    def w_identity(self, n):
+        # dropout with p = 0, contiguous(), clone(): the value itself.
+        return self.values[n.inputs[0]]
+
+    def w_reshape(self, n):
+        """A view that merges or splits dims (view, reshape, unsqueeze):
+        tensor.collapse_shape or tensor.expand_shape."""
+        v, s, d = self.operand(n.inputs[0])
+        if tuple(s) == tuple(n.shape):
+            return v
+        res = self.fresh()
+        if len(n.shape) > len(s):
+            groups = _groups(n.shape, s)
+            self.emit(f"{res} = tensor.expand_shape {v} {groups} output_shape "
+                      f"{list(n.shape)} : {_ty(s, d)} into {_ty(n.shape, n.dtype)}")
+        else:
+            groups = _groups(s, n.shape)
+            self.emit(f"{res} = tensor.collapse_shape {v} {groups} : "
+                      f"{_ty(s, d)} into {_ty(n.shape, n.dtype)}")
+        return res
+
+    def w_expand(self, n):
+        x = self.operand(n.inputs[0])
+        return self.elementwise(n, [x], lambda a: ([], a[0]))
+
+    def w_repeat_interleave(self, n):
+        """repeat_interleave(x, r, dim): x [.., H, ..] -> [.., H * r, ..] with
+        row h * r + i = x[h], written as repeat_kv writes it: expand_shape to
+        [.., H, 1, ..], broadcast to r, collapse_shape."""
+        v, s, d = self.operand(n.inputs[0])
+        dim, reps = n.attrs["dim"] % len(s), n.attrs["repeats"]
+        one = tuple(s[:dim + 1]) + (1,) + tuple(s[dim + 1:])
+        wide = tuple(s[:dim + 1]) + (reps,) + tuple(s[dim + 1:])
+        u = self.w_reshape(Node(n.name + "_1", "reshape", [n.inputs[0]], one, d))
+        self.values[n.name + "_1"] = u
+        self.by_name[n.name + "_1"] = Node(n.name + "_1", "reshape", [], one, d)
+        b = self.w_expand(Node(n.name + "_r", "expand", [n.name + "_1"], wide, d))
+        self.values[n.name + "_r"] = b
+        self.by_name[n.name + "_r"] = Node(n.name + "_r", "expand", [], wide, d)
+        return self.w_reshape(Node(n.name, "reshape", [n.name + "_r"], n.shape, d))
+
     def w_transpose(self, n):
         v, s, d = self.operand(n.inputs[0])
         perm = list(range(len(s)))
@@ -332,6 +374,35 @@ class _Writer:
         self.emit(f"{res} = linalg.softmax dimension({dim}) ins({v} : {t}) "
                   f"outs({init} : {t}) -> {t}")
         return res
+
+
+def _groups(fine, coarse):
+    """The reassociation that collapses shape `fine` into `coarse` (unit
+    dims join the group before them)."""
+    groups, j = [], 0
+    for c in coarse:
+        if j >= len(fine):
+            raise Unsupported(f"reshape {list(fine)} -> {list(coarse)}")
+        group, prod = [j], fine[j]
+        j += 1
+        while prod < c and j < len(fine):
+            group.append(j)
+            prod *= fine[j]
+            j += 1
+        if prod != c:
+            raise Unsupported(f"reshape {list(fine)} -> {list(coarse)}")
+        # Surplus unit dims join this group (as repeat_kv's [B, Hkv, 1, ..]).
+        while j < len(fine) and fine[j] == 1 and \
+                len(fine) - j > len(coarse) - len(groups) - 1:
+            group.append(j)
+            j += 1
+        groups.append(group)
+    while j < len(fine):
+        if fine[j] != 1 or not groups:
+            raise Unsupported(f"reshape {list(fine)} -> {list(coarse)}")
+        groups[-1].append(j)
+        j += 1
+    return groups
 
 
 def _width(et):

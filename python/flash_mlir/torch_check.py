@@ -321,6 +321,56 @@ def check_route():
                f"compile route: hand-written causal={causal}",
                f"O rel {err:.1e}, grads rel {gerr:.1e}, {ran} launches, "
                f"profiled kernels {ours}, reports {fc.reports}")
+    # Llama-style grouped-query attention (transformers' eager attention:
+    # repeat_kv, "* scaling", an additive mask, softmax(dtype=float32),
+    # dropout(p=0)), with a float32 additive mask and with a causal tril.
+    def repeat_kv(x, n_rep):
+        b, h, s, d = x.shape
+        return x[:, :, None, :, :].expand(b, h, n_rep, s, d).reshape(b, h * n_rep, s, d)
+
+    def llama(q, k, v, mask):
+        key, value = repeat_kv(k, 4), repeat_kv(v, 4)
+        w = torch.matmul(q, key.transpose(2, 3)) * 0.125
+        if mask is None:
+            n = w.shape[-1]
+            keep = torch.tril(torch.ones(n, n, dtype=torch.bool, device=w.device))
+            w = w.masked_fill(~keep, float("-inf"))
+        else:
+            w = w + mask
+        w = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+        w = F.dropout(w, p=0.0, training=True)
+        return torch.matmul(w, value)
+
+    for masked in (False, True):
+        torch._dynamo.reset()
+        del fc.reports[:]
+        q, k, v = make(2, 8, 160, 64), make(2, 2, 160, 64), make(2, 2, 160, 64)
+        mask = None
+        if masked:
+            mask = torch.zeros(2, 1, 160, 160, device="cuda")
+            mask.masked_fill_(torch.rand(2, 1, 160, 160, device="cuda", generator=g) < 0.2,
+                              float("-inf"))
+            mask[..., 0] = 0.0  # no fully masked row: eager softmax would be NaN
+        eager = llama(q, k, v, mask)
+        do = torch.randn(eager.shape, device="cuda", generator=g).bfloat16()
+        eager_grads = torch.autograd.grad(eager, (q, k, v), do)
+        before = sum(fm.launches.values())
+        try:
+            got = torch.compile(llama, backend="flash_mlir", fullgraph=True)(q, k, v, mask)
+            grads = torch.autograd.grad(got, (q, k, v), do)
+        except Exception:  # noqa: BLE001
+            record(False, f"compile route: Llama GQA mask={masked}",
+                   traceback.format_exc(limit=4))
+            continue
+        ran = sum(fm.launches.values()) - before
+        err = rel(got, eager.double())
+        gerr = max(rel(a, b.double()) for a, b in zip(grads, eager_grads))
+        fused = [r for r in fc.reports if r["fused"]]
+        record(err < 1.6e-2 and gerr < 3e-2 and ran >= 2 and len(fused) == 1
+               and tuple(grads[1].shape) == (2, 2, 160, 64),
+               f"compile route: Llama GQA (repeat_kv) {'additive mask' if masked else 'causal'}",
+               f"O rel {err:.1e}, grads rel {gerr:.1e}, {ran} launches, reports {fc.reports}")
+
     torch._dynamo.reset()
     del fc.reports[:]
     q, k, v = make(1, 2, 128, 64), make(1, 2, 128, 64), make(1, 2, 128, 64)

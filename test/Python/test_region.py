@@ -16,7 +16,7 @@ from flash_mlir.region import (Node, Region, Unsupported, answer_pending,
 
 
 def handwritten(b=1, h=2, hkv=2, m=16, n=16, d=8, dt="bfloat16", mask="tril",
-                bias=False, scale_op="div"):
+                bias=False, scale_op="div", repeat=None):
     """q @ k.transpose(-1, -2) / sqrt(d) [+ bias], masked_fill(~tril(ones))
     or masked_fill(~mask) with -inf, softmax(float32), .to(dt), @ v: the
     GPT-style spelling (nanoGPT, minGPT) of attention."""
@@ -27,7 +27,21 @@ def handwritten(b=1, h=2, hkv=2, m=16, n=16, d=8, dt="bfloat16", mask="tril",
         nodes.append(Node("bias", "input", [], (m, n), "float32"))
     if mask == "input":
         nodes.append(Node("mask", "input", [], (b, 1, m, n), "bool"))
-    nodes += [Node("kt", "transpose", ["k"], (b, hkv, d, n), dt, {"dim0": -1, "dim1": -2}),
+    key, value = "k", "v"
+    if repeat == "repeat_kv":  # Llama's repeat_kv: [:, :, None] .expand .reshape
+        g = h // hkv
+        for x in ("k", "v"):
+            nodes += [Node(x + "1", "reshape", [x], (b, hkv, 1, n, d), dt),
+                      Node(x + "2", "expand", [x + "1"], (b, hkv, g, n, d), dt),
+                      Node(x + "3", "reshape", [x + "2"], (b, h, n, d), dt)]
+        key, value = "k3", "v3"
+    elif repeat == "repeat_interleave":
+        for x in ("k", "v"):
+            nodes.append(Node(x + "r", "repeat_interleave", [x], (b, h, n, d), dt,
+                              {"dim": 1, "repeats": h // hkv}))
+        key, value = "kr", "vr"
+    nodes += [Node("kt", "transpose", [key], (b, h if repeat else hkv, d, n), dt,
+                   {"dim0": -1, "dim1": -2}),
               Node("s", "matmul", ["q", "kt"], (b, h, m, n), dt),
               Node("sd", "scale", ["s"], (b, h, m, n), dt,
                    {"op": scale_op, "value": d ** 0.5 if scale_op == "div" else d ** -0.5})]
@@ -49,7 +63,7 @@ def handwritten(b=1, h=2, hkv=2, m=16, n=16, d=8, dt="bfloat16", mask="tril",
     nodes += [Node("f", "convert", [last], (b, h, m, n), "float32"),
               Node("p", "softmax", ["f"], (b, h, m, n), "float32", {"dim": -1}),
               Node("pb", "convert", ["p"], (b, h, m, n), dt),
-              Node("o", "matmul", ["pb", "v"], (b, h, m, d), dt)]
+              Node("o", "matmul", ["pb", value], (b, h, m, d), dt)]
     return Region(nodes, "o")
 
 
@@ -82,6 +96,13 @@ class Regions(unittest.TestCase):
         f = self.ask(handwritten(mask="input", bias=True))
         self.assertTrue(f.fused, f.reason)
         self.assertEqual((f.bias, f.mask, f.causal), (3, 4, False))
+
+    def test_grouped_heads_repeated(self):
+        # GQA as Llama (repeat_kv) and as torch.repeat_interleave write it.
+        for repeat in ("repeat_kv", "repeat_interleave"):
+            f = self.ask(handwritten(h=4, hkv=2, repeat=repeat))
+            self.assertTrue(f.fused, f"{repeat}: {f.reason}")
+            self.assertEqual((f.query, f.key, f.value, f.causal), (0, 1, 2, True))
 
     def test_top_left_tril_is_not_bottom_right(self):
         # torch.tril(ones(M, N)) with M != N keeps j <= i: top-left, which is
