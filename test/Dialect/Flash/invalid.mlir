@@ -73,7 +73,7 @@ func.func @kv_mismatch(%q: tensor<1x2x8x16xf16>, %k: tensor<1x2x8x16xf16>, %v: t
 // -----
 
 func.func @batch_mismatch(%q: tensor<2x2x8x16xf16>, %k: tensor<3x2x8x16xf16>) -> tensor<2x2x8x16xf16> {
-  // expected-error @+1 {{expects query and key of the same batch size, got 2 and 3}}
+  // expected-error @+1 {{expects query, key and value of the same batch size, got 'tensor<2x2x8x16xf16>', 'tensor<3x2x8x16xf16>' and 'tensor<3x2x8x16xf16>'}}
   %o = flash.attention %q, %k, %k : tensor<2x2x8x16xf16>, tensor<3x2x8x16xf16>, tensor<3x2x8x16xf16> -> tensor<2x2x8x16xf16>
   return %o : tensor<2x2x8x16xf16>
 }
@@ -220,4 +220,46 @@ func.func @negative_window(%q: tensor<8x16xf32>) -> tensor<8x16xf32> {
   // expected-error @+1 {{attribute 'window' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
   %o = flash.attention %q, %q, %q {window = -1 : i64} : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
   return %o : tensor<8x16xf32>
+}
+
+// -----
+
+// Sizes bind across all operands: each pair below is compatible through a
+// dynamic size, the whole is not (found by fuzzing).
+func.func @batch_through_dynamic_key(%q: tensor<2x4x8x16xf32>, %k: tensor<?x4x8x16xf32>, %v: tensor<3x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  // expected-error @+1 {{expects query, key and value of the same batch size, got 'tensor<2x4x8x16xf32>', 'tensor<?x4x8x16xf32>' and 'tensor<3x4x8x16xf32>'}}
+  %o = flash.attention %q, %k, %v : tensor<2x4x8x16xf32>, tensor<?x4x8x16xf32>, tensor<3x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+func.func @groups_through_dynamic_key(%q: tensor<1x4x8x16xf32>, %k: tensor<1x?x8x16xf32>, %v: tensor<1x3x8x16xf32>) -> tensor<1x4x8x16xf32> {
+  // expected-error @+1 {{expects the number of query heads (4) to be a multiple of the number of key/value heads (3)}}
+  %o = flash.attention %q, %k, %v : tensor<1x4x8x16xf32>, tensor<1x?x8x16xf32>, tensor<1x3x8x16xf32> -> tensor<1x4x8x16xf32>
+  return %o : tensor<1x4x8x16xf32>
+}
+
+// -----
+
+func.func @bias_keys_through_dynamic_key(%q: tensor<8x16xf32>, %k: tensor<?x16xf32>, %v: tensor<5x16xf32>, %b: tensor<8x7xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{expects a bias broadcastable to the scores [8, 5], got 'tensor<8x7xf32>'}}
+  %o = flash.attention %q, %k, %v bias(%b : tensor<8x7xf32>) : tensor<8x16xf32>, tensor<?x16xf32>, tensor<5x16xf32> -> tensor<8x16xf32>
+  return %o : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @lse_heads_through_dynamic_query(%q: tensor<1x?x8x16xf32>, %k: tensor<1x1x8x16xf32>) -> (tensor<1x3x8x16xf32>, tensor<1x5x8xf32>) {
+  // expected-error @+1 {{expects an lse of shape [1, 3, 8] and element type 'f32', got 'tensor<1x5x8xf32>'}}
+  %o, %lse = flash.attention %q, %k, %k : tensor<1x?x8x16xf32>, tensor<1x1x8x16xf32>, tensor<1x1x8x16xf32> -> tensor<1x3x8x16xf32>, tensor<1x5x8xf32>
+  return %o, %lse : tensor<1x3x8x16xf32>, tensor<1x5x8xf32>
+}
+
+// -----
+
+func.func @groups_through_output(%q: tensor<1x?x8x16xf32>, %k: tensor<1x2x8x16xf32>) -> tensor<1x3x8x16xf32> {
+  // expected-error @+1 {{expects the number of query heads (3) to be a multiple of the number of key/value heads (2)}}
+  %o = flash.attention %q, %k, %k : tensor<1x?x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x3x8x16xf32>
+  return %o : tensor<1x3x8x16xf32>
 }

@@ -51,6 +51,12 @@ static bool compatible(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
 }
 
+/// Takes `have` as `size` while `size` is still unknown.
+static void refine(int64_t &size, int64_t have) {
+  if (ShapedType::isDynamic(size))
+    size = have;
+}
+
 static bool isAttentionFloat(Type t) {
   return t.isF16() || t.isBF16() || t.isF32();
 }
@@ -60,6 +66,17 @@ static bool isAttentionFloat(Type t) {
 static int64_t dimFromEnd(RankedTensorType type, int64_t fromEnd) {
   int64_t idx = type.getRank() - 1 - fromEnd;
   return idx < 0 ? 1 : type.getDimSize(idx);
+}
+
+static LogicalResult verifyGroups(Operation *op, const AttentionSizes &s) {
+  if (!ShapedType::isDynamic(s.queryHeads) &&
+      !ShapedType::isDynamic(s.kvHeads) &&
+      (s.kvHeads == 0 || s.queryHeads % s.kvHeads != 0))
+    return op->emitOpError("expects the number of query heads (")
+           << s.queryHeads
+           << ") to be a multiple of the number of key/value heads ("
+           << s.kvHeads << ")";
+  return success();
 }
 
 static FailureOr<AttentionSizes> verifyQKV(Operation *op, RankedTensorType q,
@@ -104,16 +121,19 @@ static FailureOr<AttentionSizes> verifyQKV(Operation *op, RankedTensorType q,
                              "dimension but the last, got ")
              << k << " and " << v;
   }
-  if (!compatible(s.batch, dimFromEnd(k, 3)))
-    return op->emitOpError("expects query and key of the same batch size, got ")
-           << s.batch << " and " << dimFromEnd(k, 3);
-  if (!ShapedType::isDynamic(s.queryHeads) &&
-      !ShapedType::isDynamic(s.kvHeads) &&
-      (s.kvHeads == 0 || s.queryHeads % s.kvHeads != 0))
-    return op->emitOpError("expects the number of query heads (")
-           << s.queryHeads
-           << ") to be a multiple of the number of key/value heads ("
-           << s.kvHeads << ")";
+  // A size known from any operand binds all of them: Q batch 2, K batch ?
+  // and V batch 3 are inconsistent although each pair is compatible.
+  refine(s.kvHeads, dimFromEnd(v, 2));
+  refine(s.keySeq, dimFromEnd(v, 1));
+  for (RankedTensorType kv : {k, v})
+    if (!compatible(s.batch, dimFromEnd(kv, 3)))
+      return op->emitOpError("expects query, key and value of the same batch "
+                             "size, got ")
+             << q << ", " << k << " and " << v;
+  refine(s.batch, dimFromEnd(k, 3));
+  refine(s.batch, dimFromEnd(v, 3));
+  if (failed(verifyGroups(op, s)))
+    return failure();
   return s;
 }
 
@@ -196,6 +216,18 @@ static FailureOr<AttentionSizes> verifyAttention(OpTy op, Type outputType) {
       verifyQKV(op, op.getQuery().getType(), op.getKey().getType(),
                 op.getValue().getType());
   if (failed(s))
+    return failure();
+  // The output O (and dO) carries B, Hq and M too; what it knows binds the
+  // score operands and the LSE.
+  auto out = cast<RankedTensorType>(outputType);
+  if (out.getRank() == s->rank) {
+    if (s->rank == 4)
+      refine(s->batch, out.getDimSize(0));
+    if (s->rank >= 3)
+      refine(s->queryHeads, dimFromEnd(out, 2));
+    refine(s->querySeq, dimFromEnd(out, 1));
+  }
+  if (failed(verifyGroups(op, *s)))
     return failure();
   std::optional<float> scale;
   if (std::optional<APFloat> attr = op.getScale())
