@@ -22,6 +22,9 @@ def _scores(q, k, scale, causal, bias, mask, window=None):
     if causal:
         hidden |= np.broadcast_to(j > i + (n - m), s.shape)
     if window is not None:
+        # A window past M + N hides nothing more; clamped, i + (N - M) - window
+        # cannot wrap around in int64 (window = INT64_MAX did).
+        window = min(int(window), m + n)
         hidden |= np.broadcast_to(j < i + (n - m) - window, s.shape)
     if mask is not None:
         hidden |= ~np.broadcast_to(mask.astype(bool), s.shape)
