@@ -162,10 +162,149 @@ mlir::flash::detail::unrepeat(Value v) {
   return std::make_pair(expand.getSrc(), groups);
 }
 
+static FailureOr<FusedAttention> buildFused(RewriterBase &rewriter,
+                                            const AttentionMatch &m,
+                                            bool withLse, std::string &reason);
+
+/// The batch dim and factor (d, c) of the first bias or mask result of the
+/// form `d floordiv c` or `d mod c`.
+static std::optional<std::pair<unsigned, int64_t>>
+findSplitBatch(const AttentionMatch &m) {
+  auto scan = [&](const TensorAccess &a)
+      -> std::optional<std::pair<unsigned, int64_t>> {
+    for (AffineExpr r : a.map.getResults()) {
+      if (r.getKind() != AffineExprKind::FloorDiv &&
+          r.getKind() != AffineExprKind::Mod)
+        continue;
+      auto bin = cast<AffineBinaryOpExpr>(r);
+      auto dim = dyn_cast<AffineDimExpr>(bin.getLHS());
+      auto c = dyn_cast<AffineConstantExpr>(bin.getRHS());
+      if (dim && c && c.getValue() > 1 &&
+          llvm::is_contained(m.batchDims, dim.getPosition()))
+        return std::make_pair(dim.getPosition(), c.getValue());
+    }
+    return std::nullopt;
+  };
+  for (const TensorAccess &a :
+       llvm::concat<const TensorAccess>(llvm::make_first_range(m.biases),
+                                        llvm::make_first_range(m.masks)))
+    if (auto found = scan(a))
+      return found;
+  return std::nullopt;
+}
+
+/// Rewrites `m` from batch dim d to (d, e) with d_old = c * d + e (e a new
+/// dim): `d floordiv c` reads d, `d mod c` reads e, and a tensor dim read as
+/// d plainly is expanded into (size / c, c). The expansions are recorded in
+/// `created`.
+static LogicalResult splitBatch(RewriterBase &rewriter, Location loc,
+                                AttentionMatch &m, unsigned d, int64_t c,
+                                SmallVectorImpl<Operation *> &created,
+                                std::string &reason) {
+  MLIRContext *ctx = rewriter.getContext();
+  unsigned e = m.rank + 1; // past P's dims and the head dim
+  AffineExpr dExpr = getAffineDimExpr(d, ctx), eExpr = getAffineDimExpr(e, ctx);
+  auto rewrite = [&](TensorAccess &a) -> LogicalResult {
+    auto type = cast<RankedTensorType>(a.tensor.getType());
+    SmallVector<AffineExpr> results;
+    SmallVector<ReassociationIndices> groups;
+    SmallVector<int64_t> shape;
+    bool expand = false;
+    for (auto [i, r] : llvm::enumerate(a.map.getResults())) {
+      int64_t size = type.getDimSize(i);
+      groups.push_back({static_cast<int64_t>(results.size())});
+      if (r == dExpr) {
+        if (ShapedType::isDynamic(size) || size % c) {
+          reason = "a tensor read by the split batch dimension has a size "
+                   "that is dynamic or not a multiple of the split";
+          return failure();
+        }
+        groups.back().push_back(results.size() + 1);
+        results.append({dExpr, eExpr});
+        shape.append({size / c, c});
+        expand = true;
+        continue;
+      }
+      AffineExpr out = r;
+      if (r == dExpr.floorDiv(c))
+        out = dExpr;
+      else if (r == dExpr % c)
+        out = eExpr;
+      else if (r.isFunctionOfDim(d)) {
+        reason = "an operand is indexed through a reshape that the fused op "
+                 "cannot express";
+        return failure();
+      }
+      results.push_back(out);
+      shape.push_back(size);
+    }
+    if (expand) {
+      auto op = tensor::ExpandShapeOp::create(
+          rewriter, loc, RankedTensorType::get(shape, type.getElementType()),
+          a.tensor, groups);
+      created.push_back(op);
+      a.tensor = op.getResult();
+    }
+    a.map = AffineMap::get(std::max(a.map.getNumDims(), e + 1), 0, results,
+                           ctx);
+    return success();
+  };
+  for (TensorAccess *a : {&m.query, &m.key, &m.value})
+    if (failed(rewrite(*a)))
+      return failure();
+  for (auto &bias : m.biases)
+    if (failed(rewrite(bias.first)))
+      return failure();
+  for (auto &mask : m.masks)
+    if (failed(rewrite(mask.first)))
+      return failure();
+  auto it = llvm::find(m.batchDims, d);
+  m.batchDims.insert(std::next(it), e);
+  return success();
+}
+
 FailureOr<FusedAttention>
 mlir::flash::detail::buildFusedAttention(RewriterBase &rewriter,
-                                         const AttentionMatch &m, bool withLse,
-                                         std::string &reason) {
+                                         const AttentionMatch &match,
+                                         bool withLse, std::string &reason,
+                                         bool allowSplit) {
+  std::optional<std::pair<unsigned, int64_t>> split;
+  if (allowSplit && match.batchDims.size() == 1)
+    split = findSplitBatch(match);
+  AttentionMatch splitMatch;
+  SmallVector<Operation *> created;
+  auto dropCreated = [&] {
+    for (Operation *op : llvm::reverse(created))
+      if (op->use_empty())
+        rewriter.eraseOp(op);
+  };
+  if (split) {
+    splitMatch = match;
+    if (failed(splitBatch(rewriter, match.output->getLoc(), splitMatch,
+                          split->first, split->second, created, reason))) {
+      dropCreated();
+      return failure();
+    }
+  }
+  const AttentionMatch &m = split ? splitMatch : match;
+  FailureOr<FusedAttention> built = buildFused(rewriter, m, withLse, reason);
+  if (failed(built)) {
+    dropCreated();
+    return failure();
+  }
+  built->resultQueryDims = built->queryDims;
+  if (split) {
+    built->splitBatch = true;
+    built->resultQueryDims = {match.batchDims.front(), match.queryDim,
+                              match.rank};
+  }
+  return built;
+}
+
+static FailureOr<FusedAttention> buildFused(RewriterBase &rewriter,
+                                            const AttentionMatch &m,
+                                            bool withLse,
+                                            std::string &reason) {
   linalg::LinalgOp pv = m.output;
   Location loc = pv.getLoc();
   MLIRContext *ctx = pv.getContext();

@@ -48,14 +48,24 @@ struct FusedAttention {
   SmallVector<unsigned> queryDims, keyDims;
   /// Batch dims (b, kv head, group): Q and O have the last two collapsed.
   bool grouped = false;
+  /// The op's first two batch dims split the match's one (see
+  /// `allowSplit`): O collapses them back, and `resultQueryDims` are the
+  /// match's own query dims.
+  bool splitBatch = false;
+  SmallVector<unsigned> resultQueryDims;
 };
 
 /// Creates flash.attention for `m` at the insertion point, with the LSE
 /// result when `withLse`. Fails (creating nothing that stays) with `reason`.
+/// With `allowSplit`, a bias or mask read through `d floordiv c` / `d mod c`
+/// of the one batch dim d (a [B, 1, M, N] mask on scores of [B*H, M, N],
+/// BERT-style) makes the op rank 4 on (d floordiv c, d mod c), the operands
+/// that read d expanded to match.
 FailureOr<FusedAttention> buildFusedAttention(RewriterBase &rewriter,
                                               const AttentionMatch &m,
                                               bool withLse,
-                                              std::string &reason);
+                                              std::string &reason,
+                                              bool allowSplit = false);
 
 /// A (b, kv head, group, ...) tensor with the kv head and group dims merged
 /// into the query heads, as the fused op takes it.

@@ -64,8 +64,8 @@ LogicalResult fuse(RewriterBase &rewriter, AttentionMatch &m, bool report,
   Location loc = pv.getLoc();
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(pv);
-  FailureOr<FusedAttention> built =
-      buildFusedAttention(rewriter, m, /*withLse=*/false, reason);
+  FailureOr<FusedAttention> built = buildFusedAttention(
+      rewriter, m, /*withLse=*/false, reason, /*allowSplit=*/true);
   if (failed(built))
     return failure();
   AttentionOp fused = built->op;
@@ -76,8 +76,13 @@ LogicalResult fuse(RewriterBase &rewriter, AttentionMatch &m, bool report,
     rewriter.eraseOp(fused);
     return failure();
   }
+  if (built->splitBatch)
+    out = tensor::CollapseShapeOp::create(
+              rewriter, loc, *out,
+              SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}})
+              .getResult();
   Value replacement =
-      toResultLayout(rewriter, loc, *out, built->queryDims, m.outputMap,
+      toResultLayout(rewriter, loc, *out, built->resultQueryDims, m.outputMap,
                      cast<RankedTensorType>(pv->getResult(0).getType()));
   if (report) {
     RankedTensorType fq = fused.getQuery().getType();
