@@ -270,7 +270,8 @@ def main(argv=None):
                 kernel_ok &= ok
                 lines.append(("ok   " if ok else "FAIL ") + msg)
         failures += 0 if kernel_ok else 1
-        print(f"{'PASS' if kernel_ok else 'FAIL'} {kernel.name}")
+        print(f"{'PASS' if kernel_ok else 'FAIL'} {kernel.name} ({kernel.manifest.get('chip', '?')}, "
+              f"loaded from {kernel.loaded})")
         for line in lines:
             if args.verbose or not line.startswith("ok"):
                 print("   " + line)

@@ -8,12 +8,16 @@ torch (for the tensors and the stream); no MLIR at run time.
 
 import ctypes
 import json
+import logging
 import os
 import threading
 
 from flash_mlir import validate
 
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+CUDA_ERROR_NO_BINARY_FOR_GPU = 209
+
+log = logging.getLogger("flash_mlir.runtime")
 
 _lib = None
 
@@ -71,15 +75,30 @@ class Launch:
         lib = _driver()
         self.entry = entry
         self.name = name
-        image_name = entry.get("cubin") or entry["ptx"]
-        with open(os.path.join(directory, image_name), "rb") as f:
-            image = f.read()
-        if image_name.endswith(".ptx"):
-            image += b"\0"
-        self._image = ctypes.create_string_buffer(image, len(image))
+        # The cubin where it runs on this GPU; otherwise the driver compiles
+        # the PTX (an sm_80 cubin does not load on an H200, its PTX does).
         self.module = ctypes.c_void_p()
-        _check(lib.cuModuleLoadData(ctypes.byref(self.module), self._image),
-               f"cuModuleLoadData({image_name})")
+        self.loaded = None
+        for kind in ("cubin", "ptx"):
+            image_name = entry.get(kind)
+            if not image_name:
+                continue
+            with open(os.path.join(directory, image_name), "rb") as f:
+                image = f.read()
+            if kind == "ptx":
+                image += b"\0"
+            self._image = ctypes.create_string_buffer(image, len(image))
+            rc = lib.cuModuleLoadData(ctypes.byref(self.module), self._image)
+            if rc == CUDA_ERROR_NO_BINARY_FOR_GPU and kind == "cubin" and entry.get("ptx"):
+                log.info("%s: %s has no code for this GPU; JIT-compiling %s",
+                         name, image_name, entry["ptx"])
+                continue
+            _check(rc, f"cuModuleLoadData({image_name})")
+            self.loaded = kind if kind == "cubin" or not entry.get("cubin") \
+                else "ptx (JIT: the cubin is for another GPU)"
+            break
+        if self.loaded is None:
+            raise RuntimeError(f"{name}: the manifest names no cubin or PTX")
         self.function = ctypes.c_void_p()
         _check(lib.cuModuleGetFunction(ctypes.byref(self.function), self.module,
                                        entry["entry"].encode()),
@@ -156,6 +175,12 @@ class Kernel:
         if manifest.get("general"):
             self.general = Kernel.load(os.path.join(directory, manifest["general"]),
                                        device)
+
+    @property
+    def loaded(self):
+        """How the kernel was loaded: "cubin", or "ptx (JIT: ...)" when the
+        cubin is for another GPU and the driver compiled the PTX."""
+        return self.launches[0].loaded
 
     @property
     def backward(self):
