@@ -139,7 +139,9 @@ mlir::flash::detail::unrepeat(Value v) {
     return std::nullopt;
   int64_t groups = collapse.getSrcType().getDimSize(2);
   auto bcast = collapse.getSrc().getDefiningOp<linalg::LinalgOp>();
-  if (!bcast || ShapedType::isDynamic(groups) || bcast.getNumDpsInputs() != 1 ||
+  // A dynamic group count folds too: query head h reads repeated head
+  // h / (Hq / (Hkv G)), which is kv head h / (Hq / Hkv) whatever G is.
+  if (!bcast || bcast.getNumDpsInputs() != 1 ||
       !bcast.isAllParallelLoops() || !bcast.hasPureTensorSemantics())
     return std::nullopt;
   auto yield = cast<linalg::YieldOp>(bcast.getBlock()->getTerminator());

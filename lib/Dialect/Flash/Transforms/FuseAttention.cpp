@@ -97,7 +97,9 @@ LogicalResult fuse(RewriterBase &rewriter, AttentionMatch &m, bool report,
     }
     // K/V repeated to the query heads become GQA in the clean-up below.
     if (auto repeated = unrepeat(fused.getKey()); repeated && groups > 0)
-      groups *= repeated->second;
+      groups = ShapedType::isDynamic(repeated->second)
+                   ? 0
+                   : groups * repeated->second;
     fused.emitRemark(describe(m, et, groups));
   }
   // The N x N chain, and whatever only it used, is dead now.
