@@ -160,6 +160,21 @@ def upstream_label(text, passes, err):
     return None
 
 
+def foreign(op, text):
+    """Whether op (dialect.name) is absent from the input, in generic or
+    custom spelling; flash ops are the input's own."""
+    return not op.startswith("flash.") and op not in text and \
+        not re.search(rf"\b{re.escape(op.split('.', 1)[1])}\b", text)
+
+
+def pass_name(passes):
+    """The last pass of a pass string (flash-compile for its runs)."""
+    if passes.startswith("@"):
+        return "flash-compile"
+    names = [t.split("=", 1)[0] for t in shlex.split(passes) if t.startswith("-")]
+    return names[-1].lstrip("-") if names else "parse"
+
+
 def classify(text, passes, rc, err, out_ok):
     """The class of one run (see the module docstring)."""
     if rc is None:
@@ -173,8 +188,7 @@ def classify(text, passes, rc, err, out_ok):
     first = re.search(r"error: (.*)", err)
     note = re.search(r"note: see current operation: (?:%[\w.$:#-]+(?:, %[\w.$:#-]+)* = )?\"?([a-z_]+\.[a-z_.]+)", err)
     if passes and first and note and not first.group(1).startswith(("flash-", "'flash.")) \
-            and not note.group(1).startswith("flash.") and note.group(1) not in text \
-            and not re.search(rf"\b{re.escape(note.group(1).split('.', 1)[1])}\b", text):
+            and foreign(note.group(1), text):
         # A verifier message about an op the input does not have: a pass
         # built invalid IR (a pass's own diagnostics start with its name).
         if "error:" not in err[:first.start()]:
@@ -183,7 +197,7 @@ def classify(text, passes, rc, err, out_ok):
     if up and up.startswith("upstream:expand"):
         return up
     m = VERIFIER_ERROR.search(err)
-    if m and m.group(1) not in text and not m.group(1).startswith("flash."):
+    if passes and m and foreign(m.group(1), text):
         # The first failing op is one the input never had: a pass built it.
         first = err[:m.start()]
         if "error:" not in first:
@@ -196,8 +210,7 @@ def classify(text, passes, rc, err, out_ok):
 def signature(cls, passes, err, rc):
     """What makes two findings the same: the class, the pass and the first
     diagnostic (line/column numbers and SSA names stripped) or the signal."""
-    base = "flash-compile" if passes.startswith("@") else \
-        re.sub(r"=.*", "", passes.split()[-1]) if passes else "parse"
+    base = pass_name(passes)
     lines = [l for l in err.splitlines() if "error:" in l or "LLVM ERROR" in l
              or "Assertion" in l]
     frames = re.findall(r"#\d+ 0x[0-9a-f]+ ((?:mlir::flash::|\(anonymous namespace\)::)[\w:]+)", err)
@@ -205,10 +218,8 @@ def signature(cls, passes, err, rc):
         return f"{cls} {frames[0]}"
     if cls in ("HANG", "OOM"):
         # The pass and its out-of-range options (huge or negative sizes).
-        first = "flash-compile" if passes.startswith("@") else \
-            re.sub(r"=.*", "", passes.split()[-1]) if passes else "parse"
         edges = sorted(set(re.findall(r"([\w-]+=(?:-\d+|\d{5,}))", passes)))
-        return f"{cls} {first} {' '.join(edges)}".strip()
+        return f"{cls} {base} {' '.join(edges)}".strip()
     head = lines[0].split("error:", 1)[-1] if lines else f"rc={rc}"
     head = re.sub(r"\d+", "N", re.sub(r"%[\w.$-]+", "%x", head))
     return f"{cls} {base} {head.strip()[:160]}"
@@ -686,7 +697,12 @@ def fuzz_job(job):
             continue
         rc, out, err, _ = run_limited([FLASH_OPT, "-"] + shlex.split(passes), text)
         out_ok = True
-        if rc == 0:
+        big = [int(n) for n in re.findall(r"\.maxntid (\d+)", out) if int(n) > 1024]
+        if rc == 0 and big:
+            # CUDA launches at most 1024 threads per block: such a kernel never runs.
+            out_ok = False
+            err += f"\n[a kernel of {big[0]} threads per block (.maxntid), above CUDA's 1024]"
+        elif rc == 0:
             rrc, _, rerr, _ = run_limited([FLASH_OPT, "-"], out)
             out_ok = rrc == 0
             if not out_ok:
