@@ -539,9 +539,25 @@ def mut_linalg(text, rng):
     return _sub(text, m, 2, ", ".join(results)), "linalg-map"
 
 
+def mut_rename(text, rng):
+    """Function names whose kernels collide in flash-compile's output: a
+    copy of a function named NAME_general, or NAME.x beside NAME_x."""
+    funcs = list(re.finditer(r"^func\.func @([\w]+)\(.*?^\}$", text, re.M | re.S))
+    if not funcs:
+        return None
+    f = rng.choice(funcs)
+    name = f.group(1)
+    if rng.random() < 0.5:
+        copy = f.group(0).replace(f"@{name}(", f"@{name}_general(", 1)
+        return text + "\n" + copy + "\n", "rename:general"
+    a = f.group(0).replace(f"@{name}(", f'@"{name}.x"(', 1)
+    b = f.group(0).replace(f"@{name}(", f"@{name}_x(", 1)
+    return text + "\n" + a + "\n" + b + "\n", "rename:dot"
+
+
 MUTATORS = [(mut_shape_one, 3), (mut_shape_all, 4), (mut_dtype, 2), (mut_scale, 2),
             (mut_window, 2), (mut_causal, 1), (mut_operand, 2), (mut_body, 2),
-            (mut_constant, 2), (mut_linalg, 1)]
+            (mut_constant, 2), (mut_linalg, 1), (mut_rename, 1)]
 
 
 def mutate(text, rng, depth):
@@ -645,8 +661,12 @@ def run_compile(text, passes):
         with open(src, "w") as f:
             f.write(text)
         out = os.path.join(tmp, "out")
-        rc, _, err, _ = run_limited([FLASH_COMPILE, src, "-o", out] + shlex.split(passes)[1:], "")
+        rc, stdout, err, _ = run_limited([FLASH_COMPILE, src, "-o", out] +
+                                         shlex.split(passes)[1:], "")
         problems = []
+        written = re.findall(r"^\S+: (\S+\.ptx)", stdout, re.M)
+        for path in sorted({p for p in written if written.count(p) > 1}):
+            problems.append(f"{os.path.basename(path)} written by two kernels (one overwritten)")
         if rc == 0:
             for js in glob.glob(os.path.join(out, "*.json")):
                 try:
