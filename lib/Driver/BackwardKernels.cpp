@@ -12,30 +12,21 @@
 #include "flash/Driver/Driver.h"
 
 #include "KernelABI.h"
+#include "KernelLaunch.h"
 #include "KernelOutput.h"
-#include "TileSearch.h"
 
 #include "flash/Dialect/Flash/Transforms/Passes.h"
 #include "flash/Dialect/Flash/Transforms/Transforms.h"
 #include "flash/Pipelines/Pipelines.h"
 #include "flash/Target/AttentionTarget.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/Pass/PassManager.h"
-#include "llvm/ADT/SmallString.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
 
 using namespace mlir;
 using namespace mlir::flash;
 using namespace mlir::flash::driver;
-using llvm::SmallString;
 namespace json = llvm::json;
-namespace sys = llvm::sys;
 
 namespace {
 /// Compiles the backward `op` into DIR/<name>.json and one PTX (and cubin)
@@ -88,98 +79,27 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
          RankedTensorType::get(type.getShape(), type.getElementType())});
   }
 
-  struct LaunchInfo {
-    std::string entry, kernelModule;
-    json::Array params, grid, block;
-    int64_t sharedMemory = 0;
-    bool registerTiles = false, wgmma = false;
-  };
-  SmallVector<LaunchInfo> launches;
-  std::string problem;
-  bool requiresAlignedRows = false;
-  module->walk([&](nvgpu::DeviceAsyncCopyOp) { requiresAlignedRows = true; });
-  module->walk([&](gpu::LaunchFuncOp launch) {
-    LaunchInfo info;
-    info.entry = launch.getKernelName().str();
-    info.kernelModule = launch.getKernelModuleName().str();
-    for (Value v : launch.getKernelOperands()) {
-      auto argument = dyn_cast<BlockArgument>(v);
-      if (!argument) {
-        problem = "a kernel parameter is not a tensor";
-        return;
-      }
-      info.params.push_back(describeParam(params[argument.getArgNumber()]));
-    }
-    gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
-    for (Value g : {grid.x, grid.y, grid.z}) {
-      std::optional<json::Object> d = describeGridDim(g, params);
-      if (!d) {
-        problem = "a grid size is not a tensor size over a constant";
-        return;
-      }
-      info.grid.push_back(std::move(*d));
-    }
-    gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
-    for (Value t : {block.x, block.y, block.z}) {
-      IntegerAttr c;
-      if (!matchPattern(t, m_Constant(&c))) {
-        problem = "a block size is not a constant";
-        return;
-      }
-      info.block.push_back(c.getInt());
-    }
-    IntegerAttr smem;
-    if (Value size = launch.getDynamicSharedMemorySize())
-      matchPattern(size, m_Constant(&smem));
-    info.sharedMemory = smem ? smem.getInt() : 0;
-    launches.push_back(std::move(info));
-  });
-  if (!problem.empty())
-    return op.emitError("flash-compile: ") << problem;
-  module->walk([&](gpu::GPUModuleOp m) {
-    for (LaunchInfo &l : launches)
-      if (l.kernelModule == m.getName())
-        m.walk([&](Operation *op) {
-          l.registerTiles |= isa<gpu::ShuffleOp>(op);
-          if (auto a = dyn_cast<LLVM::InlineAsmOp>(op))
-            l.wgmma |= a.getAsmString().contains("wgmma.mma_async");
-        });
-  });
-
-  PassManager binary(ctx);
-  buildFlashGpuBinaryPipeline(binary, options);
-  if (failed(binary.run(*module)))
-    return op.emitError("flash-compile: lowering the backward to PTX failed");
+  FailureOr<SmallVector<Launch>> launches =
+      describeLaunches(op, *module, params, /*describeGrid=*/true,
+                       /*abi=*/false);
+  bool alignedRows = requiresAlignedRows(*module);
+  if (failed(launches) || failed(lowerToPtx(op, *module, options, *launches)))
+    return failure();
   json::Array launchList;
   int64_t maxRegisters = 0, spillBytes = 0;
-  for (auto [i, l] : llvm::enumerate(launches)) {
-    std::string ptx;
-    module->walk([&](gpu::BinaryOp bin) {
-      if (bin.getSymName() == l.kernelModule)
-        ptx = cast<gpu::ObjectAttr>(bin.getObjects()[0])
-                  .getObject()
-                  .getValue()
-                  .str();
-    });
-    if (ptx.empty())
-      return op.emitError("flash-compile: no PTX for ") << l.entry;
+  for (auto [i, l] : llvm::enumerate(*launches)) {
     if (l.sharedMemory > maxSharedMemoryPerBlock(compile.chip))
       return op.emitError("flash-compile: ")
              << l.entry << " needs " << l.sharedMemory
              << " B of shared memory, more than " << stringifyChip(compile.chip)
              << " has";
     std::string base = (name + "." + std::to_string(i)).str();
-    SmallString<128> ptxPath(outputDir), cubinPath(outputDir);
-    sys::path::append(ptxPath, base + ".ptx");
-    sys::path::append(cubinPath, base + ".cubin");
-    if (failed(writeFile(ptxPath, ptx)))
+    std::string ptxPath = kernelPath(outputDir, base, ".ptx");
+    FailureOr<PtxasReport> assembled =
+        writeKernel(op, l.ptx, outputDir, base, compile);
+    if (failed(assembled))
       return failure();
-    PtxasReport report = assemble(compile.ptxas, stringifyChip(compile.chip),
-                                  ptxPath, cubinPath);
-    if (sys::fs::can_execute(compile.ptxas) && !report.ran) {
-      llvm::errs() << report.log;
-      return op.emitError("flash-compile: ptxas rejected ") << ptxPath;
-    }
+    PtxasReport &report = *assembled;
     maxRegisters = std::max(maxRegisters, report.registers);
     spillBytes += std::max<int64_t>(report.spillBytes, 0);
     launchList.push_back(json::Object{
@@ -218,10 +138,8 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
   manifest["kv_block_cols"] =
       kvBlockCols ? json::Value(kvBlockCols) : json::Value("target");
   spills = spillBytes;
-  SmallString<128> jsonPath(outputDir);
-  sys::path::append(jsonPath, name + ".json");
-  return writeManifest(jsonPath, std::move(manifest), general,
-                       requiresAlignedRows);
+  return writeManifest(kernelPath(outputDir, name, ".json"),
+                       std::move(manifest), general, alignedRows);
 }
 
 /// The backward of `op` (and its general pair): the dK/dV nest's query

@@ -2,15 +2,18 @@
 //
 // Part of the flash-mlir project.
 //
-// Fusion first (training graphs: the backward that reads the saved P becomes
-// flash.attention_backward; then the remaining forward attention), then a
-// kernel set per flash op, named after its function.
+// Fusion first (TOSA lowered to linalg; training graphs: the backward that
+// reads the saved P becomes flash.attention_backward; then the remaining
+// forward attention), then a kernel set per flash op, named after its
+// function.
 //
 //===----------------------------------------------------------------------===//
 
 #include "flash/Driver/Driver.h"
 
 #include "flash/Dialect/Flash/Transforms/Passes.h"
+#include "flash/Pipelines/Pipelines.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseMap.h"
@@ -52,6 +55,14 @@ LogicalResult
 flash::compileAttentionKernels(ModuleOp module, StringRef outputDir,
                                const KernelCompileOptions &options) {
   PassManager fuse(module.getContext());
+  // TOSA programs are lowered to linalg first, the form the fusion matches.
+  bool tosa = false;
+  module->walk([&](Operation *op) {
+    tosa |= isa<tosa::TosaDialect>(op->getDialect());
+    return tosa ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  if (tosa)
+    buildTosaToLinalgPipeline(fuse);
   fuse.addPass(createFlashFuseAttentionBackwardPass());
   fuse.addPass(createFlashFuseAttentionPass());
   if (failed(fuse.run(module)))

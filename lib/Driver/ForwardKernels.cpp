@@ -11,26 +11,17 @@
 #include "flash/Driver/Driver.h"
 
 #include "KernelABI.h"
+#include "KernelLaunch.h"
 #include "KernelOutput.h"
-#include "TileSearch.h"
 
 #include "flash/Pipelines/Pipelines.h"
 #include "flash/Target/AttentionTarget.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/Pass/PassManager.h"
-#include "llvm/ADT/SmallString.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
 
 using namespace mlir;
 using namespace mlir::flash;
 using namespace mlir::flash::driver;
-using llvm::SmallString;
 namespace json = llvm::json;
-namespace sys = llvm::sys;
 
 namespace {
 struct Config {
@@ -39,14 +30,9 @@ struct Config {
   bool wgmmaOnly = false;
 };
 
+/// The kernel of one tile configuration: its launch, lowered to PTX.
 struct Kernel {
-  std::string ptx, entry;
-  json::Array params;
-  int64_t sharedMemory = 0;
-  /// Scores and accumulator in warp registers (FlashAttention-2 mapping).
-  bool registerTiles = false;
-  /// Contractions on Hopper's warpgroup MMA.
-  bool wgmma = false;
+  Launch launch;
   /// Tiles loaded with 16-byte cp.async: every tensor's rows must be
   /// contiguous and 16-byte aligned.
   bool requiresAlignedRows = false;
@@ -70,48 +56,19 @@ FailureOr<Kernel> build(AttentionOp op, StringRef name, const Config &config,
   buildFlashGpuKernelPipeline(kernels, options);
   if (failed(kernels.run(*module)))
     return op.emitError("flash-compile: building the kernel failed");
-
-  // Which argument each kernel parameter is, and the launch's constants.
-  gpu::LaunchFuncOp launch;
-  module->walk([&](gpu::LaunchFuncOp l) { launch = l; });
-  if (!launch)
-    return op.emitError("flash-compile: no kernel was produced");
-  Kernel kernel;
-  for (Value v : launch.getKernelOperands()) {
-    auto argument = dyn_cast<BlockArgument>(v);
-    if (!argument)
-      return op.emitError("flash-compile: a kernel parameter is not a tensor");
-    json::Object param = describeParam(params[argument.getArgNumber()]);
-    param["abi"] = "memref: allocated ptr, aligned ptr, i64 offset, i64 "
-                   "sizes[rank], i64 strides[rank] (strides in elements)";
-    kernel.params.push_back(std::move(param));
-  }
-  IntegerAttr smem;
-  if (Value size = launch.getDynamicSharedMemorySize())
-    matchPattern(size, m_Constant(&smem));
-  kernel.sharedMemory = smem ? smem.getInt() : 0;
-  module->walk([&](gpu::ShuffleOp) { kernel.registerTiles = true; });
-  module->walk([&](LLVM::InlineAsmOp a) {
-    kernel.wgmma |= a.getAsmString().contains("wgmma.mma_async");
-  });
-  module->walk(
-      [&](nvgpu::DeviceAsyncCopyOp) { kernel.requiresAlignedRows = true; });
-  kernel.entry = launch.getKernelName().str();
-  std::string kernelModule = launch.getKernelModuleName().str();
-
-  PassManager binary(ctx);
-  buildFlashGpuBinaryPipeline(binary, options);
-  if (failed(binary.run(*module)))
-    return op.emitError("flash-compile: lowering the kernel to PTX failed");
-  module->walk([&](gpu::BinaryOp bin) {
-    if (bin.getSymName() == kernelModule)
-      kernel.ptx = cast<gpu::ObjectAttr>(bin.getObjects()[0])
-                       .getObject()
-                       .getValue()
-                       .str();
-  });
-  if (kernel.ptx.empty())
-    return op.emitError("flash-compile: no PTX was produced");
+  // The grid is the manifest's formula (query blocks, heads, batch), so only
+  // the parameters, shared memory and mapping come from the launch.
+  FailureOr<SmallVector<Launch>> launches =
+      describeLaunches(op, *module, params, /*describeGrid=*/false,
+                       /*abi=*/true);
+  if (failed(launches))
+    return failure();
+  if (launches->size() != 1)
+    return op.emitError("flash-compile: expected one kernel, got ")
+           << launches->size();
+  Kernel kernel{std::move(launches->front()), requiresAlignedRows(*module)};
+  if (failed(lowerToPtx(op, *module, options, kernel.launch)))
+    return failure();
   return kernel;
 }
 
@@ -142,31 +99,30 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
   else
     configs = {{128, 64, 128}, {128, 32, 128}, {128, 64, 256}, {128, 32, 256},
                {64, 64, 128},  {64, 32, 128},  {32, 32, 128},  {16, 16, 128}};
-  SmallString<128> ptxPath(outputDir), cubinPath(outputDir),
-      jsonPath(outputDir);
-  sys::path::append(ptxPath, name + ".ptx");
-  sys::path::append(cubinPath, name + ".cubin");
-  sys::path::append(jsonPath, name + ".json");
+  std::string ptxPath = kernelPath(outputDir, name, ".ptx");
+  std::string jsonPath = kernelPath(outputDir, name, ".json");
   for (size_t i = 0; i < configs.size(); ++i) {
     Config config = configs[i];
     bool last = i + 1 == configs.size();
     FailureOr<Kernel> kernel = build(op, name, config, asyncCopies, compile);
     if (failed(kernel))
       return failure();
-    if (config.wgmmaOnly && !kernel->wgmma && !last)
+    if (config.wgmmaOnly && !kernel->launch.wgmma && !last)
       continue;
-    if (kernel->sharedMemory > maxSharedMemoryPerBlock(compile.chip)) {
+    if (kernel->launch.sharedMemory > maxSharedMemoryPerBlock(compile.chip)) {
       if (last)
         return op.emitError("flash-compile: the tiles need ")
-               << kernel->sharedMemory << " B of shared memory, more than "
+               << kernel->launch.sharedMemory
+               << " B of shared memory, more than "
                << stringifyChip(compile.chip) << " has";
       continue;
     }
     // When only one CTA fits on an SM, give it 16 warps instead of 8
     // (measured: D = 128 at 128 x 32 went from 10.4 to 13.5 TFLOP/s).
-    if (!compile.threadsPerBlock && !kernel->registerTiles &&
+    if (!compile.threadsPerBlock && !kernel->launch.registerTiles &&
         config.threads == 256 &&
-        2 * kernel->sharedMemory > maxSharedMemoryPerBlock(compile.chip)) {
+        2 * kernel->launch.sharedMemory >
+            maxSharedMemoryPerBlock(compile.chip)) {
       Config wider = {config.rows, config.cols, 512};
       FailureOr<Kernel> widened = build(op, name, wider, asyncCopies, compile);
       if (failed(widened))
@@ -174,25 +130,22 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
       config = wider;
       kernel = std::move(widened);
     }
-    if (failed(writeFile(ptxPath, kernel->ptx)))
+    FailureOr<PtxasReport> assembled =
+        writeKernel(op, kernel->launch.ptx, outputDir, name, compile);
+    if (failed(assembled))
       return failure();
-    PtxasReport ptxasReport = assemble(
-        compile.ptxas, stringifyChip(compile.chip), ptxPath, cubinPath);
-    if (sys::fs::can_execute(compile.ptxas) && !ptxasReport.ran) {
-      llvm::errs() << ptxasReport.log;
-      return op.emitError("flash-compile: ptxas rejected ") << ptxPath;
-    }
+    PtxasReport &ptxasReport = *assembled;
     if (ptxasReport.spillBytes > 0 && !last)
       continue;
 
     json::Object manifest{
         {"kernel", name},
-        {"entry", kernel->entry},
+        {"entry", kernel->launch.entry},
         {"chip", stringifyChip(compile.chip)},
         {"ptx", (name + ".ptx").str()},
         {"cubin", ptxasReport.ran ? json::Value((name + ".cubin").str())
                                   : json::Value(nullptr)},
-        {"params", std::move(kernel->params)},
+        {"params", std::move(kernel->launch.params)},
         // grid = (ceil(M / Br), Hq, B) from the [B, Hq, M, D] query.
         {"grid", json::Array{json::Object{{"tensor", "q"},
                                           {"dim", 2},
@@ -200,12 +153,13 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
                              json::Object{{"tensor", "q"}, {"dim", 1}},
                              json::Object{{"tensor", "q"}, {"dim", 0}}}},
         {"block", json::Array{config.threads, 1, 1}},
-        {"dynamic_shared_memory_bytes", kernel->sharedMemory},
+        {"dynamic_shared_memory_bytes", kernel->launch.sharedMemory},
         {"block_rows", config.rows},
         {"block_cols", config.cols},
         {"has_lse", static_cast<bool>(op.getLse())},
-        {"mapping", kernel->registerTiles ? "warp-registers" : "shared-tiles"},
-        {"mma", kernel->wgmma ? "wgmma" : "mma.sync"},
+        {"mapping",
+         kernel->launch.registerTiles ? "warp-registers" : "shared-tiles"},
+        {"mma", kernel->launch.wgmma ? "wgmma" : "mma.sync"},
         {"registers", ptxasReport.registers},
         {"spill_bytes", ptxasReport.spillBytes},
     };
@@ -219,9 +173,9 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
                    << "x" << config.cols << ", " << config.threads
                    << " threads, registers " << ptxasReport.registers
                    << ", spill bytes " << ptxasReport.spillBytes
-                   << ", shared memory " << kernel->sharedMemory << " B"
-                   << (kernel->registerTiles ? ", warp registers" : "")
-                   << (kernel->wgmma ? ", wgmma" : "") << "\n";
+                   << ", shared memory " << kernel->launch.sharedMemory << " B"
+                   << (kernel->launch.registerTiles ? ", warp registers" : "")
+                   << (kernel->launch.wgmma ? ", wgmma" : "") << "\n";
     return success();
   }
   return failure();

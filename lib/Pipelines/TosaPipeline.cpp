@@ -16,8 +16,7 @@
 
 using namespace mlir;
 
-void flash::buildFlashTosaToAttentionPipeline(
-    OpPassManager &pm, const FlashTosaToAttentionOptions &options) {
+void flash::buildTosaToLinalgPipeline(OpPassManager &pm) {
   // What --tosa-to-linalg-pipeline runs (named ops first, then generics),
   // without its validation: profiles are the frontend's business.
   tosa::addTosaToLinalgPasses(pm, TosaToLinalgOptions(),
@@ -25,6 +24,11 @@ void flash::buildFlashTosaToAttentionPipeline(
                               /*validationOptions=*/std::nullopt);
   // tosa.const and the remaining scalar forms to arith.
   pm.addPass(createTosaToArithPass());
+}
+
+void flash::buildFlashTosaToAttentionPipeline(
+    OpPassManager &pm, const FlashTosaToAttentionOptions &options) {
+  buildTosaToLinalgPipeline(pm);
   FlashFuseAttentionPassOptions fusion;
   fusion.report = options.report;
   pm.addPass(createFlashFuseAttentionPass(fusion));

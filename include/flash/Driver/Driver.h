@@ -44,8 +44,9 @@ struct KernelCompileOptions {
 /// it), or an empty string.
 std::string checkKernelCompileOptions(const KernelCompileOptions &options);
 
-/// Fuses the attention in `module` (--flash-fuse-attention-backward, then
-/// --flash-fuse-attention) and compiles every flash op into `outputDir`
+/// Fuses the attention in `module` (TOSA lowered to linalg first when there
+/// is TOSA, then --flash-fuse-attention-backward and --flash-fuse-attention)
+/// and compiles every flash op into `outputDir`
 /// (created if needed). Kernels are named after their function, numbered
 /// when it has several. Fails with a diagnostic when there is no attention.
 LogicalResult compileAttentionKernels(ModuleOp module, StringRef outputDir,

@@ -99,6 +99,10 @@ struct FlashTosaToAttentionOptions
       llvm::cl::init(false)};
 };
 
+/// TOSA to linalg and arith with upstream's passes: the form the fusion
+/// matches.
+void buildTosaToLinalgPipeline(OpPassManager &pm);
+
 /// TOSA in, flash.attention out: lowers TOSA to linalg (upstream's
 /// tosa-to-linalg passes and tosa-to-arith), then runs
 /// --flash-fuse-attention.

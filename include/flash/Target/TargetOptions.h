@@ -74,6 +74,15 @@ inline llvm::StringRef stringifyBinaryFormat(BinaryFormat format) {
   return format == BinaryFormat::Isa ? "isa" : "bin";
 }
 
+/// What tensor-cores=auto means on `chip`: Hopper's warpgroup MMA on sm_90a;
+/// elsewhere auto stays auto (the mapping then takes WMMA for f16 and
+/// mma.sync for bf16). Other choices are kept.
+inline TensorCores resolveTensorCores(TensorCores cores, Chip chip) {
+  if (cores == TensorCores::Auto && chip == Chip::Sm90a)
+    return TensorCores::Wgmma;
+  return cores;
+}
+
 /// The tile sizes of a GPU chip's kernels (a chip that is not known tiles
 /// as on the CPU).
 inline TileTarget tileTargetOf(Chip chip) {

@@ -673,9 +673,7 @@ struct FlashMapTilesToGPUPass
       return signalPassFailure();
     }
     // Hopper's warpgroup MMA exists on sm_90a only.
-    TensorCores cores = tensorCores;
-    if (cores == TensorCores::Auto && chip == Chip::Sm90a)
-      cores = TensorCores::Wgmma;
+    TensorCores cores = flash::resolveTensorCores(tensorCores, chip);
     if (cores == TensorCores::Wgmma && chip != Chip::Any &&
         chip != Chip::Sm90a && !foralls.empty()) {
       foralls.front().emitError("flash-map-tiles-to-gpu: tensor-cores=wgmma "

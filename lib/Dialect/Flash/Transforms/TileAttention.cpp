@@ -423,9 +423,7 @@ struct FlashTileAttentionPass
 
   void runOnOperation() override {
     // Every target= value is a known target (the option is an enum).
-    std::optional<AttentionTarget> tgt =
-        lookupAttentionTarget(stringifyTileTarget(target));
-    assert(tgt && "the target enum and the target table disagree");
+    std::optional<AttentionTarget> tgt = getAttentionTarget(target);
     if (blockRows < 0 || blockCols < 0 || kvBlockRows < 0 || kvBlockCols < 0) {
       emitError(getOperation()->getLoc(),
                 "flash-tile-attention: block-rows, block-cols, kv-block-rows "

@@ -1,0 +1,136 @@
+//===- KernelLaunch.cpp - launches of a lowered kernel module ---*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelLaunch.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::driver;
+namespace json = llvm::json;
+namespace sys = llvm::sys;
+
+FailureOr<SmallVector<Launch>>
+driver::describeLaunches(Operation *op, ModuleOp module, ArrayRef<Param> params,
+                         bool describeGrid, bool abi) {
+  SmallVector<Launch> launches;
+  std::string problem;
+  module->walk([&](gpu::LaunchFuncOp launch) {
+    Launch info;
+    info.entry = launch.getKernelName().str();
+    info.kernelModule = launch.getKernelModuleName().str();
+    for (Value v : launch.getKernelOperands()) {
+      auto argument = dyn_cast<BlockArgument>(v);
+      if (!argument) {
+        problem = "a kernel parameter is not a tensor";
+        return WalkResult::interrupt();
+      }
+      json::Object param = describeParam(params[argument.getArgNumber()]);
+      if (abi)
+        param["abi"] = "memref: allocated ptr, aligned ptr, i64 offset, i64 "
+                       "sizes[rank], i64 strides[rank] (strides in elements)";
+      info.params.push_back(std::move(param));
+    }
+    if (describeGrid) {
+      gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+      for (Value g : {grid.x, grid.y, grid.z}) {
+        std::optional<json::Object> d = describeGridDim(g, params);
+        if (!d) {
+          problem = "a grid size is not a tensor size over a constant";
+          return WalkResult::interrupt();
+        }
+        info.grid.push_back(std::move(*d));
+      }
+      gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+      for (Value t : {block.x, block.y, block.z}) {
+        IntegerAttr c;
+        if (!matchPattern(t, m_Constant(&c))) {
+          problem = "a block size is not a constant";
+          return WalkResult::interrupt();
+        }
+        info.block.push_back(c.getInt());
+      }
+    }
+    IntegerAttr smem;
+    if (Value size = launch.getDynamicSharedMemorySize())
+      matchPattern(size, m_Constant(&smem));
+    info.sharedMemory = smem ? smem.getInt() : 0;
+    launches.push_back(std::move(info));
+    return WalkResult::advance();
+  });
+  if (!problem.empty())
+    return op->emitError("flash-compile: ") << problem;
+  if (launches.empty())
+    return op->emitError("flash-compile: no kernel was produced");
+  module->walk([&](gpu::GPUModuleOp m) {
+    for (Launch &l : launches)
+      if (l.kernelModule == m.getName())
+        m.walk([&](Operation *nested) {
+          l.registerTiles |= isa<gpu::ShuffleOp>(nested);
+          if (auto a = dyn_cast<LLVM::InlineAsmOp>(nested))
+            l.wgmma |= a.getAsmString().contains("wgmma.mma_async");
+        });
+  });
+  return launches;
+}
+
+bool driver::requiresAlignedRows(ModuleOp module) {
+  return module
+      ->walk([](nvgpu::DeviceAsyncCopyOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
+LogicalResult driver::lowerToPtx(Operation *op, ModuleOp module,
+                                 const FlashGpuPipelineOptions &options,
+                                 MutableArrayRef<Launch> launches) {
+  PassManager binary(module.getContext());
+  buildFlashGpuBinaryPipeline(binary, options);
+  if (failed(binary.run(module)))
+    return op->emitError("flash-compile: lowering the kernels to PTX failed");
+  for (Launch &l : launches) {
+    module->walk([&](gpu::BinaryOp bin) {
+      if (bin.getSymName() == l.kernelModule)
+        l.ptx = cast<gpu::ObjectAttr>(bin.getObjects()[0])
+                    .getObject()
+                    .getValue()
+                    .str();
+    });
+    if (l.ptx.empty())
+      return op->emitError("flash-compile: no PTX for ") << l.entry;
+  }
+  return success();
+}
+
+std::string driver::kernelPath(StringRef outputDir, StringRef base,
+                               StringRef extension) {
+  llvm::SmallString<128> path(outputDir);
+  sys::path::append(path, base + extension);
+  return path.str().str();
+}
+
+FailureOr<PtxasReport>
+driver::writeKernel(Operation *op, StringRef ptx, StringRef outputDir,
+                    StringRef base, const KernelCompileOptions &compile) {
+  std::string ptxPath = kernelPath(outputDir, base, ".ptx");
+  std::string cubinPath = kernelPath(outputDir, base, ".cubin");
+  if (failed(writeFile(ptxPath, ptx)))
+    return failure();
+  PtxasReport report =
+      assemble(compile.ptxas, stringifyChip(compile.chip), ptxPath, cubinPath);
+  if (sys::fs::can_execute(compile.ptxas) && !report.ran) {
+    llvm::errs() << report.log;
+    return op->emitError("flash-compile: ptxas rejected ") << ptxPath;
+  }
+  return report;
+}

@@ -1,0 +1,73 @@
+//===- KernelLaunch.h - launches of a lowered kernel module -----*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+// The one path the forward and the backward kernels take after the kernel
+// pipeline (and the tensor-core choice both build with): what each gpu.launch_func needs from the runtime (parameters,
+// grid, block, shared memory, mapping), the PTX of its kernel module after
+// the binary pipeline, and the PTX and cubin files.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_LIB_DRIVER_KERNELLAUNCH_H
+#define FLASH_LIB_DRIVER_KERNELLAUNCH_H
+
+#include "KernelABI.h"
+#include "KernelOutput.h"
+
+#include "flash/Driver/Driver.h"
+#include "flash/Pipelines/Pipelines.h"
+
+namespace mlir::flash::driver {
+
+/// The mapping's tensor-core choice: Hopper's warpgroup MMA on sm_90a.
+inline TensorCores tensorCoreChoice(const KernelCompileOptions &options) {
+  return resolveTensorCores(options.tensorCores, options.chip);
+}
+
+/// One gpu.launch_func of a kernel module.
+struct Launch {
+  std::string entry, kernelModule;
+  /// Its parameters in kernel-operand order (describeParam).
+  llvm::json::Array params;
+  /// Grid (describeGridDim) and block sizes, when asked for.
+  llvm::json::Array grid, block;
+  int64_t sharedMemory = 0;
+  /// Scores and accumulator in warp registers (FlashAttention-2 mapping).
+  bool registerTiles = false;
+  /// Contractions on Hopper's warpgroup MMA.
+  bool wgmma = false;
+  /// Filled by lowerToPtx.
+  std::string ptx;
+};
+
+/// The launches of `module` after the kernel pipeline, in program order;
+/// `params` describes the kernel function's arguments. With `describeGrid`
+/// also grid and block sizes; with `abi` each parameter says how it is
+/// passed. Errors are reported on `op`.
+FailureOr<SmallVector<Launch>> describeLaunches(Operation *op, ModuleOp module,
+                                                ArrayRef<Param> params,
+                                                bool describeGrid, bool abi);
+
+/// Whether any tile of `module` is loaded with cp.async, so that every
+/// tensor's rows must be contiguous and 16-byte aligned.
+bool requiresAlignedRows(ModuleOp module);
+
+/// Runs the binary pipeline on `module` and sets each launch's PTX.
+LogicalResult lowerToPtx(Operation *op, ModuleOp module,
+                         const FlashGpuPipelineOptions &options,
+                         MutableArrayRef<Launch> launches);
+
+/// DIR/<base><extension>.
+std::string kernelPath(StringRef outputDir, StringRef base,
+                       StringRef extension);
+
+/// Writes DIR/<base>.ptx and assembles DIR/<base>.cubin when ptxas runs; a
+/// ptxas that runs and rejects the PTX is an error on `op`.
+FailureOr<PtxasReport> writeKernel(Operation *op, StringRef ptx,
+                                   StringRef outputDir, StringRef base,
+                                   const KernelCompileOptions &compile);
+
+} // namespace mlir::flash::driver
+
+#endif // FLASH_LIB_DRIVER_KERNELLAUNCH_H
