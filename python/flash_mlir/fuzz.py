@@ -639,7 +639,7 @@ PASSES = [
     ("fuse+cpu", lambda r: "--flash-fuse-attention " + cpu_pass(r)),
     ("fuse+gpu", lambda r: "--flash-fuse-attention-backward --flash-fuse-attention " + gpu_pass(r)),
     ("canonicalize", lambda r: "--canonicalize --cse"),
-    ("flash-compile", lambda r: "@flash-compile " + " ".join(o for o in [
+    ("compile", lambda r: "@flash-compile " + " ".join(o for o in [
         _opt(r, "--chip", ["sm_80", "sm_90a"], ["foo"], 0.05, 0.8),
         _opt(r, "--threads-per-block", [0, 128, 256], [-1, 1, 33, 1025, 2**31], 0.2, 0.3),
         _opt(r, "--block-rows", [0, 64, 128], EDGE_INTS, 0.1, 0.3),
@@ -742,8 +742,10 @@ def make_fuzz_job(index, seeds, seed, passes_per_mutant, skip):
     inner = sorted({m.group(1).split("x")[-2] for m in TENSOR.finditer(mutant)})
     for pname, make in chosen:
         p = make(rng)
-        plabels = option_labels(p) + [f"pass:{pname}"]
-        if pname == "flash-compile":
+        # PASS/LABEL: a mutation or seed label for this pass only.
+        plabels = option_labels(p) + [f"pass:{pname}"] + \
+            [f"{pname}/{l}" for l in labels + [f"seed:{name}"]]
+        if pname == "compile":
             plabels += [f"compile-d:{d}" for d in inner]
         if not skipped(plabels, skip):
             pass_list.append(p)
