@@ -88,7 +88,7 @@ def _limit_memory():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def run_limited(argv, input_text):
+def run_limited(argv, input_text, timeout=None):
     """(returncode or None on timeout, stdout, stderr, seconds). The worker
     processes that call this are single-threaded, so preexec_fn is safe."""
     start = time.monotonic()
@@ -104,7 +104,7 @@ def run_limited(argv, input_text):
             time.sleep(2)
     start = time.monotonic()
     try:
-        out, err = proc.communicate(input_text.encode(), timeout=LIMITS.timeout)
+        out, err = proc.communicate(input_text.encode(), timeout=timeout or LIMITS.timeout)
         rc = proc.returncode
     except subprocess.TimeoutExpired:
         proc.kill()
@@ -661,8 +661,10 @@ def run_compile(text, passes):
         with open(src, "w") as f:
             f.write(text)
         out = os.path.join(tmp, "out")
+        # flash-compile builds two kernels per function: the timeout is per function.
+        per = max(1, len(re.findall(r"^\s*func\.func (?!private)", text, re.M)))
         rc, stdout, err, _ = run_limited([FLASH_COMPILE, src, "-o", out] +
-                                         shlex.split(passes)[1:], "")
+                                         shlex.split(passes)[1:], "", LIMITS.timeout * per)
         problems = []
         written = re.findall(r"^\S+: (\S+\.ptx)", stdout, re.M)
         for path in sorted({p for p in written if written.count(p) > 1}):
