@@ -417,6 +417,25 @@ LogicalResult mlir::flash::tileAttention(RewriterBase &rewriter, AttentionOp op,
 }
 
 namespace {
+/// The tile rules divide by the head dims and multiply them into byte
+/// counts: D and Dv of 0, or so large that one row of Q, K or V does not fit
+/// the target's on-chip memory, get a located error instead.
+static LogicalResult checkHeadDims(Operation *op, const AttentionTarget &tgt,
+                                   int64_t d, int64_t dv, int64_t bytes) {
+  for (auto [name, size] : {std::pair<const char *, int64_t>{"D", d},
+                            std::pair<const char *, int64_t>{"Dv", dv}}) {
+    if (size < 1)
+      return op->emitOpError("cannot be tiled with head dimension ")
+             << name << " = " << size << ": it must be at least 1";
+    if (size > tgt.sramBytes / (4 * bytes))
+      return op->emitOpError("cannot be tiled with head dimension ")
+             << name << " = " << size << ": four rows of " << size
+             << " elements exceed the " << tgt.sramBytes
+             << " on-chip bytes of target " << tgt.name;
+  }
+  return success();
+}
+
 struct FlashTileAttentionPass
     : flash::impl::FlashTileAttentionPassBase<FlashTileAttentionPass> {
   using Base::Base;
@@ -439,6 +458,8 @@ struct FlashTileAttentionPass
       int64_t dv = op.getValue().getType().getShape().back();
       int64_t bytes =
           op.getQuery().getType().getElementType().getIntOrFloatBitWidth() / 8;
+      if (failed(checkHeadDims(op, *tgt, d, dv, bytes)))
+        return signalPassFailure();
       AttentionTiles tiles = chooseAttentionTiles(*tgt, d, dv, bytes);
       if (blockRows > 0 || blockCols > 0) {
         tiles.blockRows = blockRows > 0 ? blockRows : tiles.blockRows;
@@ -460,6 +481,8 @@ struct FlashTileAttentionPass
       int64_t dv = op.getValue().getType().getShape().back();
       int64_t bytes =
           op.getQuery().getType().getElementType().getIntOrFloatBitWidth() / 8;
+      if (failed(checkHeadDims(op, *tgt, d, dv, bytes)))
+        return signalPassFailure();
       AttentionTiles tiles = chooseAttentionTiles(*tgt, d, dv, bytes);
       // Tensor cores: the dQ nest holds dQ [Br, D] and two Br x Bc score
       // tiles in registers, the dK/dV nest dK and dV [rows, D], so its score
