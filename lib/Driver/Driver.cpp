@@ -18,6 +18,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
 
 using namespace mlir;
@@ -73,20 +74,17 @@ flash::compileAttentionKernels(ModuleOp module, StringRef outputDir,
   module->walk([&](AttentionBackwardOp op) { backwardOps.push_back(op); });
   if (ops.empty() && backwardOps.empty())
     return emitError(module.getLoc(), "flash-compile: no attention found");
-  if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
-    return emitError(module.getLoc(), "flash-compile: cannot create ")
-           << outputDir << ": " << ec.message();
   // Kernels are named after their function, numbered when it has several.
   llvm::DenseMap<Operation *, int> perFunction;
   for (AttentionOp op : ops)
     ++perFunction[op->getParentOfType<FunctionOpInterface>()];
+  SmallVector<std::pair<Operation *, std::string>> kernels;
   for (auto [i, op] : llvm::enumerate(ops)) {
     auto func = op->getParentOfType<FunctionOpInterface>();
     std::string name = (func ? func.getName().str() : std::string("module"));
     if (!func || perFunction[func] > 1)
       name += "_" + std::to_string(i);
-    if (failed(compileAttentionKernel(op, sanitize(name), outputDir, options)))
-      return failure();
+    kernels.push_back({op, sanitize(name)});
   }
   // A backward is named after its function, with "_backward" when the
   // function also has a forward or several backwards.
@@ -100,8 +98,41 @@ flash::compileAttentionKernels(ModuleOp module, StringRef outputDir,
       name += "_backward";
     if (!func || backwardPerFunction[func] > 1)
       name += "_" + std::to_string(i);
-    if (failed(compileAttentionBackwardKernels(op, sanitize(name), outputDir,
-                                               options)))
+    kernels.push_back({op, sanitize(name)});
+  }
+  // Each op writes <name> and <name>_general: two ops whose files would
+  // share a name (@f and @f_general, @"a.b" and @a_b) are an error rather
+  // than one kernel's files silently replacing the other's.
+  llvm::StringMap<Operation *> owner;
+  for (auto &[op, name] : kernels) {
+    for (std::string file : {name, name + "_general"}) {
+      auto [it, inserted] = owner.try_emplace(file, op);
+      if (inserted || it->second == op)
+        continue;
+      auto describe = [](Operation *o) {
+        auto func = o->getParentOfType<FunctionOpInterface>();
+        return func ? ("@" + func.getName()).str() : std::string("the module");
+      };
+      InFlightDiagnostic diag =
+          op->emitError("flash-compile: the kernel files '")
+          << file << "' of this op in " << describe(op)
+          << " would overwrite those of an op in " << describe(it->second)
+          << "; rename one of the functions";
+      diag.attachNote(it->second->getLoc()) << "the other op";
+      return failure();
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
+    return emitError(module.getLoc(), "flash-compile: cannot create ")
+           << outputDir << ": " << ec.message();
+  for (auto &[op, name] : kernels) {
+    LogicalResult compiled =
+        isa<AttentionOp>(op)
+            ? compileAttentionKernel(cast<AttentionOp>(op), name, outputDir,
+                                     options)
+            : compileAttentionBackwardKernels(cast<AttentionBackwardOp>(op),
+                                              name, outputDir, options);
+    if (failed(compiled))
       return failure();
   }
   return success();
