@@ -17,7 +17,7 @@
 // CPU: Br = 64, Bc = 64 (paper rule, target cpu)
 // FORCED: Br = 16, Bc = 64 (forced rule, target cpu)
 // BADTARGET: for the --target option: Cannot find option named 'sm_70'!
-// BADTILE: error: flash-tile-attention: block-rows, block-cols, kv-block-rows and kv-block-cols must be positive (or 0 for the target's choice)
+// BADTILE: error: flash-tile-attention: block-rows, block-cols, kv-block-rows and kv-block-cols must be between 1 and 65536 (or 0 for the target's choice)
 func.func @d64(%q: tensor<1x16x4096x64xf16>) -> tensor<1x16x4096x64xf16> {
   // expected-remark @+1 {{tiled with Br = 128, Bc = 128 (tensor-core rule, target sm_80); tiles use 81920 of 167936 on-chip bytes; HBM bytes per (batch, head): 34603008 tiled vs 136314880 naive (naive / tiled = 3.9)}}
   %o = flash.attention %q, %q, %q : tensor<1x16x4096x64xf16>, tensor<1x16x4096x64xf16>, tensor<1x16x4096x64xf16> -> tensor<1x16x4096x64xf16>

@@ -666,9 +666,12 @@ struct FlashMapTilesToGPUPass
       if (!forall->getParentOfType<scf::ForallOp>())
         foralls.push_back(forall);
     });
-    if (threads <= 0) {
+    // CUDA launches at most 1024 threads per block; a larger .maxntid makes
+    // a kernel that never runs.
+    if (threads <= 0 || threads > 1024) {
       emitError(getOperation().getLoc(),
-                "flash-map-tiles-to-gpu: threads must be positive, not ")
+                "flash-map-tiles-to-gpu: threads must be between 1 and 1024 "
+                "(CUDA's limit per block), not ")
           << static_cast<int64_t>(threads);
       return signalPassFailure();
     }

@@ -443,11 +443,16 @@ struct FlashTileAttentionPass
   void runOnOperation() override {
     // Every target= value is a known target (the option is an enum).
     std::optional<AttentionTarget> tgt = getAttentionTarget(target);
-    if (blockRows < 0 || blockCols < 0 || kvBlockRows < 0 || kvBlockCols < 0) {
+    // Blocks beyond 2^16 rows or keys are no tiling; bounding them keeps the
+    // tile arithmetic (and the GPU mapping's unrolled tiles) in range.
+    constexpr int64_t kMaxBlock = int64_t(1) << 16;
+    if (blockRows < 0 || blockCols < 0 || kvBlockRows < 0 || kvBlockCols < 0 ||
+        blockRows > kMaxBlock || blockCols > kMaxBlock ||
+        kvBlockRows > kMaxBlock || kvBlockCols > kMaxBlock) {
       emitError(getOperation()->getLoc(),
                 "flash-tile-attention: block-rows, block-cols, kv-block-rows "
-                "and kv-block-cols must be positive (or 0 for the target's "
-                "choice)");
+                "and kv-block-cols must be between 1 and 65536 (or 0 for the "
+                "target's choice)");
       return signalPassFailure();
     }
     SmallVector<AttentionOp> ops;
