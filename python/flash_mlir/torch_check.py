@@ -26,6 +26,7 @@ import traceback
 
 import torch
 import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile
 
 from flash_mlir import torch as fm
 from flash_mlir.check import random_input, reference
@@ -272,6 +273,21 @@ def check_compile():
                f"loss rel {err:.1e}, grads rel {max(errs):.1e}, {ran} launches")
 
 
+def compiled_vs_eager(fn, args, inputs, g):
+    """`fn(*args)` under torch.compile(backend="flash_mlir", fullgraph=True)
+    against eager, forward and the gradients of `inputs`: (relative error of
+    O, worst of the gradients, our launches, the compiled gradients)."""
+    eager = fn(*args)
+    do = torch.randn(eager.shape, device="cuda", generator=g).bfloat16()
+    eager_grads = torch.autograd.grad(eager, inputs, do)
+    before = sum(fm.launches.values())
+    got = torch.compile(fn, backend="flash_mlir", fullgraph=True)(*args)
+    grads = torch.autograd.grad(got, inputs, do)
+    ran = sum(fm.launches.values()) - before
+    gerr = max(rel(a, b.double()) for a, b in zip(grads, eager_grads))
+    return rel(got, eager.double()), gerr, ran, grads, do
+
+
 def check_route():
     """torch.compile(backend="flash_mlir") on hand-written attention (the
     GPT-style block of flash_mlir.train_bench): the compiler's matcher finds
@@ -293,24 +309,15 @@ def check_route():
         def fn(q, k, v):
             return handwritten_attention(q, k, v, causal)
 
-        eager = fn(q, k, v)
-        do = torch.randn(eager.shape, device="cuda", generator=g).bfloat16()
-        eager_grads = torch.autograd.grad(eager, (q, k, v), do)
         del fc.reports[:]
-        before = sum(fm.launches.values())
         try:
-            got = torch.compile(fn, backend="flash_mlir", fullgraph=True)(q, k, v)
-            grads = torch.autograd.grad(got, (q, k, v), do)
+            err, gerr, ran, _, do = compiled_vs_eager(fn, (q, k, v), (q, k, v), g)
         except Exception:  # noqa: BLE001
             record(False, f"compile route: hand-written causal={causal}",
                    traceback.format_exc(limit=4))
             continue
-        ran = sum(fm.launches.values()) - before
-        err = rel(got, eager.double())
-        gerr = max(rel(a, b.double()) for a, b in zip(grads, eager_grads))
         fused = [r for r in fc.reports if r["fused"]]
         # Our kernels in a profile of the compiled step.
-        from torch.profiler import ProfilerActivity, profile
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             out = torch.compile(fn, backend="flash_mlir", fullgraph=True)(q, k, v)
             torch.autograd.grad(out, (q, k, v), do)
@@ -351,20 +358,13 @@ def check_route():
             mask.masked_fill_(torch.rand(2, 1, 160, 160, device="cuda", generator=g) < 0.2,
                               float("-inf"))
             mask[..., 0] = 0.0  # no fully masked row: eager softmax would be NaN
-        eager = llama(q, k, v, mask)
-        do = torch.randn(eager.shape, device="cuda", generator=g).bfloat16()
-        eager_grads = torch.autograd.grad(eager, (q, k, v), do)
-        before = sum(fm.launches.values())
         try:
-            got = torch.compile(llama, backend="flash_mlir", fullgraph=True)(q, k, v, mask)
-            grads = torch.autograd.grad(got, (q, k, v), do)
+            err, gerr, ran, grads, _ = compiled_vs_eager(llama, (q, k, v, mask),
+                                                         (q, k, v), g)
         except Exception:  # noqa: BLE001
             record(False, f"compile route: Llama GQA mask={masked}",
                    traceback.format_exc(limit=4))
             continue
-        ran = sum(fm.launches.values()) - before
-        err = rel(got, eager.double())
-        gerr = max(rel(a, b.double()) for a, b in zip(grads, eager_grads))
         fused = [r for r in fc.reports if r["fused"]]
         record(err < 1.6e-2 and gerr < 3e-2 and ran >= 2 and len(fused) == 1
                and tuple(grads[1].shape) == (2, 2, 160, 64),
