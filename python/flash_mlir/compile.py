@@ -37,12 +37,18 @@ def _meta(node):
     return v if isinstance(v, torch.Tensor) else None
 
 
+def _example(node):
+    return node.meta.get("example_value") if isinstance(node, torch.fx.Node) else None
+
+
 def _dtype(t):
     return str(t.dtype).replace("torch.", "")
 
 
-def _static(t):
-    return all(isinstance(s, int) for s in t.shape)
+def _shape(t):
+    """The shape for the exporter: ints, and torch's symbol expressions
+    ("s0", "s0*s1") for dynamic sizes (one symbol, one size)."""
+    return tuple(s if isinstance(s, int) else str(s) for s in t.shape)
 
 
 def _kind(node):
@@ -149,6 +155,12 @@ class _Candidate:
             if node in self.nodes:
                 continue
             k = _kind(node)
+            if k is None and any(isinstance(_example(a), (torch.SymInt, torch.SymFloat))
+                                 for a in node.args):
+                return (f"{node.name} scales the scores by a symbolic size: the "
+                        "head dim is dynamic (torch.compile(dynamic=True) makes "
+                        "every size dynamic), and the kernels need it static; "
+                        "mark only batch and sequence dynamic")
             if k is None:
                 what = node.target if node.op != "call_function" else \
                     getattr(node.target, "__name__", node.target)
@@ -221,21 +233,24 @@ class _Candidate:
         nodes = []
         for i, fx in enumerate(self.inputs()):
             t = _meta(fx)
-            if t is None or not _static(t):
-                raise rg.Unsupported(f"input {fx.name} has no static shape")
-            nodes.append(rg.Node(fx.name, "input", [], tuple(t.shape), _dtype(t)))
+            if t is None:
+                raise rg.Unsupported(f"input {fx.name} has no example value")
+            nodes.append(rg.Node(fx.name, "input", [], _shape(t), _dtype(t)))
         for fx in self.order():
             kind, ins, attrs = self.nodes[fx]
             t = _meta(fx)
-            if t is None or not _static(t):
-                raise rg.Unsupported(f"{fx.name} has no static shape")
+            if t is None:
+                raise rg.Unsupported(f"{fx.name} has no example value")
             nodes.append(rg.Node(fx.name, kind, [i.name for i in ins],
-                                 tuple(t.shape), _dtype(t), attrs))
+                                 _shape(t), _dtype(t), attrs))
         return rg.Region(nodes, self.second.name)
 
 
 def _attend(q, k, v, bias, mask, causal, scale, window, compute_lse):
     from flash_mlir import torch as fm  # noqa: F401  (registers the op)
+    if q.dim() == 3:  # [B*H, S, D] (bmm-style code): one batch of B*H heads
+        return _attend(q[None], k[None], v[None], bias, mask, causal, scale,
+                       window, compute_lse)[0]
     return torch.ops.flash_mlir.attention_forward(
         q, k, v, bias, mask, causal, scale, window, compute_lse)[0]
 
@@ -269,11 +284,13 @@ def rewrite(gm, compute_lse=True, flash_opt=None):
         if reason is None:
             ins = cand.inputs()
             q, kk, v = (ins[i] for i in (fusion.query, fusion.key, fusion.value))
-            if any(len(_meta(t).shape) != 4 for t in (q, kk, v)):
-                reason = "Q, K, V are not [B, H, S, D]"
-            elif tuple(_meta(node).shape) != tuple(_meta(q).shape[:3]) + \
-                    (_meta(v).shape[3],):
-                reason = "the result is not laid out as [B, H, M, Dv]"
+            rank = len(_meta(q).shape)
+            if rank not in (3, 4) or any(len(_meta(t).shape) != rank
+                                         for t in (q, kk, v)):
+                reason = "Q, K, V are neither [B, H, S, D] nor [B*H, S, D]"
+            elif _shape(_meta(node)) != _shape(_meta(q))[:-1] + \
+                    _shape(_meta(v))[-1:]:
+                reason = "the result is not laid out as [.., M, Dv]"
         if reason is not None:
             report["reason"] = reason
             log.info("flash_mlir: attention at %s not fused: %s", node.name, reason)

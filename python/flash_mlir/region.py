@@ -45,7 +45,8 @@ class Node:
     #                      softmax, convert, ones, tril, not, reshape, expand,
     #                      repeat_interleave, identity
     inputs: List[str]
-    shape: Tuple[int, ...]
+    shape: Tuple          # ints, and dynamic sizes as symbolic products
+    #                      ("s0", "s0*s1", "4*s2"), as torch prints SymInts
     dtype: str           # torch dtype name (float16, bfloat16, float32, bool)
     attrs: Dict = field(default_factory=dict)
 
@@ -69,9 +70,50 @@ def _ty(shape, dtype):
     et = ELEMENT.get(dtype)
     if et is None:
         raise Unsupported(f"element type {dtype}")
-    if any(not isinstance(s, int) or s < 0 for s in shape):
-        raise Unsupported("dynamic shape")
-    return "tensor<" + "".join(f"{s}x" for s in shape) + et + ">"
+    for s in shape:
+        if isinstance(s, int):
+            if s < 0:
+                raise Unsupported(f"size {s}")
+        else:
+            _factors(s)
+    return "tensor<" + "".join(f"{s if isinstance(s, int) else '?'}x"
+                               for s in shape) + et + ">"
+
+
+def _factors(size):
+    """A size as (constant, sorted symbols) of its product: 6 -> (6, ()),
+    "2*s0*s1" -> (2, ("s0", "s1")). Sums and other expressions of dynamic
+    sizes are not exported."""
+    if isinstance(size, int):
+        return size, ()
+    const, syms = 1, []
+    for f in str(size).replace(" ", "").split("*"):
+        if f.isdigit():
+            const *= int(f)
+        elif f.isidentifier():
+            syms.append(f)
+        else:
+            raise Unsupported(f"dynamic size {size}")
+    return const, tuple(sorted(syms))
+
+
+def _product(sizes):
+    const, syms = 1, []
+    for s in sizes:
+        c, f = _factors(s)
+        const *= c
+        syms += f
+    return const, tuple(sorted(syms))
+
+
+def _sizes_attr(shape):
+    """flash.sizes for an argument with dynamic sizes: the symbols say
+    which dynamic sizes are equal (tensor types cannot)."""
+    if all(isinstance(s, int) for s in shape):
+        return ""
+    entries = ", ".join(str(s) if isinstance(s, int) else
+                        '"' + str(s).replace(" ", "") + '"' for s in shape)
+    return f" {{flash.sizes = [{entries}]}}"
 
 
 def _dims(n):
@@ -93,6 +135,7 @@ class _Writer:
         self.lines = []
         self.count = 0
         self.values = {}
+        self.sizes = {}      # _factors(size) -> index value
 
     def fresh(self, hint="v"):
         self.count += 1
@@ -102,9 +145,42 @@ class _Writer:
         self.lines.append("  " + text)
 
     def empty(self, shape, dtype):
+        sizes = ", ".join(self.size(s) for s in shape if not isinstance(s, int))
         v = self.fresh("e")
-        self.emit(f"{v} = tensor.empty() : {_ty(shape, dtype)}")
+        self.emit(f"{v} = tensor.empty({sizes}) : {_ty(shape, dtype)}")
         return v
+
+    def size(self, size):
+        """The index value of a dynamic size: tensor.dim of the first input
+        that has it, or the product of such dims."""
+        const, syms = _factors(size)
+        key = (const, syms)
+        if key in self.sizes:
+            return self.sizes[key]
+        if len(syms) == 1 and const == 1:
+            raise Unsupported(f"dynamic size {size} is no size of an input")
+        factors = [self.size(f) for f in syms]
+        if const != 1:
+            c = self.fresh("c")
+            self.emit(f"{c} = arith.constant {const} : index")
+            factors.append(c)
+        value = factors[0]
+        for f in factors[1:]:
+            v = self.fresh("d")
+            self.emit(f"{v} = arith.muli {value}, {f} : index")
+            value = v
+        self.sizes[key] = value
+        return value
+
+    def input_sizes(self, value, shape, dtype):
+        for i, s in enumerate(shape):
+            if isinstance(s, int) or _factors(s) in self.sizes:
+                continue
+            c = self.fresh("c")
+            d = self.fresh("d")
+            self.emit(f"{c} = arith.constant {i} : index")
+            self.emit(f"{d} = tensor.dim {value}, {c} : {_ty(shape, dtype)}")
+            self.sizes[_factors(s)] = d
 
     def const(self, value, et):
         v = self.fresh("c")
@@ -154,7 +230,9 @@ class _Writer:
         args = []
         for i, n in enumerate(self.region.inputs()):
             self.values[n.name] = f"%arg{i}"
-            args.append(f"%arg{i}: {_ty(n.shape, n.dtype)}")
+            args.append(f"%arg{i}: {_ty(n.shape, n.dtype)}{_sizes_attr(n.shape)}")
+        for n in self.region.inputs():
+            self.input_sizes(self.values[n.name], n.shape, n.dtype)
         for n in self.region.nodes:
             if n.kind != "input":
                 self.values[n.name] = getattr(self, "w_" + n.kind, self.unknown)(n)
@@ -248,8 +326,10 @@ class _Writer:
         res = self.fresh()
         if len(n.shape) > len(s):
             groups = _groups(n.shape, s)
+            out = ", ".join(str(x) if isinstance(x, int) else self.size(x)
+                            for x in n.shape)
             self.emit(f"{res} = tensor.expand_shape {v} {groups} output_shape "
-                      f"{list(n.shape)} : {_ty(s, d)} into {_ty(n.shape, n.dtype)}")
+                      f"[{out}] : {_ty(s, d)} into {_ty(n.shape, n.dtype)}")
         else:
             groups = _groups(s, n.shape)
             self.emit(f"{res} = tensor.collapse_shape {v} {groups} : "
@@ -383,13 +463,12 @@ def _groups(fine, coarse):
     for c in coarse:
         if j >= len(fine):
             raise Unsupported(f"reshape {list(fine)} -> {list(coarse)}")
-        group, prod = [j], fine[j]
+        group, want = [j], _factors(c)
         j += 1
-        while prod < c and j < len(fine):
+        while _product(fine[k] for k in group) != want and j < len(fine):
             group.append(j)
-            prod *= fine[j]
             j += 1
-        if prod != c:
+        if _product(fine[k] for k in group) != want:
             raise Unsupported(f"reshape {list(fine)} -> {list(coarse)}")
         # Surplus unit dims join this group (as repeat_kv's [B, Hkv, 1, ..]).
         while j < len(fine) and fine[j] == 1 and \
@@ -435,6 +514,7 @@ def parse_fusion(text: str, remarks: str) -> Fusion:
     flash.attention on the region's own inputs whose result is returned."""
     body = [ln.strip() for ln in text.splitlines()
             if ln.strip() and not ln.strip().startswith(("module", "func.func", "}", "#"))]
+    body = _rank3_as_inputs(body)
     att = [ln for ln in body if "flash.attention" in ln]
     if not att:
         reasons = re.findall(r"remark: not fused: (.*)", remarks)
@@ -456,6 +536,34 @@ def parse_fusion(text: str, remarks: str) -> Fusion:
                   "causal" in attrs.split(", ") or attrs.startswith("causal"),
                   float(scale.group(1)) if scale else None,
                   int(window.group(1)) if window else None)
+
+
+_LIFT = re.compile(r"(%[\w.]+) = tensor\.expand_shape (%arg\d+) \[\[0, 1\],"
+                   r"[^\]]*\](?:, \[\d+\])*\] output_shape \[1,")
+_DROP = re.compile(r"(%[\w.]+) = tensor\.collapse_shape (%[\w.]+) \[\[0, 1\],")
+
+
+def _rank3_as_inputs(body):
+    """flash.attention on rank-3 [B*H, S, D] operands canonicalizes to the
+    rank-4 op on [1, B*H, S, D] views (expand_shape of the inputs,
+    collapse_shape of the result): read it as the op on the inputs."""
+    lifted = {m.group(1): m.group(2) for m in map(_LIFT.match, body) if m}
+    if not lifted:
+        return body
+    out, renamed = [], {}
+    for ln in body:
+        if _LIFT.match(ln):
+            continue
+        m = _DROP.match(ln)
+        if m and "flash.attention" in " ".join(out):
+            renamed[m.group(1)] = m.group(2)
+            continue
+        for view, arg in lifted.items():
+            ln = re.sub(re.escape(view) + r"\b", arg, ln)
+        for view, value in renamed.items():
+            ln = re.sub(re.escape(view) + r"\b", value, ln)
+        out.append(ln)
+    return out
 
 
 def find_flash_opt():

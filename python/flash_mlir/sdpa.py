@@ -141,10 +141,22 @@ def register():
     lib.impl(BACKWARD, _backward(stock_bwd), "CUDA", with_keyset=True)
     order = None
     if hasattr(torch._C, "_get_sdp_priority_order"):
-        order = [int(b) for b in torch._C._get_sdp_priority_order()]
+        order = _settled_priority_order()
         torch._C._set_sdp_priority_order(
             [FLASH_BACKEND] + [b for b in order if b != FLASH_BACKEND])
     return _Handle(lib, order)
+
+
+def _settled_priority_order():
+    """SDPA's priority order once torch has settled it. Torch chooses its
+    device-dependent default (cuDNN first on Hopper) lazily, at the first
+    backend choice of the process, and that choice overwrites an order set
+    before it: activating before any SDPA call would otherwise leave cuDNN
+    first (our kernels never called) and restore the pre-choice order."""
+    if torch.cuda.is_available():
+        t = torch.empty((1, 1, 16, 16), device="cuda", dtype=torch.bfloat16)
+        torch._fused_sdp_choice(t, t, t)
+    return [int(b) for b in torch._C._get_sdp_priority_order()]
 
 
 def activate():

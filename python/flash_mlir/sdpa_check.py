@@ -6,6 +6,8 @@ unsupported calls fall back with a reason; restoring gives the stock
 kernels back."""
 
 import math
+import subprocess
+import sys
 import traceback
 
 import torch
@@ -104,3 +106,36 @@ def run(record):
            and attention.current_flash_attention_impl() is None,
            "SDPA: restored to the stock kernels")
     print("SDPA fallbacks:", dict(sdpa.fallbacks))
+
+
+_PRINT_DEFAULT_ORDER = """
+import torch
+t = torch.empty((1, 1, 16, 16), device="cuda", dtype=torch.bfloat16)
+torch._fused_sdp_choice(t, t, t)
+print(*[int(b) for b in torch._C._get_sdp_priority_order()])
+"""
+
+
+def main():
+    failures = []
+
+    def record(ok, what, detail=""):
+        print(("ok   " if ok else "FAIL ") + what + (f": {detail}" if detail else ""))
+        if not ok:
+            failures.append(what)
+
+    run(record)
+    # Restoring gives back the order torch itself settles on in a process
+    # that never activated us.
+    child = subprocess.run([sys.executable, "-c", _PRINT_DEFAULT_ORDER],
+                           capture_output=True, text=True)
+    order = [int(b) for b in torch._C._get_sdp_priority_order()]
+    record(child.returncode == 0 and child.stdout.split() == [str(b) for b in order],
+           "SDPA: restored priority order is torch's default",
+           f"restored {order}, torch's default {child.stdout.split()} {child.stderr[-300:]}")
+    print(f"sdpa_check: {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

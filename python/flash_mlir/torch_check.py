@@ -21,6 +21,7 @@ it) unless flash-compile is installed. Exit status 1 on any failure.
 
 import argparse
 import math
+import subprocess
 import sys
 import traceback
 
@@ -273,15 +274,17 @@ def check_compile():
                f"loss rel {err:.1e}, grads rel {max(errs):.1e}, {ran} launches")
 
 
-def compiled_vs_eager(fn, args, inputs, g):
+def compiled_vs_eager(fn, args, inputs, g, compiled=None):
     """`fn(*args)` under torch.compile(backend="flash_mlir", fullgraph=True)
-    against eager, forward and the gradients of `inputs`: (relative error of
-    O, worst of the gradients, our launches, the compiled gradients)."""
+    (or `compiled(*args)`) against eager, forward and the gradients of
+    `inputs`: (relative error of O, worst of the gradients, our launches,
+    the compiled gradients)."""
     eager = fn(*args)
     do = torch.randn(eager.shape, device="cuda", generator=g).bfloat16()
     eager_grads = torch.autograd.grad(eager, inputs, do)
     before = sum(fm.launches.values())
-    got = torch.compile(fn, backend="flash_mlir", fullgraph=True)(*args)
+    compiled = compiled or torch.compile(fn, backend="flash_mlir", fullgraph=True)
+    got = compiled(*args)
     grads = torch.autograd.grad(got, inputs, do)
     ran = sum(fm.launches.values()) - before
     gerr = max(rel(a, b.double()) for a, b in zip(grads, eager_grads))
@@ -328,6 +331,54 @@ def check_route():
                f"compile route: hand-written causal={causal}",
                f"O rel {err:.1e}, grads rel {gerr:.1e}, {ran} launches, "
                f"profiled kernels {ours}, reports {fc.reports}")
+    # Dynamic sizes: a second batch and sequence length makes torch.compile
+    # retrace with symbolic batch and sequence (automatic dynamic shapes;
+    # M = N = one symbol); the compiler proves the tril mask causal from the
+    # symbols, and every later size runs on the same graph and our kernels.
+    torch._dynamo.reset()
+    del fc.reports[:]
+
+    def causal_fn(q, k, v):
+        return handwritten_attention(q, k, v, True)
+
+    compiled = torch.compile(causal_fn, backend="flash_mlir", fullgraph=True)
+    results = []
+    try:
+        for b, s in ((2, 256), (3, 320), (4, 200)):  # B = 1 would specialise
+            q, k, v = make(b, 4, s, 64), make(b, 4, s, 64), make(b, 4, s, 64)
+            err, gerr, ran, _, _ = compiled_vs_eager(causal_fn, (q, k, v), (q, k, v),
+                                                     g, compiled)
+            results.append((b, s, err, gerr, ran))
+        fused = [r for r in fc.reports if r["fused"]]
+        record(all(e < 1.6e-2 and ge < 3e-2 and r >= 2 for _, _, e, ge, r in results)
+               and len(fused) == 2 and all(r["causal"] for r in fused)
+               and len(fc.reports) == 2,
+               "compile route: dynamic batch and sequence (static, then one "
+               "dynamic graph)",
+               f"(B, S, O rel, grads rel, launches) {results}, reports {fc.reports}")
+    except Exception:  # noqa: BLE001
+        record(False, "compile route: dynamic batch and sequence",
+               traceback.format_exc(limit=4))
+
+    # bmm-style attention on [B*H, S, D] (Megatron, older GPT-2 code).
+    torch._dynamo.reset()
+    del fc.reports[:]
+
+    def bmm_style(q, k, v):
+        w = torch.bmm(q, k.transpose(1, 2)) * 0.125
+        return torch.bmm(torch.softmax(w, dim=-1), v)
+
+    q, k, v = make(6, 192, 64), make(6, 224, 64), make(6, 224, 64)
+    try:
+        err, gerr, ran, grads, _ = compiled_vs_eager(bmm_style, (q, k, v), (q, k, v), g)
+        fused = [r for r in fc.reports if r["fused"]]
+        record(err < 1.6e-2 and gerr < 3e-2 and ran >= 2 and len(fused) == 1
+               and tuple(grads[1].shape) == (6, 224, 64),
+               "compile route: bmm on [B*H, S, D]",
+               f"O rel {err:.1e}, grads rel {gerr:.1e}, {ran} launches, reports {fc.reports}")
+    except Exception:  # noqa: BLE001
+        record(False, "compile route: bmm on [B*H, S, D]", traceback.format_exc(limit=4))
+
     # Llama-style grouped-query attention (transformers' eager attention:
     # repeat_kv, "* scaling", an additive mask, softmax(dtype=float32),
     # dropout(p=0)), with a float32 additive mask and with a causal tril.
@@ -402,6 +453,13 @@ def main(argv=None):
     if "route" in parts:
         check_route()
     if "sdpa" in parts:
+        # Activation as the first thing a process does (torch settles its
+        # SDPA priority order at the first call), then after all the above.
+        fresh = subprocess.run([sys.executable, "-m", "flash_mlir.sdpa_check"],
+                               capture_output=True, text=True)
+        print(fresh.stdout, end="")
+        record(fresh.returncode == 0, "SDPA checks in a fresh process",
+               fresh.stderr[-2000:] if fresh.returncode else "")
         try:
             from flash_mlir import sdpa_check
             sdpa_check.run(record)

@@ -116,6 +116,43 @@ class Regions(unittest.TestCase):
         r.nodes[0].shape = (1, 2, -1, 8)
         with self.assertRaises(Unsupported):
             r.to_mlir()
+        r.nodes[0].shape = (1, 2, "s0 + 1", 8)  # a sum of sizes
+        with self.assertRaises(Unsupported):
+            r.to_mlir()
+
+    def test_rank3_bmm(self):
+        # bmm-style code on [B*H, S, D]: the compiler lifts the fused op to
+        # rank 4 with views, read back as the op on the region's inputs.
+        dt = "bfloat16"
+        r = Region([Node("k", "input", [], (6, 20, 8), dt),
+                    Node("q", "input", [], (6, 16, 8), dt),
+                    Node("v", "input", [], (6, 20, 8), dt),
+                    Node("kt", "transpose", ["k"], (6, 8, 20), dt, {"dim0": 1, "dim1": 2}),
+                    Node("s", "matmul", ["q", "kt"], (6, 16, 20), dt),
+                    Node("w", "scale", ["s"], (6, 16, 20), dt, {"op": "mul", "value": 0.125}),
+                    Node("p", "softmax", ["w"], (6, 16, 20), dt, {"dim": -1}),
+                    Node("o", "matmul", ["p", "v"], (6, 16, 8), dt)], "o")
+        f = self.ask(r)
+        self.assertTrue(f.fused, f.reason)
+        self.assertEqual((f.query, f.key, f.value, f.causal, f.scale), (1, 0, 2, False, 0.125))
+
+    def test_dynamic_sizes(self):
+        # torch.compile's symbolic sizes: `?` in the types, the symbols in
+        # flash.sizes, so that a causal tril on M = N = s0 is provably
+        # bottom-right; on two symbols it is not.
+        text = handwritten(b="s1", m="s0", n="s0").to_mlir()
+        self.assertIn('tensor<?x2x?x8xbf16> {flash.sizes = ["s1", 2, "s0", 8]}', text)
+        for kw in ({}, {"h": 4, "hkv": 2, "repeat": "repeat_kv"},
+                   {"h": 4, "hkv": 2, "repeat": "repeat_interleave"}):
+            f = self.ask(handwritten(b="s1", m="s0", n="s0", **kw))
+            self.assertTrue(f.fused, f"{kw}: {f.reason}")
+            self.assertTrue(f.causal)
+        f = self.ask(handwritten(b="s1", m="s0", n="s2"))
+        self.assertFalse(f.fused)
+        self.assertIn("bottom-right", f.reason)
+        f = self.ask(handwritten(b="2*s1", m="s0", n="s2", mask="input", bias=True))
+        self.assertTrue(f.fused, f.reason)
+        self.assertEqual((f.bias, f.mask, f.causal), (3, 4, False))
 
     def test_cache_and_pending(self):
         r = handwritten()
@@ -136,6 +173,8 @@ class Regions(unittest.TestCase):
             f.write(handwritten(m=24, n=24, dt="float32").to_mlir())
             f.write("// -----\n")
             f.write(handwritten(mask="input", bias=True, dt="float32").to_mlir())
+            f.write("// -----\n")
+            f.write(handwritten(b="s1", m="s0", n="s0", dt="float32").to_mlir())
         run = subprocess.run([sys.executable, "-m", "flash_mlir.fusion_check", path,
                               "--expect", "fused"], stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)

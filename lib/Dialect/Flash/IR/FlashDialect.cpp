@@ -7,6 +7,9 @@
 #include "flash/Dialect/Flash/IR/FlashDialect.h"
 #include "flash/Dialect/Flash/IR/FlashOps.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+
 using namespace mlir;
 using namespace mlir::flash;
 
@@ -17,4 +20,50 @@ void FlashDialect::initialize() {
 #define GET_OP_LIST
 #include "flash/Dialect/Flash/IR/FlashOps.cpp.inc"
       >();
+}
+
+LogicalResult FlashDialect::verifyRegionArgAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned argIndex,
+                                                     NamedAttribute attr) {
+  if (attr.getName() == kWorkspaceAttrName) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << kWorkspaceAttrName << "' of argument "
+                             << argIndex << " must be a string";
+    return success();
+  }
+  if (attr.getName() != kSizesAttrName)
+    return op->emitError() << "unknown flash argument attribute '"
+                           << attr.getName().getValue() << "'";
+  Region &region = op->getRegion(regionIndex);
+  // Bufferization turns the tensor into a memref of the same shape.
+  auto type = region.empty() ? ShapedType()
+                             : dyn_cast<ShapedType>(
+                                   region.getArgument(argIndex).getType());
+  auto sizes = dyn_cast<ArrayAttr>(attr.getValue());
+  if (!type || !type.hasRank() || !sizes ||
+      sizes.size() != (size_t)type.getRank())
+    return op->emitError() << "'" << kSizesAttrName << "' of argument "
+                           << argIndex
+                           << " must be an array with one entry per "
+                              "dimension of a ranked tensor or memref";
+  for (auto [dim, entry] : llvm::enumerate(sizes.getValue())) {
+    int64_t size = type.getDimSize(dim);
+    if (auto symbol = dyn_cast<StringAttr>(entry)) {
+      if (!ShapedType::isDynamic(size) || symbol.empty())
+        return op->emitError()
+               << "'" << kSizesAttrName << "' of argument " << argIndex
+               << ": a symbol names a dynamic dimension, but dimension " << dim
+               << " is " << size;
+      continue;
+    }
+    auto fixed = dyn_cast<IntegerAttr>(entry);
+    if (!fixed || fixed.getInt() != size)
+      return op->emitError() << "'" << kSizesAttrName << "' of argument "
+                             << argIndex << ": dimension " << dim << " is "
+                             << (ShapedType::isDynamic(size)
+                                     ? std::string("dynamic (name it)")
+                                     : std::to_string(size));
+  }
+  return success();
 }

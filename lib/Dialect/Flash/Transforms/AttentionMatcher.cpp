@@ -6,12 +6,14 @@
 
 #include "AttentionMatcher.h"
 #include "IndexSpaceInterpreter.h"
+#include "flash/Dialect/Flash/IR/FlashDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -36,6 +38,81 @@ static bool dependsOnScores(const Expr *e) {
   if (isScoreLeaf(e))
     return true;
   return llvm::any_of(e->args, dependsOnScores);
+}
+
+/// The dimension of the op's source that dimension `dim` of `v` has the
+/// size of, through a transpose, a reshape that only adds or drops unit
+/// dims around it, or a broadcasting copy (repeat_kv's steps).
+static std::optional<std::pair<Value, unsigned>> sizeSource(Value v,
+                                                            unsigned dim) {
+  Operation *def = v.getDefiningOp();
+  if (auto transpose = dyn_cast_or_null<linalg::TransposeOp>(def))
+    return std::make_pair(transpose.getInput(),
+                          (unsigned)transpose.getPermutation()[dim]);
+  auto onlyNonUnit = [](ArrayRef<int64_t> group, ShapedType type,
+                        int64_t want) -> std::optional<unsigned> {
+    std::optional<unsigned> found;
+    for (int64_t d : group) {
+      if (type.getDimSize(d) == 1)
+        continue;
+      if (found)
+        return std::nullopt;
+      found = d;
+    }
+    return found && (want < 0 || *found == want) ? found : std::nullopt;
+  };
+  if (auto collapse = dyn_cast_or_null<tensor::CollapseShapeOp>(def)) {
+    auto group = collapse.getReassociationIndices()[dim];
+    if (auto d = onlyNonUnit(group, collapse.getSrcType(), -1))
+      return std::make_pair(collapse.getSrc(), *d);
+    return std::nullopt;
+  }
+  if (auto expand = dyn_cast_or_null<tensor::ExpandShapeOp>(def)) {
+    for (auto [srcDim, group] :
+         llvm::enumerate(expand.getReassociationIndices()))
+      if (llvm::is_contained(group, (int64_t)dim))
+        return onlyNonUnit(group, expand.getResultType(), dim)
+                   ? std::optional(std::make_pair(expand.getSrc(),
+                                                  (unsigned)srcDim))
+                   : std::nullopt;
+    return std::nullopt;
+  }
+  auto copy = dyn_cast_or_null<linalg::GenericOp>(def);
+  if (!copy || copy.getNumDpsInputs() != 1 || copy.getNumDpsInits() != 1 ||
+      !copy.getIndexingMapsArray().back().isIdentity())
+    return std::nullopt;
+  auto yield = cast<linalg::YieldOp>(copy.getBody()->getTerminator());
+  if (yield.getOperand(0) != copy.getBody()->getArgument(0))
+    return std::nullopt;
+  AffineMap in = copy.getIndexingMapsArray().front();
+  if (std::optional<unsigned> pos =
+          in.getResultPosition(getAffineDimExpr(dim, v.getContext())))
+    return std::make_pair(copy.getDpsInputs()[0], *pos);
+  return std::nullopt;
+}
+
+/// The symbol that the function's `flash.sizes` gives dimension `dim` of
+/// `v` (a function argument, looked through sizeSource), if any.
+static StringAttr symbolicSize(Value v, unsigned dim) {
+  while (auto source = sizeSource(v, dim))
+    std::tie(v, dim) = *source;
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || !arg.getOwner()->isEntryBlock())
+    return {};
+  auto fn = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+  if (!fn)
+    return {};
+  auto sizes = fn.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(),
+                                              FlashDialect::kSizesAttrName);
+  if (!sizes || dim >= sizes.size())
+    return {};
+  return dyn_cast<StringAttr>(sizes[dim]);
+}
+
+/// Whether the frontend promised that the two dynamic sizes are equal.
+static bool sameSymbolicSize(Value a, unsigned dimA, Value b, unsigned dimB) {
+  StringAttr x = symbolicSize(a, dimA);
+  return x && x == symbolicSize(b, dimB);
 }
 
 namespace {
@@ -437,6 +514,9 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
       std::optional<int64_t> offset;
       if (!ShapedType::isDynamic(querySeq) && !ShapedType::isDynamic(keySeq))
         offset = keySeq - querySeq;
+      else if (qPos && kPos && sameSymbolicSize(m.query.tensor, *qPos,
+                                                m.key.tensor, *kPos))
+        offset = 0;
       if (diag.upper) {
         if (!offset) {
           reason = "a causal mask on dynamic sequence lengths cannot be "

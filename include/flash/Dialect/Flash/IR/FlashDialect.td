@@ -20,6 +20,25 @@ def Flash_Dialect : Dialect {
 
     Its ops carry exact reference semantics, spelled out by the
     `--flash-decompose-attention` pass as naive linalg.
+
+    Function arguments may carry `flash.sizes`, one entry per dimension of
+    a ranked tensor argument: the static size as an integer, or a symbol
+    (a string) for a dynamic one. Equal symbols promise equal sizes, as a
+    frontend's symbolic shapes know them (torch.compile's `s0`, ...) and
+    tensor types cannot say; the fusion reads them where a decision needs
+    two dynamic sizes to be equal (a causal mask on `M = N`).
+    ```mlir
+    func.func @f(%q: tensor<?x8x?x64xf16> {flash.sizes = ["s1", 8, "s0", 64]},
+                 %k: tensor<?x8x?x64xf16> {flash.sizes = ["s1", 8, "s0", 64]}, ...)
+    ```
+  }];
+  let hasRegionArgAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The argument attribute naming symbolic sizes.
+    static constexpr llvm::StringLiteral kSizesAttrName = "flash.sizes";
+    /// The attribute (a string, on an argument or a tensor.empty) naming a
+    /// workspace of the tiled backward.
+    static constexpr llvm::StringLiteral kWorkspaceAttrName = "flash.workspace";
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -73,7 +73,7 @@ LogicalResult tileAttentionBackward(RewriterBase &rewriter,
 
 /// The attribute naming the tensor.empty of an intermediate that the split
 /// backward passes between its nests ("d": rowsum(dO O), [B, Hq, M] f32).
-constexpr llvm::StringLiteral kWorkspaceAttr = "flash.workspace";
+constexpr llvm::StringLiteral kWorkspaceAttr = FlashDialect::kWorkspaceAttrName;
 
 /// Tiles one attention backward op into two forward-shaped nests, the form
 /// the GPU mapping takes: a dQ nest over (batch, head, query block) with
