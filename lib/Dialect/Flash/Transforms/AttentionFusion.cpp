@@ -70,15 +70,17 @@ FailureOr<Value> mlir::flash::detail::relayout(OpBuilder &b, Location loc,
     return first.access.tensor;
   // Bias and mask operands broadcast right-aligned: a tensor that reads
   // the trailing result dims in order, or index 0 of a static unit dim
-  // (a broadcast the fused op does itself), is used as it is.
+  // (a broadcast the fused op does itself), is used as it is; so are
+  // leading unit dims beyond the result's rank.
   if (plain && allowSuffix) {
     unsigned n = maps.front().getNumResults();
-    bool suffix = n <= rank;
+    bool suffix = true;
     for (unsigned i = 0; suffix && i < n; ++i) {
       AffineExpr r = maps.front().getResult(i);
       auto c = dyn_cast<AffineConstantExpr>(r);
-      suffix = r == getAffineDimExpr(rank - n + i, ctx) ||
-               (c && c.getValue() == 0 && firstType.getDimSize(i) == 1);
+      bool unit = c && c.getValue() == 0 && firstType.getDimSize(i) == 1;
+      suffix = unit || (i + rank >= n &&
+                        r == getAffineDimExpr(rank - n + i, ctx));
     }
     if (suffix)
       return first.access.tensor;
@@ -393,6 +395,23 @@ static FailureOr<FusedAttention> buildFused(RewriterBase &rewriter,
       }
     }
   }
+  // A bias or mask over the score dims; with groups, one that reads only
+  // (M, N) broadcasts alike before and after (kv head, group) merge into
+  // Hq, so it is used as it is (no copy).
+  auto scoreOperand = [&](ArrayRef<Source> sources,
+                          Type type) -> FailureOr<Value> {
+    SmallVector<unsigned> seqDims = {m.queryDim, m.keyDim};
+    if (grouped && llvm::all_of(sources, [&](const Source &s) {
+          return canRelayout(s.access, seqDims);
+        }))
+      return relayout(rewriter, loc, sources, seqDims, type, reason,
+                      /*allowSuffix=*/true);
+    FailureOr<Value> r = relayout(rewriter, loc, sources, scoreDims, type,
+                                  reason, /*allowSuffix=*/!grouped);
+    if (failed(r))
+      return failure();
+    return grouped ? collapseGroups(*r) : *r;
+  };
   Value bias, mask;
   if (!m.biases.empty()) {
     SmallVector<Source> sources;
@@ -401,22 +420,19 @@ static FailureOr<FusedAttention> buildFused(RewriterBase &rewriter,
     Type biasType = getElementTypeOrSelf(m.biases.front().first.tensor);
     if (!(biasType.isF16() || biasType.isBF16()) || m.biases.size() > 1)
       biasType = rewriter.getF32Type();
-    FailureOr<Value> r = relayout(rewriter, loc, sources, scoreDims, biasType,
-                                  reason, /*allowSuffix=*/!grouped);
+    FailureOr<Value> r = scoreOperand(sources, biasType);
     if (failed(r))
       return failure();
-    bias = grouped ? collapseGroups(*r) : *r;
+    bias = *r;
   }
   if (!m.masks.empty()) {
     SmallVector<Source> sources;
     for (auto [access, keep] : m.masks)
       sources.push_back({access, 1.0, !keep});
-    FailureOr<Value> r =
-        relayout(rewriter, loc, sources, scoreDims, rewriter.getI1Type(),
-                 reason, /*allowSuffix=*/!grouped);
+    FailureOr<Value> r = scoreOperand(sources, rewriter.getI1Type());
     if (failed(r))
       return failure();
-    mask = grouped ? collapseGroups(*r) : *r;
+    mask = *r;
   }
 
   // The fused result [batch..., M, Dv] in Q's element type.

@@ -115,6 +115,40 @@ static bool sameSymbolicSize(Value a, unsigned dimA, Value b, unsigned dimB) {
   return x && x == symbolicSize(b, dimB);
 }
 
+/// Softmax guarded against fully masked rows, as the decomposition and
+/// careful frontends write it: `select(m == -inf, 0, m)` for the row max and
+/// `select(s == 0, 0, e / s)` for the normalisation. Both are exact on rows
+/// with a finite score and give flash.attention's O = 0 on the others, so
+/// they read as `m` and `e / s`. Returns `x` when it is no such guard.
+static Expr *unguarded(Expr *x, bool (*isGuardConst)(const Expr *)) {
+  if (!isOp(x, "arith.select"))
+    return x;
+  Expr *cond = stripCasts(x->args[0]);
+  if (!isOp(cond, "arith.cmpf"))
+    return x;
+  auto pred = static_cast<arith::CmpFPredicate>(cond->predicate);
+  bool equalMeansGuard = pred == arith::CmpFPredicate::OEQ ||
+                         pred == arith::CmpFPredicate::UEQ;
+  if (!equalMeansGuard && pred != arith::CmpFPredicate::ONE &&
+      pred != arith::CmpFPredicate::UNE)
+    return x;
+  Expr *guarded = stripCasts(cond->args[0]);
+  if (!isGuardConst(stripCasts(cond->args[1])))
+    return x;
+  Expr *guardValue = x->args[equalMeansGuard ? 1 : 2];
+  Expr *value = stripCasts(x->args[equalMeansGuard ? 2 : 1]);
+  if (!isConst(stripCasts(guardValue), 0.0))
+    return x;
+  // The row max itself, or the quotient by the guarded sum.
+  if (equal(value, guarded))
+    return value;
+  if (isOp(value, "arith.divf") && equal(stripCasts(value->args[1]), guarded))
+    return value;
+  return x;
+}
+
+static bool isZeroConst(const Expr *e) { return isConst(e, 0.0); }
+
 namespace {
 struct ScoreTerms {
   Expr *scores = nullptr;
@@ -241,7 +275,7 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
     }
 
     // P = exp(x - max x) / sum exp(x - max x), in any of its spellings.
-    Expr *probs = stripCasts(p);
+    Expr *probs = unguarded(stripCasts(p), isZeroConst);
     Expr *e = nullptr, *sum = nullptr;
     AttentionMatch m;
     bool softmaxLike = false;
@@ -314,7 +348,7 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
       }
       x = d;
       if (isOp(d, "arith.subf")) {
-        Expr *mx = stripCasts(d->args[1]);
+        Expr *mx = unguarded(stripCasts(d->args[1]), isNegInf);
         if (mx->kind == Expr::Reduce && mx->name == "max" &&
             equal(stripCasts(mx->args[0]), stripCasts(d->args[0]))) {
           m.maxSubtracted = true;

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 #include <limits>
@@ -75,23 +76,54 @@ bool mlir::flash::detail::isMulAddContraction(linalg::LinalgOp op,
 // Expressions over P's index space
 //===----------------------------------------------------------------------===//
 
+/// The value of index arithmetic on constants and static sizes (the
+/// decomposition's `N - M` before any folding), if it is one.
+static std::optional<int64_t> foldIndex(Value v, unsigned depth = 0) {
+  IntegerAttr i;
+  if (matchPattern(v, m_Constant(&i)))
+    return i.getInt();
+  Operation *def = v.getDefiningOp();
+  if (!def || depth > 8)
+    return std::nullopt;
+  if (auto dim = dyn_cast<tensor::DimOp>(def)) {
+    auto type = dyn_cast<RankedTensorType>(dim.getSource().getType());
+    std::optional<int64_t> d = foldIndex(dim.getIndex(), depth + 1);
+    if (!type || !d || *d < 0 || *d >= type.getRank() ||
+        type.isDynamicDim(*d))
+      return std::nullopt;
+    return type.getDimSize(*d);
+  }
+  if (!isa<arith::AddIOp, arith::SubIOp, arith::MulIOp>(def))
+    return std::nullopt;
+  std::optional<int64_t> a = foldIndex(def->getOperand(0), depth + 1);
+  std::optional<int64_t> b = foldIndex(def->getOperand(1), depth + 1);
+  if (!a || !b)
+    return std::nullopt;
+  int64_t r;
+  bool overflow = isa<arith::AddIOp>(def)   ? llvm::AddOverflow(*a, *b, r)
+                  : isa<arith::SubIOp>(def) ? llvm::SubOverflow(*a, *b, r)
+                                            : llvm::MulOverflow(*a, *b, r);
+  if (overflow)
+    return std::nullopt;
+  return r;
+}
+
 Expr *Interpreter::scalar(Value v) {
   FloatAttr f;
   if (matchPattern(v, m_Constant(&f)))
     return constant(f.getValueAsDouble());
   IntegerAttr i;
-  if (matchPattern(v, m_Constant(&i))) {
-    if (v.getType().isInteger(1))
-      return constant(i.getValue().getBoolValue());
+  if (v.getType().isInteger(1) && matchPattern(v, m_Constant(&i)))
+    return constant(i.getValue().getBoolValue());
+  if (std::optional<int64_t> c = foldIndex(v))
     return make({Expr::Index,
                  {},
                  {},
                  0,
-                 getAffineConstantExpr(i.getInt(), ctx),
+                 getAffineConstantExpr(*c, ctx),
                  {},
                  0,
                  {}});
-  }
   return make({Expr::Scalar, v, {}, 0, {}, {}, 0, {}});
 }
 
