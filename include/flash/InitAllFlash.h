@@ -10,13 +10,14 @@
 #include "flash/Conversion/Passes.h"
 #include "flash/Dialect/Flash/IR/FlashDialect.h"
 #include "flash/Dialect/Flash/Transforms/Passes.h"
+#include "flash/Dialect/FlashGPU/IR/FlashGPUDialect.h"
 #include "flash/Pipelines/Pipelines.h"
 #include "mlir/IR/DialectRegistry.h"
 
 namespace mlir::flash {
 
 inline void registerAllFlashDialects(DialectRegistry &registry) {
-  registry.insert<FlashDialect>();
+  registry.insert<FlashDialect, flashgpu::FlashGPUDialect>();
 }
 
 inline void registerAllFlashPasses() {

@@ -15,15 +15,15 @@
 // WGMMA: memref.load %collapse_shape
 // S = Q Kᵀ and dP = dO Vᵀ from shared memory; dQ += dS K with dS from
 // registers and K read transposed.
-// WGMMA-COUNT-2: llvm.inline_asm has_side_effects {{.*}}, da, db, z, 1, 1, 0, 0;
-// WGMMA: llvm.inline_asm has_side_effects {{.*}}, {$64, $65, $66, $67}, db, p, 1, 1, 1;
+// WGMMA-COUNT-2: flashgpu.warpgroup_mma a_desc(
+// WGMMA: flashgpu.warpgroup_mma acc(%{{.*}}) a_regs(
 // WGMMA: flash.wgmma}
 // The dK/dV kernel: Sᵀ = K Qᵀ, dV += Pᵀ dO, dPᵀ = V dOᵀ, dK += dSᵀ Q.
 // WGMMA: gpu.launch
-// WGMMA: llvm.inline_asm has_side_effects {{.*}}, da, db, z, 1, 1, 0, 0;
-// WGMMA: llvm.inline_asm has_side_effects {{.*}}, {$64, $65, $66, $67}, db, p, 1, 1, 1;
-// WGMMA: llvm.inline_asm has_side_effects {{.*}}, da, db, z, 1, 1, 0, 0;
-// WGMMA: llvm.inline_asm has_side_effects {{.*}}, {$64, $65, $66, $67}, db, p, 1, 1, 1;
+// WGMMA: flashgpu.warpgroup_mma a_desc(
+// WGMMA: flashgpu.warpgroup_mma acc(%{{.*}}) a_regs(
+// WGMMA: flashgpu.warpgroup_mma a_desc(
+// WGMMA: flashgpu.warpgroup_mma acc(%{{.*}}) a_regs(
 // WGMMA: flash.wgmma}
 
 // D = rowsum(dO O) passes from the first kernel to the second through a

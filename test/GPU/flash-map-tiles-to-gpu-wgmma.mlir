@@ -1,8 +1,9 @@
 // The warp register tiles on Hopper's warpgroup MMA (tensor-cores=wgmma):
 // Q, K and V are stored in shared memory with the 128-byte swizzle (written
 // by cp.async at swizzled offsets), read by wgmma.mma_async through matrix
-// descriptors; each contraction is one asm block that fences, issues the
-// MMAs of every 64-row slice and k step, commits and waits.
+// descriptors; each contraction is one flashgpu.warpgroup_mma (the MMAs of
+// every 64-row slice and k step between a fence and a wait), printed as PTX
+// by --convert-flashgpu-to-llvm (test/GPU/convert-flashgpu-to-llvm.mlir).
 // RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=64" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=128 tensor-cores=wgmma" | FileCheck %s
 // Two warpgroups (8 warps) split the 128 rows: one 64-row slice each.
 // RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=64" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=256 tensor-cores=wgmma" | FileCheck %s --check-prefix=GROUPS
@@ -27,29 +28,26 @@
 // CHECK: nvgpu.device_async_wait
 // CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT: gpu.barrier
-// S = Q Kᵀ: A and B by descriptor (K-major), two 64-row slices (the second
-// 64 rows = 512 x 16 bytes further into Q), the first k step with scale-d
-// false (S is not read), K advanced 32 bytes per k step.
-// CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.fence.sync.aligned;{{.*}}mov.b64 db, {t, 1073741888};{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {$0, {{.*}}, $31}, da, db, z, 1, 1, 0, 0;{{.*}}add.u32 t, $64, 512;{{.*}}m64n64k16.f32.bf16.bf16 {$32, {{.*}}, $63}, da, db, z, 1, 1, 0, 0;{{.*}}add.u32 t, $65, 2;{{.*}}da, db, p, 1, 1, 0, 0;{{.*}}wgmma.commit_group.sync.aligned;{{.*}}wgmma.wait_group.sync.aligned 0;
-// The next K block is issued only after the asm that reads K through its
+// S = Q Kᵀ: A and B by descriptor (K-major), two 64-row slices, a fresh
+// accumulator (S is not read: no acc operand), four k steps of 16.
+// CHECK: flashgpu.warpgroup_mma a_desc(%{{.*}}) b_desc(%{{.*}}) {a_rows = 128 : i64, b_k_major, b_rows = 64 : i64, element_type = bf16, k_steps = 4 : i64, n = 64 : i64, slices = 2 : i64} : vector<64xf32>
+// The next K block is issued only after the MMA that reads K through its
 // descriptor.
 // CHECK-NEXT: nvgpu.device_async_wait
 // CHECK-NEXT: nvvm.fence.proxy
 // CHECK-NEXT: gpu.barrier
 // CHECK: scf.if
 // CHECK: nvgpu.device_async_copy
-// P V: P from registers (four i32 per slice and k step), V read transposed
-// (trans-b 1), 16 V rows (256 bytes = 128 x 16) per k step.
-// CHECK: llvm.inline_asm has_side_effects {{.*}}m64n64k16.f32.bf16.bf16 {$0, {{.*}}}, {$128, $129, $130, $131}, db, p, 1, 1, 1;{{.*}}add.u32 t, $160, 128;
+// P V: P from registers (four i32 per slice and k step), V as [k, n] rows
+// (not K-major), accumulating into O.
+// CHECK: flashgpu.warpgroup_mma acc(%{{.*}}) a_regs(%{{.*}} : vector<32xi32>) b_desc(%{{.*}}) {b_rows = 64 : i64, element_type = bf16, k_steps = 4 : i64, n = 64 : i64, slices = 2 : i64} : vector<64xf32>
 // CHECK: flash.shared_memory_bytes = 32768 : i64, flash.warp_register_tiles, flash.wgmma
 
 // GROUPS-LABEL: func.func @attention(
 // Warpgroup g starts at row 64 g: 512 x 16 bytes into Q.
 // GROUPS: arith.divui %{{.*}}, %c4
 // GROUPS: arith.muli %{{.*}}, %c512
-// GROUPS: llvm.inline_asm has_side_effects {{.*}}m64n64k16.f32.bf16.bf16 {$0, {{.*}}, $31}, da, db, z, 1, 1, 0, 0;
-// GROUPS-NOT: {$32,
-// GROUPS-SAME: wgmma.wait_group.sync.aligned 0;
+// GROUPS: flashgpu.warpgroup_mma a_desc(%{{.*}}) b_desc(%{{.*}}) {a_rows = 128 : i64, b_k_major, b_rows = 64 : i64, element_type = bf16, k_steps = 4 : i64, n = 64 : i64, slices = 1 : i64} : vector<32xf32>
 
 // PTX: .target sm_90a
 // PTX: fence.proxy.async.shared::cta;
@@ -66,7 +64,7 @@ func.func @attention(%q: tensor<?x?x?x64xbf16>, %k: tensor<?x?x?x64xbf16>, %v: t
 // on mma.sync with padded tiles.
 // CHECK-LABEL: func.func @attention_d96(
 // CHECK-NOT: flash.swizzled_128b
-// CHECK-NOT: llvm.inline_asm
+// CHECK-NOT: flashgpu.warpgroup_mma
 // CHECK: nvvm.mma.sync
 // CHECK-NOT: flash.wgmma
 // CHECK: flash.shared_memory_bytes = {{[0-9]+}} : i64, flash.warp_register_tiles}

@@ -7,6 +7,7 @@
 #ifndef FLASH_CONVERSION_PASSES_H
 #define FLASH_CONVERSION_PASSES_H
 
+#include "flash/Dialect/FlashGPU/IR/FlashGPUDialect.h"
 #include "flash/Target/TargetOptions.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

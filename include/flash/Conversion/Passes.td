@@ -27,8 +27,9 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
       from registers as the A operand;
     - with `tensor-cores=wgmma` (sm_90a) and whole warpgroups (4, 8, ...
       warps), the contractions are Hopper warpgroup MMAs (`wgmma.mma_async`
-      m64nNk16) instead, one asm block each, reading their shared-memory
-      operands through matrix descriptors; those tiles are stored with the
+      m64nNk16) instead, one `flashgpu.warpgroup_mma` each (printed as PTX
+      by `--convert-flashgpu-to-llvm`), reading their shared-memory operands
+      through matrix descriptors; those tiles are stored with the
       128-byte swizzle (unpadded, 1024-byte aligned), and warp w of
       warpgroup g owns rows g R/G + 16 w + 64 i. A launch where some
       contraction cannot take wgmma (operand columns not a multiple of 64,
@@ -78,6 +79,7 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::flashgpu::FlashGPUDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::NVVM::NVVMDialect",
@@ -85,6 +87,22 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
     "::mlir::vector::VectorDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect"
+  ];
+}
+
+def ConvertFlashGPUToLLVMPass : Pass<"convert-flashgpu-to-llvm"> {
+  let summary = "Print flashgpu operations as inline PTX (llvm.inline_asm)";
+  let description = [{
+    Rewrites each `flashgpu` op into one `llvm.inline_asm` block and the
+    vector element moves around it (`populateFlashGPUToLLVMPatterns`):
+    `flashgpu.warpgroup_mma` becomes a fence, one
+    `wgmma.mma_async.sync.aligned.m64nNk16` per slice and k step (the
+    descriptors advanced inside the asm), a commit and a wait. Runs on any
+    op; the GPU pipeline runs it right after `--flash-map-tiles-to-gpu`.
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::vector::VectorDialect"
   ];
 }
 

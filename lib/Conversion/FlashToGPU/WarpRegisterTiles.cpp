@@ -7,6 +7,8 @@
 #include "WarpRegisterTiles.h"
 #include "TileContraction.h"
 
+#include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -914,9 +916,8 @@ LogicalResult TileRewriter::rewriteContraction(OpBuilder &b,
 
 /// The low word of a wgmma shared-memory matrix descriptor of a swizzled
 /// tile: its address (>> 4) and the leading byte offset (between 64-column
-/// panels along N for a B read transposed). The high word is the constant
-/// `kDescriptorHigh`: stride byte offset 1024 (eight 128-byte rows) and the
-/// 128-byte swizzle mode.
+/// panels along N for a [K, N] B). The high word (stride byte offset and
+/// swizzle mode) is added where the descriptor is used.
 Value TileRewriter::descriptor(OpBuilder &b, Value tile, int64_t leadingBytes) {
   Value view = getWorkgroupView(tile);
   Value address = arith::IndexCastUIOp::create(
@@ -930,13 +931,12 @@ Value TileRewriter::descriptor(OpBuilder &b, Value tile, int64_t leadingBytes) {
   return arith::OrIOp::create(
       b, loc, start, i32((uint32_t(leadingBytes >> 4) & 0x3FFF) << 16));
 }
-static constexpr uint32_t kDescriptorHigh = (1024 >> 4) | (1u << 30);
-
-/// C += A B as wgmma.mma_async m64nNk16, one per 64-row slice and k step,
-/// in one asm block that fences the accumulators, issues them all, commits
-/// and waits: the registers are in flight only inside it. A is a swizzled
+/// C += A B as one flashgpu.warpgroup_mma (m64nNk16 per 64-row slice and k
+/// step; printed as PTX by --convert-flashgpu-to-llvm). A is a swizzled
 /// shared tile (K-major) or P in registers; B is a swizzled shared tile,
-/// K-major for Kᵀ ([N, K] rows) or read transposed for V ([K, N] rows).
+/// K-major for Kᵀ ([N, K] rows) or [K, N] rows for V. The op's accumulator
+/// is slice-major in wgmma's order; here it is gathered from and scattered
+/// back to the warp's mma.sync fragment layout.
 LogicalResult TileRewriter::rewriteWarpgroupContraction(OpBuilder &b,
                                                         linalg::GenericOp op) {
   TileContraction m = *matchTileContraction(op);
@@ -949,33 +949,31 @@ LogicalResult TileRewriter::rewriteWarpgroupContraction(OpBuilder &b,
   Value aRegs = tiles.contains(m.a) ? current(b, m.a) : Value();
   Value acc = current(b, m.c);
 
-  std::string asmText, constraints;
-  llvm::raw_string_ostream text(asmText), cons(constraints);
-  SmallVector<Value> operands;
   int64_t outputs = mTiles * perSlice;
   auto accElement = [&](int64_t mi, int64_t i) {
     return (2 * mi + (i / 2) % 2) * cPer + 2 * (i / 4) + i % 2;
   };
-  // A freshly zeroed accumulator (the scores) is not read: the first k step
-  // runs with scale-d false.
+  auto accType = VectorType::get({outputs}, b.getF32Type());
+  // A freshly zeroed accumulator (the scores) is not read.
   auto broadcast = acc.getDefiningOp<vector::BroadcastOp>();
   bool zeroed = matchPattern(acc, m_AnyZeroFloat()) ||
                 (broadcast && matchPattern(broadcast.getSource(),
                                            m_AnyZeroFloat()));
-  for (int64_t o = 0; o < outputs; ++o)
-    cons << (o ? "," : "") << "=f";
-  for (int64_t mi = 0; !zeroed && mi < mTiles; ++mi)
-    for (int64_t i = 0; i < perSlice; ++i) {
-      cons << "," << mi * perSlice + i;
-      operands.push_back(extract(b, acc, accElement(mi, i)));
-    }
-  // Operand number of the next input.
-  auto next = [&] { return outputs + (int64_t)operands.size(); };
+  Value accIn;
+  if (!zeroed) {
+    SmallVector<Value> elements;
+    for (int64_t mi = 0; mi < mTiles; ++mi)
+      for (int64_t i = 0; i < perSlice; ++i)
+        elements.push_back(extract(b, acc, accElement(mi, i)));
+    accIn = vector::FromElementsOp::create(b, loc, accType, elements);
+  }
   // A fragments from P's accumulator layout (as for mma.sync), one i32 per
   // element pair.
-  int64_t aFirst = next();
+  Value aFragments, aDescriptor;
+  IntegerAttr aRows;
   if (aRegs) {
     VectorType pairType = VectorType::get({2}, et);
+    SmallVector<Value> words;
     for (int64_t mi = 0; mi < mTiles; ++mi)
       for (int64_t kk = 0; kk < steps; ++kk)
         for (auto [half, j] : {std::pair<int64_t, int64_t>{0, 2 * kk},
@@ -988,12 +986,11 @@ LogicalResult TileRewriter::rewriteWarpgroupContraction(OpBuilder &b,
               ValueRange{extract(b, aRegs, e), extract(b, aRegs, e + 1)});
           Value word = vector::BitCastOp::create(
               b, loc, VectorType::get({1}, i32), pair);
-          operands.push_back(extract(b, word, 0));
-          cons << ",r";
+          words.push_back(extract(b, word, 0));
         }
-  }
-  int64_t descA = next();
-  if (!aRegs) {
+    aFragments = vector::FromElementsOp::create(
+        b, loc, VectorType::get({(int64_t)words.size()}, i32), words);
+  } else {
     // This warpgroup's first row.
     int64_t groupRows = rows / (warps / 4);
     Value groupOffset = arith::IndexCastUIOp::create(
@@ -1001,73 +998,19 @@ LogicalResult TileRewriter::rewriteWarpgroupContraction(OpBuilder &b,
         arith::MulIOp::create(
             b, loc, arith::DivUIOp::create(b, loc, warpIndex, idx(b, 4)),
             idx(b, groupRows * 128 / 16)));
-    operands.push_back(arith::AddIOp::create(b, loc, descriptor(b, m.a, 16),
-                                             groupOffset));
-    cons << ",r";
+    aDescriptor =
+        arith::AddIOp::create(b, loc, descriptor(b, m.a, 16), groupOffset);
+    aRows = b.getI64IntegerAttr(aType.getDimSize(0));
   }
-  int64_t descB = next();
-  operands.push_back(descriptor(
-      b, m.b, m.transposeB ? 16 : bType.getDimSize(0) * 128));
-  cons << ",r";
-  int64_t one = descB + 1;
-  operands.push_back(
-      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1)));
-  cons << ",r,~{memory}";
-
-  StringRef type = et.isBF16() ? "bf16" : "f16";
-  // p: accumulate; z: the first step of a zeroed accumulator.
-  text << "{\n.reg .b64 da, db;\n.reg .b32 t;\n.reg .pred p, z;\n"
-       << "setp.ne.b32 p, $" << one << ", 0;\nsetp.eq.b32 z, $" << one
-       << ", 0;\nwgmma.fence.sync.aligned;\n";
-  for (int64_t kk = 0; kk < steps; ++kk) {
-    // Byte offsets in the swizzled panels: 32 bytes per k step along a
-    // K-major row, 16 rows per k step down a transposed B.
-    int64_t bOffset = m.transposeB
-                          ? (kk / 4) * bType.getDimSize(0) * 128 + (kk % 4) * 32
-                          : kk * 16 * 128;
-    text << "add.u32 t, $" << descB << ", " << (bOffset >> 4)
-         << ";\nmov.b64 db, {t, " << kDescriptorHigh << "};\n";
-    for (int64_t mi = 0; mi < mTiles; ++mi) {
-      std::string a;
-      if (aRegs) {
-        int64_t first = aFirst + 4 * (mi * steps + kk);
-        a = llvm::formatv("{{${0}, ${1}, ${2}, ${3}}", first, first + 1,
-                          first + 2, first + 3);
-      } else {
-        int64_t aOffset = (kk / 4) * aType.getDimSize(0) * 128 +
-                          mi * 64 * 128 + (kk % 4) * 32;
-        text << "add.u32 t, $" << descA << ", " << (aOffset >> 4)
-             << ";\nmov.b64 da, {t, " << kDescriptorHigh << "};\n";
-        a = "da";
-      }
-      text << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << type
-           << "." << type << " {";
-      for (int64_t i = 0; i < perSlice; ++i)
-        text << (i ? ", " : "") << "$" << mi * perSlice + i;
-      // scale-d, scale-a, scale-b, [transpose-a,] transpose-b.
-      text << "}, " << a << ", db, " << (zeroed && kk == 0 ? "z" : "p")
-           << ", 1, 1, " << (aRegs ? "" : "0, ")
-           << (m.transposeB ? 0 : 1) << ";\n";
-    }
-  }
-  text << "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned "
-          "0;\n}";
-
-  SmallVector<Type> fields(outputs, b.getF32Type());
-  auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), fields);
-  auto asmOp = LLVM::InlineAsmOp::create(
-      b, loc, resultType, operands, asmText, constraints,
-      /*has_side_effects=*/true, /*is_align_stack=*/false,
-      LLVM::TailCallKind::None,
-      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-      /*operand_attrs=*/ArrayAttr());
+  Value bDescriptor = descriptor(
+      b, m.b, m.transposeB ? 16 : bType.getDimSize(0) * 128);
+  auto mma = flashgpu::WarpgroupMmaOp::create(
+      b, loc, accType, accIn, aDescriptor, aFragments, bDescriptor, n, steps,
+      mTiles, et, aRows, bType.getDimSize(0), /*b_k_major=*/m.transposeB);
   for (int64_t mi = 0; mi < mTiles; ++mi)
     for (int64_t i = 0; i < perSlice; ++i)
-      acc = insert(b,
-                   LLVM::ExtractValueOp::create(
-                       b, loc, asmOp.getResult(0),
-                       ArrayRef<int64_t>{mi * perSlice + i}),
-                   acc, accElement(mi, i));
+      acc = insert(b, extract(b, mma, mi * perSlice + i), acc,
+                   accElement(mi, i));
   values[m.c] = acc;
   return success();
 }

@@ -1,0 +1,86 @@
+//===- FlashGPUOps.td - flashgpu dialect and operations ----*- tablegen -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_DIALECT_FLASHGPU_IR_FLASHGPUOPS_TD
+#define FLASH_DIALECT_FLASHGPU_IR_FLASHGPUOPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def FlashGPU_Dialect : Dialect {
+  let name = "flashgpu";
+  let cppNamespace = "::mlir::flashgpu";
+  let summary = "GPU instructions that the upstream dialects do not expose";
+  let description = [{
+    Operations for what flash-mlir's GPU mapping needs and upstream MLIR 22's
+    NVGPU and NVVM dialects cannot say, each with a verifier, each printed as
+    PTX in one lowering (`--convert-flashgpu-to-llvm`, inline asm), in the
+    way Triton keeps its warpgroup MMA behind `nvgpu.wgmma`. Upstream
+    `nvvm.wgmma.mma_async` takes its A operand only as a shared-memory
+    descriptor; P · V wants A from registers.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+class FlashGPU_Op<string mnemonic, list<Trait> traits = []> :
+    Op<FlashGPU_Dialect, mnemonic, traits>;
+
+def FlashGPU_WarpgroupMmaOp : FlashGPU_Op<"warpgroup_mma",
+    [AttrSizedOperandSegments, MemoryEffects<[MemRead]>,
+     OptionalTypesMatchWith<"the accumulator has the result's type",
+                            "result", "accumulator", "$_self">]> {
+  let summary = "C (+)= A B on a warpgroup: wgmma.mma_async m64nNk16, then wait";
+  let description = [{
+    One warpgroup (four warps) computes `C = A B` (or `C += A B` with
+    `accumulator`) for `slices` slices of 64 rows each, over
+    `k = 16 * k_steps`, with `wgmma.mma_async.sync.aligned.m64n<n>k16`
+    (f32 accumulation of f16 or bf16 operands): one instruction per slice
+    and k step, fenced before, committed and waited for after, so the
+    accumulator registers are in flight only inside the op.
+
+    - `accumulator` / `result`: this thread's `slices * n / 2` f32 values,
+      slice-major, each slice in wgmma's accumulator order.
+    - A is either a shared tile read through `a_descriptor` (the low word
+      of a 128-byte-swizzled, K-major shared-memory matrix descriptor of
+      the warpgroup's first row; `a_rows` is the tile's row count, giving
+      the distance between its 64-column panels), or `a_fragments`: this
+      thread's A fragments in registers, `4 * slices * k_steps` i32 words
+      (two f16/bf16 values each) in mma.sync m16n8k16 order.
+    - B is a shared tile read through `b_descriptor`, 128-byte swizzled:
+      with `b_k_major`, `[n, k]` rows (K, read as Kᵀ), otherwise `[k, n]`
+      rows (V); `b_rows` is its row count (the distance between its
+      64-column panels).
+
+    Every thread of the warpgroup must execute the op (`.sync.aligned`),
+    and the shared tiles must be visible to the async proxy
+    (`fence.proxy.async`) before it.
+  }];
+  let arguments = (ins
+    Optional<VectorOfRankAndType<[1], [F32]>>:$accumulator,
+    Optional<I32>:$a_descriptor,
+    Optional<VectorOfRankAndType<[1], [I32]>>:$a_fragments,
+    I32:$b_descriptor,
+    ConfinedAttr<I64Attr, [IntMinValue<8>, IntMaxValue<256>]>:$n,
+    ConfinedAttr<I64Attr, [IntPositive]>:$k_steps,
+    ConfinedAttr<I64Attr, [IntPositive]>:$slices,
+    TypeAttr:$element_type,
+    OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$a_rows,
+    ConfinedAttr<I64Attr, [IntPositive]>:$b_rows,
+    UnitAttr:$b_k_major
+  );
+  let results = (outs VectorOfRankAndType<[1], [F32]>:$result);
+  let assemblyFormat = [{
+    (`acc` `(` $accumulator^ `)`)?
+    (`a_desc` `(` $a_descriptor^ `)`)?
+    (`a_regs` `(` $a_fragments^ `:` type($a_fragments) `)`)?
+    `b_desc` `(` $b_descriptor `)` attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // FLASH_DIALECT_FLASHGPU_IR_FLASHGPUOPS_TD

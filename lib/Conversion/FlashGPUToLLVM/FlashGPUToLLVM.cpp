@@ -1,0 +1,155 @@
+//===- FlashGPUToLLVM.cpp - flashgpu ops as inline PTX ----------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+// Each flashgpu op becomes one llvm.inline_asm block: the only place where
+// the project writes PTX by hand.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flash/Conversion/FlashGPUToLLVM.h"
+#include "flash/Conversion/Passes.h"
+#include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir::flash {
+#define GEN_PASS_DEF_CONVERTFLASHGPUTOLLVMPASS
+#include "flash/Conversion/Passes.h.inc"
+} // namespace mlir::flash
+
+using namespace mlir;
+using namespace mlir::flashgpu;
+
+namespace {
+
+/// The high word of every descriptor: stride byte offset 1024 (eight
+/// 128-byte rows) and the 128-byte swizzle mode.
+constexpr uint32_t kDescriptorHigh = (1024 >> 4) | (1u << 30);
+
+/// wgmma.mma_async per slice and k step between one fence and one wait.
+/// Descriptors advance in the asm (`add.u32` on the low word): 32 bytes per
+/// k step along a K-major row and one panel (rows * 128 bytes) every four;
+/// 16 rows (2,048 bytes) per k step down a [k, n] B.
+struct LowerWarpgroupMma : OpRewritePattern<WarpgroupMmaOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(WarpgroupMmaOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    int64_t n = op.getN(), steps = op.getKSteps(), slices = op.getSlices();
+    int64_t perSlice = n / 2, outputs = slices * perSlice;
+    bool zeroed = !op.getAccumulator();
+    bool aInRegisters = bool(op.getAFragments());
+
+    auto extract = [&](Value vector, int64_t i) -> Value {
+      return vector::ExtractOp::create(rewriter, loc, vector,
+                                       ArrayRef<int64_t>{i});
+    };
+    std::string asmText, constraints;
+    llvm::raw_string_ostream text(asmText), cons(constraints);
+    SmallVector<Value> operands;
+    for (int64_t o = 0; o < outputs; ++o)
+      cons << (o ? "," : "") << "=f";
+    if (!zeroed)
+      for (int64_t o = 0; o < outputs; ++o) {
+        cons << "," << o; // tied to output o
+        operands.push_back(extract(op.getAccumulator(), o));
+      }
+    auto next = [&] { return outputs + (int64_t)operands.size(); };
+    int64_t aFirst = next();
+    if (aInRegisters)
+      for (int64_t w = 0; w < 4 * slices * steps; ++w) {
+        operands.push_back(extract(op.getAFragments(), w));
+        cons << ",r";
+      }
+    int64_t descA = next();
+    if (!aInRegisters) {
+      operands.push_back(op.getADescriptor());
+      cons << ",r";
+    }
+    int64_t descB = next();
+    operands.push_back(op.getBDescriptor());
+    cons << ",r";
+    int64_t one = descB + 1;
+    operands.push_back(
+        LLVM::ConstantOp::create(rewriter, loc, rewriter.getI32IntegerAttr(1)));
+    cons << ",r,~{memory}";
+
+    StringRef type = op.getElementType().isBF16() ? "bf16" : "f16";
+    int64_t aPanel = aInRegisters ? 0 : *op.getARows() * 128;
+    int64_t bPanel = op.getBRows() * 128;
+    // p: accumulate; z: the first step of a zeroed accumulator.
+    text << "{\n.reg .b64 da, db;\n.reg .b32 t;\n.reg .pred p, z;\n"
+         << "setp.ne.b32 p, $" << one << ", 0;\nsetp.eq.b32 z, $" << one
+         << ", 0;\nwgmma.fence.sync.aligned;\n";
+    for (int64_t kk = 0; kk < steps; ++kk) {
+      int64_t bOffset = op.getBKMajor() ? (kk / 4) * bPanel + (kk % 4) * 32
+                                        : kk * 16 * 128;
+      text << "add.u32 t, $" << descB << ", " << (bOffset >> 4)
+           << ";\nmov.b64 db, {t, " << kDescriptorHigh << "};\n";
+      for (int64_t mi = 0; mi < slices; ++mi) {
+        std::string a;
+        if (aInRegisters) {
+          int64_t first = aFirst + 4 * (mi * steps + kk);
+          a = llvm::formatv("{{${0}, ${1}, ${2}, ${3}}", first, first + 1,
+                            first + 2, first + 3);
+        } else {
+          int64_t aOffset = (kk / 4) * aPanel + mi * 64 * 128 + (kk % 4) * 32;
+          text << "add.u32 t, $" << descA << ", " << (aOffset >> 4)
+               << ";\nmov.b64 da, {t, " << kDescriptorHigh << "};\n";
+          a = "da";
+        }
+        text << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << type
+             << "." << type << " {";
+        for (int64_t i = 0; i < perSlice; ++i)
+          text << (i ? ", " : "") << "$" << mi * perSlice + i;
+        // scale-d, scale-a, scale-b, [transpose-a,] transpose-b.
+        text << "}, " << a << ", db, " << (zeroed && kk == 0 ? "z" : "p")
+             << ", 1, 1, " << (aInRegisters ? "" : "0, ")
+             << (op.getBKMajor() ? 0 : 1) << ";\n";
+      }
+    }
+    text << "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned "
+            "0;\n}";
+
+    SmallVector<Type> fields(outputs, rewriter.getF32Type());
+    auto resultType =
+        LLVM::LLVMStructType::getLiteral(rewriter.getContext(), fields);
+    auto asmOp = LLVM::InlineAsmOp::create(
+        rewriter, loc, resultType, operands, asmText, constraints,
+        /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::TailCallKind::None,
+        LLVM::AsmDialectAttr::get(rewriter.getContext(),
+                                  LLVM::AsmDialect::AD_ATT),
+        /*operand_attrs=*/ArrayAttr());
+    SmallVector<Value> results;
+    for (int64_t o = 0; o < outputs; ++o)
+      results.push_back(LLVM::ExtractValueOp::create(
+          rewriter, loc, asmOp.getResult(0), ArrayRef<int64_t>{o}));
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(
+        op, op.getResult().getType(), results);
+    return success();
+  }
+};
+
+struct ConvertFlashGPUToLLVMPass
+    : flash::impl::ConvertFlashGPUToLLVMPassBase<ConvertFlashGPUToLLVMPass> {
+  void runOnOperation() override {
+    // One walk, no folding: the IR around the ops stays as it was.
+    RewritePatternSet patterns(&getContext());
+    flash::populateFlashGPUToLLVMPatterns(patterns);
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
+  }
+};
+
+} // namespace
+
+void mlir::flash::populateFlashGPUToLLVMPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerWarpgroupMma>(patterns.getContext());
+}

@@ -1,0 +1,61 @@
+//===- FlashGPUDialect.cpp - flashgpu dialect and operations ----*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
+
+using namespace mlir;
+using namespace mlir::flashgpu;
+
+#include "flash/Dialect/FlashGPU/IR/FlashGPUDialect.cpp.inc"
+
+void FlashGPUDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "flash/Dialect/FlashGPU/IR/FlashGPUOps.cpp.inc"
+      >();
+}
+
+#define GET_OP_CLASSES
+#include "flash/Dialect/FlashGPU/IR/FlashGPUOps.cpp.inc"
+
+LogicalResult WarpgroupMmaOp::verify() {
+  int64_t n = getN(), slices = getSlices(), kSteps = getKSteps();
+  if (n % 8 != 0)
+    return emitOpError("n = ") << n << " is not a multiple of 8";
+  Type et = getElementType();
+  if (!et.isF16() && !et.isBF16())
+    return emitOpError("element type must be f16 or bf16, got ") << et;
+  int64_t perThread = slices * n / 2;
+  if (getResult().getType().getNumElements() != perThread)
+    return emitOpError("result holds ")
+           << getResult().getType().getNumElements()
+           << " values per thread; " << slices << " slice(s) of m64n" << n
+           << " hold " << perThread;
+  if (bool(getADescriptor()) == bool(getAFragments()))
+    return emitOpError("needs A as exactly one of a shared-memory descriptor "
+                       "(a_desc) or register fragments (a_regs)");
+  if (getADescriptor() && !getARows())
+    return emitOpError("a_desc needs a_rows (the A tile's row count)");
+  if (getADescriptor() && *getARows() < 64 * slices)
+    return emitOpError("a_rows = ")
+           << *getARows() << " has fewer rows than " << slices
+           << " slice(s) of 64";
+  if (auto frags = getAFragments()) {
+    int64_t words = 4 * slices * kSteps;
+    if (frags.getType().getNumElements() != words)
+      return emitOpError("a_regs holds ")
+             << frags.getType().getNumElements() << " words; " << slices
+             << " slice(s) of " << kSteps << " k step(s) need " << words;
+  }
+  // K-major B ([n, k] rows) has one row per output column, the other
+  // layout ([k, n] rows) one per reduction index.
+  int64_t needRows = getBKMajor() ? n : 16 * kSteps;
+  if (getBRows() < needRows)
+    return emitOpError("b_rows = ")
+           << getBRows() << " is less than the " << needRows << " rows that "
+           << (getBKMajor() ? "n" : "k = 16 * k_steps") << " reads";
+  return success();
+}

@@ -1,0 +1,89 @@
+// flashgpu.warpgroup_mma's verifier: each inconsistency named.
+// RUN: flash-opt %s -split-input-file -verify-diagnostics
+
+func.func @n_not_multiple_of_8(%a: i32, %b: i32) -> vector<30xf32> {
+  // expected-error @+1 {{n = 60 is not a multiple of 8}}
+  %s = flashgpu.warpgroup_mma a_desc(%a) b_desc(%b) {n = 60 : i64, k_steps = 4 : i64, slices = 1 : i64, element_type = bf16, a_rows = 64 : i64, b_rows = 64 : i64, b_k_major} : vector<30xf32>
+  return %s : vector<30xf32>
+}
+
+// -----
+
+func.func @n_too_large(%a: i32, %b: i32) -> vector<132xf32> {
+  // expected-error @+1 {{attribute 'n' failed to satisfy constraint}}
+  %s = flashgpu.warpgroup_mma a_desc(%a) b_desc(%b) {n = 264 : i64, k_steps = 4 : i64, slices = 1 : i64, element_type = bf16, a_rows = 64 : i64, b_rows = 264 : i64, b_k_major} : vector<132xf32>
+  return %s : vector<132xf32>
+}
+
+// -----
+
+func.func @result_size(%a: i32, %b: i32) -> vector<32xf32> {
+  // expected-error @+1 {{result holds 32 values per thread; 2 slice(s) of m64n64 hold 64}}
+  %s = flashgpu.warpgroup_mma a_desc(%a) b_desc(%b) {n = 64 : i64, k_steps = 4 : i64, slices = 2 : i64, element_type = bf16, a_rows = 128 : i64, b_rows = 64 : i64, b_k_major} : vector<32xf32>
+  return %s : vector<32xf32>
+}
+
+// -----
+
+func.func @element_type(%a: i32, %b: i32) -> vector<32xf32> {
+  // expected-error @+1 {{element type must be f16 or bf16, got 'f32'}}
+  %s = flashgpu.warpgroup_mma a_desc(%a) b_desc(%b) {n = 64 : i64, k_steps = 4 : i64, slices = 1 : i64, element_type = f32, a_rows = 64 : i64, b_rows = 64 : i64, b_k_major} : vector<32xf32>
+  return %s : vector<32xf32>
+}
+
+// -----
+
+func.func @two_a_operands(%a: i32, %p: vector<16xi32>, %b: i32) -> vector<32xf32> {
+  // expected-error @+1 {{needs A as exactly one of a shared-memory descriptor (a_desc) or register fragments (a_regs)}}
+  %s = flashgpu.warpgroup_mma a_desc(%a) a_regs(%p : vector<16xi32>) b_desc(%b) {n = 64 : i64, k_steps = 4 : i64, slices = 1 : i64, element_type = bf16, a_rows = 64 : i64, b_rows = 64 : i64} : vector<32xf32>
+  return %s : vector<32xf32>
+}
+
+// -----
+
+func.func @no_a_rows(%a: i32, %b: i32) -> vector<32xf32> {
+  // expected-error @+1 {{a_desc needs a_rows (the A tile's row count)}}
+  %s = flashgpu.warpgroup_mma a_desc(%a) b_desc(%b) {n = 64 : i64, k_steps = 4 : i64, slices = 1 : i64, element_type = bf16, b_rows = 64 : i64, b_k_major} : vector<32xf32>
+  return %s : vector<32xf32>
+}
+
+// -----
+
+func.func @a_rows_short(%a: i32, %b: i32) -> vector<64xf32> {
+  // expected-error @+1 {{a_rows = 64 has fewer rows than 2 slice(s) of 64}}
+  %s = flashgpu.warpgroup_mma a_desc(%a) b_desc(%b) {n = 64 : i64, k_steps = 4 : i64, slices = 2 : i64, element_type = bf16, a_rows = 64 : i64, b_rows = 64 : i64, b_k_major} : vector<64xf32>
+  return %s : vector<64xf32>
+}
+
+// -----
+
+func.func @fragments(%acc: vector<64xf32>, %p: vector<8xi32>, %b: i32) -> vector<64xf32> {
+  // expected-error @+1 {{a_regs holds 8 words; 1 slice(s) of 4 k step(s) need 16}}
+  %o = flashgpu.warpgroup_mma acc(%acc) a_regs(%p : vector<8xi32>) b_desc(%b) {n = 128 : i64, k_steps = 4 : i64, slices = 1 : i64, element_type = f16, b_rows = 64 : i64} : vector<64xf32>
+  return %o : vector<64xf32>
+}
+
+// -----
+
+// expected-note @+1 {{prior use here}}
+func.func @accumulator_type(%acc: vector<64xf32>, %p: vector<16xi32>, %b: i32) -> vector<32xf32> {
+  // expected-error @+1 {{use of value '%acc' expects different type than prior uses: 'vector<32xf32>' vs 'vector<64xf32>'}}
+  %o = flashgpu.warpgroup_mma acc(%acc) a_regs(%p : vector<16xi32>) b_desc(%b) {n = 64 : i64, k_steps = 4 : i64, slices = 1 : i64, element_type = f16, b_rows = 64 : i64} : vector<32xf32>
+  return %o : vector<32xf32>
+}
+
+// -----
+
+func.func @b_rows_k_major(%a: i32, %b: i32) -> vector<64xf32> {
+  // expected-error @+1 {{b_rows = 64 is less than the 128 rows that n reads}}
+  %s = flashgpu.warpgroup_mma a_desc(%a) b_desc(%b) {n = 128 : i64, k_steps = 4 : i64, slices = 1 : i64, element_type = bf16, a_rows = 64 : i64, b_rows = 64 : i64, b_k_major} : vector<64xf32>
+  return %s : vector<64xf32>
+}
+
+// -----
+
+func.func @b_rows_n_major(%acc: vector<64xf32>, %p: vector<16xi32>, %b: i32) -> vector<64xf32> {
+  // expected-error @+1 {{b_rows = 32 is less than the 64 rows that k = 16 * k_steps reads}}
+  %o = flashgpu.warpgroup_mma acc(%acc) a_regs(%p : vector<16xi32>) b_desc(%b) {n = 128 : i64, k_steps = 4 : i64, slices = 1 : i64, element_type = f16, b_rows = 32 : i64} : vector<64xf32>
+  return %o : vector<64xf32>
+}

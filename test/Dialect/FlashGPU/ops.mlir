@@ -1,0 +1,16 @@
+// flashgpu.warpgroup_mma parses, verifies and prints back.
+// RUN: flash-opt %s | flash-opt | FileCheck %s
+
+// CHECK-LABEL: func @scores
+// CHECK: flashgpu.warpgroup_mma a_desc(%{{.*}}) b_desc(%{{.*}}) {a_rows = 128 : i64, b_k_major, b_rows = 64 : i64, element_type = bf16, k_steps = 8 : i64, n = 64 : i64, slices = 2 : i64} : vector<64xf32>
+func.func @scores(%a: i32, %b: i32) -> vector<64xf32> {
+  %s = flashgpu.warpgroup_mma a_desc(%a) b_desc(%b) {n = 64 : i64, k_steps = 8 : i64, slices = 2 : i64, element_type = bf16, a_rows = 128 : i64, b_rows = 64 : i64, b_k_major} : vector<64xf32>
+  return %s : vector<64xf32>
+}
+
+// CHECK-LABEL: func @pv
+// CHECK: flashgpu.warpgroup_mma acc(%{{.*}}) a_regs(%{{.*}} : vector<32xi32>) b_desc(%{{.*}}) {b_rows = 64 : i64, element_type = f16, k_steps = 4 : i64, n = 128 : i64, slices = 2 : i64} : vector<128xf32>
+func.func @pv(%acc: vector<128xf32>, %p: vector<32xi32>, %b: i32) -> vector<128xf32> {
+  %o = flashgpu.warpgroup_mma acc(%acc) a_regs(%p : vector<32xi32>) b_desc(%b) {n = 128 : i64, k_steps = 4 : i64, slices = 2 : i64, element_type = f16, b_rows = 64 : i64} : vector<128xf32>
+  return %o : vector<128xf32>
+}

@@ -1,0 +1,41 @@
+// --convert-flashgpu-to-llvm prints flashgpu.warpgroup_mma as one asm block:
+// a fence, one wgmma.mma_async per slice and k step with the descriptors
+// advanced in the asm, a commit and a wait.
+// RUN: flash-opt %s --convert-flashgpu-to-llvm | FileCheck %s
+
+// S = Q Kᵀ: A and B from shared memory (K-major), a fresh accumulator (the
+// first k step does not read it: predicate z). Two slices, two k steps.
+// CHECK-LABEL: func @scores
+// CHECK-NOT: flashgpu.
+// CHECK: %[[ASM:.*]] = llvm.inline_asm has_side_effects asm_dialect = att
+// CHECK-SAME: wgmma.fence.sync.aligned;
+// CHECK-SAME: add.u32 t, $[[DB:[0-9]+]], 0;\0Amov.b64 db, {t, 1073741888};
+// CHECK-SAME: add.u32 t, $[[DA:[0-9]+]], 0;\0Amov.b64 da, {t, 1073741888};
+// CHECK-SAME: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {$0, $1, $2, $3, $4, $5, $6, $7}, da, db, z, 1, 1, 0, 0;
+// CHECK-SAME: add.u32 t, $[[DA]], 512;
+// CHECK-SAME: {$8, $9, $10, $11, $12, $13, $14, $15}, da, db, z, 1, 1, 0, 0;
+// CHECK-SAME: add.u32 t, $[[DB]], 2;
+// CHECK-SAME: add.u32 t, $[[DA]], 2;
+// CHECK-SAME: da, db, p, 1, 1, 0, 0;
+// CHECK-SAME: wgmma.commit_group.sync.aligned;\0Awgmma.wait_group.sync.aligned 0;
+// CHECK-SAME: "=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,r,r,r,~{memory}"
+// CHECK: llvm.extractvalue %[[ASM]][15]
+// CHECK: vector.from_elements {{.*}} : vector<16xf32>
+func.func @scores(%a: i32, %b: i32) -> vector<16xf32> {
+  %s = flashgpu.warpgroup_mma a_desc(%a) b_desc(%b) {n = 16 : i64, k_steps = 2 : i64, slices = 2 : i64, element_type = bf16, a_rows = 128 : i64, b_rows = 16 : i64, b_k_major} : vector<16xf32>
+  return %s : vector<16xf32>
+}
+
+// O += P V: A (P) from registers, B = V ([k, n] rows, transpose-b 1), the
+// accumulator tied to the outputs. One slice, one k step.
+// CHECK-LABEL: func @pv
+// CHECK: %[[ACC0:.*]] = vector.extract %arg0[0] : f32 from vector<4xf32>
+// CHECK: %[[P0:.*]] = vector.extract %arg1[0] : i32 from vector<4xi32>
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att
+// CHECK-SAME: wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {$0, $1, $2, $3}, {$8, $9, $10, $11}, db, p, 1, 1, 1;
+// CHECK-SAME: "=f,=f,=f,=f,0,1,2,3,r,r,r,r,r,r,~{memory}"
+// CHECK-SAME: %[[ACC0]], %{{.*}}, %{{.*}}, %{{.*}}, %[[P0]], %{{.*}}, %{{.*}}, %{{.*}}, %arg2, %{{.*}} : (f32, f32, f32, f32, i32, i32, i32, i32, i32, i32)
+func.func @pv(%acc: vector<4xf32>, %p: vector<4xi32>, %b: i32) -> vector<4xf32> {
+  %o = flashgpu.warpgroup_mma acc(%acc) a_regs(%p : vector<4xi32>) b_desc(%b) {n = 8 : i64, k_steps = 1 : i64, slices = 1 : i64, element_type = f16, b_rows = 16 : i64} : vector<4xf32>
+  return %o : vector<4xf32>
+}
