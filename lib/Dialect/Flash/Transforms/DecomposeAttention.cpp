@@ -265,10 +265,9 @@ public:
       Value n = getValueOrCreateConstantIndexOp(b, p.loc, p.keySeq);
       Value m = getValueOrCreateConstantIndexOp(b, p.loc, p.querySeq);
       diagonal = arith::SubIOp::create(b, p.loc, n, m);
-    }
-    if (p.window) {
-      Value w = arith::ConstantIndexOp::create(b, p.loc, *p.window);
-      windowStart = arith::SubIOp::create(b, p.loc, diagonal, w);
+      if (p.window)
+        windowStart = arith::SubIOp::create(
+            b, p.loc, diagonal, buildClampedWindow(b, p.loc, *p.window, m, n));
     }
     Value init = tensor::EmptyOp::create(b, p.loc, scoreSizes(), p.f32);
     return generic(

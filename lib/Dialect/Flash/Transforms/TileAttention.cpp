@@ -75,6 +75,9 @@ private:
   AttentionOp op;
   int64_t br, bc;
 
+  /// Row i sees keys from i + windowStart = i + N - M - window, the window
+  /// clamped to M + N (null without a window).
+  Value windowStart;
   // Per query block, set inside the forall.
   Value batchIdx, headIdx, kvHeadIdx, rowStart, rows, keySeq, diagonal;
   Value queryTile;
@@ -138,8 +141,6 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
     maps.push_back(tileMap);
   }
   maps.push_back(id(2));
-  std::optional<int64_t> window = op.getWindow();
-  Value windowStart = window ? sub(diagonal, idx(*window)) : Value();
   float scale = op.getEffectiveScale();
   auto scaleLog2 = [&](OpBuilder &nb, Location nl) -> Value {
     return arith::ConstantOp::create(
@@ -187,7 +188,7 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
               hide(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sgt, j,
                                          last));
             }
-            if (window) {
+            if (windowStart) {
               Value first = arith::AddIOp::create(nb, nl, i, windowStart);
               hide(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, j,
                                          first));
@@ -300,6 +301,9 @@ SmallVector<Value> AttentionTiler::build() {
     outs.push_back(tensor::EmptyOp::create(b, loc, type, dynamicSizes));
   }
   diagonal = sub(keySeq, querySeq);
+  if (std::optional<int64_t> window = op.getWindow())
+    windowStart =
+        sub(diagonal, buildClampedWindow(b, loc, *window, querySeq, keySeq));
 
   auto forall = scf::ForallOp::create(
       b, loc, ArrayRef<OpFoldResult>{batch, heads, queryBlocks}, outs,
@@ -321,24 +325,24 @@ SmallVector<Value> AttentionTiler::build() {
   // blocks every row sees entirely (no mask needed).
   Value lastRow = sub(add(rowStart, rows), idx(1));
   Value lastKey = sub(keySeq, idx(1));
-  std::optional<int64_t> window = op.getWindow();
   auto lastVisible = [&](Value row) {
     return op.getCausal() ? min(add(row, diagonal), lastKey) : lastKey;
   };
   auto firstVisible = [&](Value row) {
-    return window ? max(sub(add(row, diagonal), idx(*window)), idx(0)) : idx(0);
+    return windowStart ? max(add(row, windowStart), idx(0)) : idx(0);
   };
   Value begin = floorDiv(firstVisible(rowStart), bc);
   Value end = max(ceilDiv(add(lastVisible(lastRow), idx(1)), bc), begin);
   Value fullBegin =
-      window ? min(max(ceilDiv(firstVisible(lastRow), bc), begin), end) : begin;
+      windowStart ? min(max(ceilDiv(firstVisible(lastRow), bc), begin), end)
+                  : begin;
   Value fullEnd = min(
       max(floorDiv(add(lastVisible(rowStart), idx(1)), bc), fullBegin), end);
 
   SmallVector<Value> state = {
       filled({br}, -std::numeric_limits<double>::infinity()), filled({br}, 0.0),
       filled({br, valueDim}, 0.0)};
-  if (window)
+  if (windowStart)
     state = keyBlockLoop(begin, fullBegin, state, /*masked=*/true);
   state = keyBlockLoop(fullBegin, fullEnd, state, /*masked=*/false);
   state = keyBlockLoop(fullEnd, end, state, /*masked=*/true);
