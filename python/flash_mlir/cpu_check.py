@@ -134,12 +134,22 @@ def result_printer(name, shape, et, dyn_type):
     return lines
 
 
+def float_literal(x):
+    """repr(x) in MLIR's syntax, which wants a point in the mantissa: '1e+30'
+    does not parse, '1.0e+30' does."""
+    text = repr(float(x))
+    mantissa, e, exponent = text.partition("e")
+    if e and "." not in mantissa:
+        text = f"{mantissa}.0e{exponent}"
+    return text
+
+
 def attrs_text(args):
     attrs = []
     if args.causal:
         attrs.append("causal")
     if args.scale is not None:
-        attrs.append(f"scale = {args.scale!r} : f32")
+        attrs.append(f"scale = {float_literal(args.scale)} : f32")
     if args.window is not None:
         attrs.append(f"window = {args.window} : i64")
     return (" {" + ", ".join(attrs) + "}") if attrs else ""

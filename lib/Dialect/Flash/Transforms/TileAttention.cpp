@@ -42,6 +42,8 @@ using namespace mlir::flash::detail;
 namespace {
 constexpr double kLog2e = 1.4426950408889634;
 constexpr double kLn2 = 0.6931471805599453;
+/// The largest scale * log2(e) applied in the exponent (see keyBlockStep).
+constexpr double kMaxExponentScale = 1024.0;
 
 /// Builds the loop nest of one rank-4 attention op.
 class AttentionTiler : TilerBase {
@@ -148,8 +150,15 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
   };
   // Without a bias, a positive scale commutes with the row max: it is
   // applied in the exponent, exp2(c s - c m) as one FMA per score, and the
-  // unmasked blocks need no pass over the scores before the max.
-  bool scaleInExponent = biasArg < 0 && scale > 0;
+  // unmasked blocks need no pass over the scores before the max. The FMA
+  // rounds c s but m' = c m is rounded, so the row max's exponent is off by
+  // up to 2^-24 |m'|. That shift cancels in O and the LSE while exp2 stays
+  // in range (|m'| < 2^30: a shift below 64), which holds for scores below
+  // 2^20 when c <= 2^10. A larger scale (1e10: the shift overflowed exp2 to
+  // inf, O = NaN) is applied to the scores before the max instead, so that
+  // the max's exponent is exactly 0.
+  bool scaleInExponent =
+      biasArg < 0 && scale > 0 && scale * kLog2e <= kMaxExponentScale;
   auto contract = arith::FastMathFlags::contract;
   Value logits = scores;
   if (!scaleInExponent || masked || maskArg >= 0)
