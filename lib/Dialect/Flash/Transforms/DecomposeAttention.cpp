@@ -15,6 +15,7 @@
 #include "flash/Dialect/Flash/Transforms/Transforms.h"
 
 #include "LinalgBuilders.h"
+#include "SizeChecks.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -23,6 +24,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Rewrite/FrozenRewritePatternSet.h"
 #include "mlir/Rewrite/PatternApplicator.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <limits>
 
@@ -587,6 +589,13 @@ struct FlashDecomposeAttentionPass
         ops.push_back(op);
     });
     for (Operation *op : ops) {
+      LogicalResult fits =
+          TypeSwitch<Operation *, LogicalResult>(op)
+              .Case<AttentionOp, AttentionBackwardOp>([](auto attention) {
+                return checkAttentionSizes(attention, /*scores=*/true);
+              });
+      if (failed(fits))
+        return signalPassFailure();
       rewriter.setInsertionPoint(op);
       if (failed(applicator.matchAndRewrite(op, rewriter))) {
         op->emitError("flash-decompose-attention: cannot decompose this op");

@@ -16,6 +16,7 @@
 #include "flash/Target/AttentionTarget.h"
 
 #include "LinalgBuilders.h"
+#include "SizeChecks.h"
 #include "TileBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -476,7 +477,8 @@ struct FlashTileAttentionPass
       int64_t dv = op.getValue().getType().getShape().back();
       int64_t bytes =
           op.getQuery().getType().getElementType().getIntOrFloatBitWidth() / 8;
-      if (failed(checkHeadDims(op, *tgt, d, dv, bytes)))
+      if (failed(checkHeadDims(op, *tgt, d, dv, bytes)) ||
+          failed(checkAttentionSizes(op, /*scores=*/false)))
         return signalPassFailure();
       AttentionTiles tiles = chooseAttentionTiles(*tgt, d, dv, bytes);
       if (blockRows > 0 || blockCols > 0) {
@@ -499,7 +501,8 @@ struct FlashTileAttentionPass
       int64_t dv = op.getValue().getType().getShape().back();
       int64_t bytes =
           op.getQuery().getType().getElementType().getIntOrFloatBitWidth() / 8;
-      if (failed(checkHeadDims(op, *tgt, d, dv, bytes)))
+      if (failed(checkHeadDims(op, *tgt, d, dv, bytes)) ||
+          failed(checkAttentionSizes(op, /*scores=*/false)))
         return signalPassFailure();
       AttentionTiles tiles = chooseAttentionTiles(*tgt, d, dv, bytes);
       // Tensor cores: the dQ nest holds dQ [Br, D] and two Br x Bc score

@@ -310,21 +310,20 @@ SmallVector<Value> BackwardTiler::build() {
   Value firstHead = mul(kvHeadIdx, group);
   b.setInsertionPointToStart(forall.getTerminator().getBody());
   ValueRange shared = forall.getRegionIterArgs();
-  SmallVector<OpFoldResult> unit4(4, one);
-  tensor::ParallelInsertSliceOp::create(
-      b, loc, gradQDone, shared[0],
-      ArrayRef<OpFoldResult>{batchIdx, firstHead, zero, zero},
-      ArrayRef<OpFoldResult>{one, group, querySeq, b.getIndexAttr(headDim)},
-      unit4);
-  tensor::ParallelInsertSliceOp::create(
-      b, loc, keyLoop.getResult(1), shared[1],
-      ArrayRef<OpFoldResult>{batchIdx, kvHeadIdx, zero, zero},
-      ArrayRef<OpFoldResult>{one, one, keySeq, b.getIndexAttr(headDim)}, unit4);
-  tensor::ParallelInsertSliceOp::create(
-      b, loc, keyLoop.getResult(2), shared[2],
-      ArrayRef<OpFoldResult>{batchIdx, kvHeadIdx, zero, zero},
-      ArrayRef<OpFoldResult>{one, one, keySeq, b.getIndexAttr(valueDim)},
-      unit4);
+  // A gradient with M = 0 or N = 0 (static) has nothing to write.
+  auto insert = [&](Value part, Value into, ArrayRef<OpFoldResult> offsets,
+                    ArrayRef<OpFoldResult> sizes) {
+    if (isStaticallyEmpty(cast<ShapedType>(into.getType())))
+      return;
+    tensor::ParallelInsertSliceOp::create(b, loc, part, into, offsets, sizes,
+                                          SmallVector<OpFoldResult>(4, one));
+  };
+  insert(gradQDone, shared[0], {batchIdx, firstHead, zero, zero},
+         {one, group, querySeq, b.getIndexAttr(headDim)});
+  insert(keyLoop.getResult(1), shared[1], {batchIdx, kvHeadIdx, zero, zero},
+         {one, one, keySeq, b.getIndexAttr(headDim)});
+  insert(keyLoop.getResult(2), shared[2], {batchIdx, kvHeadIdx, zero, zero},
+         {one, one, keySeq, b.getIndexAttr(valueDim)});
   return SmallVector<Value>(forall.getResults());
 }
 

@@ -45,6 +45,13 @@ inline Value buildPaddedTile(OpBuilder &b, Location loc, Value source,
                                  b);
 }
 
+/// Whether `type` has a static size of 0: there is nothing to read or write,
+/// and no slice of it can be built (the slice verifier rejects every static
+/// offset into a size-0 dimension, 0 included).
+inline bool isStaticallyEmpty(ShapedType type) {
+  return llvm::is_contained(type.getShape(), 0);
+}
+
 /// Where a Br x Bc score tile sits in [B, Hq, M, N].
 struct ScoreTile {
   Value batch, head, rowStart, rows, keyStart, cols;
