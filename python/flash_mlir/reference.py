@@ -33,7 +33,8 @@ def _scores(q, k, scale, causal, bias, mask, window=None):
 
 
 def _softmax(s):
-    mx = s.max(axis=-1, keepdims=True)
+    # N = 0: every row is fully masked.
+    mx = s.max(axis=-1, keepdims=True, initial=-np.inf)
     safe = np.where(np.isneginf(mx), 0.0, mx)
     e = np.exp(s - safe)
     l = e.sum(axis=-1, keepdims=True)
@@ -44,7 +45,9 @@ def _softmax(s):
 
 
 def default_scale(d):
-    return 1.0 / np.sqrt(d)
+    # D = 0: the scores are all 0 and any scale leaves them so (1/sqrt(0) =
+    # inf would make them NaN); flash.attention takes 1.
+    return 1.0 / np.sqrt(d) if d else 1.0
 
 
 def attention(q, k, v, scale=None, causal=False, bias=None, mask=None,

@@ -88,6 +88,16 @@ func.func @heads_not_multiple(%q: tensor<1x6x8x16xf16>, %k: tensor<1x4x8x16xf16>
 
 // -----
 
+// Query heads are grouped by Hq / Hkv even when Hq is only known at run time
+// (the decomposition divided by 0: fuzzer finding F1).
+func.func @no_kv_heads(%q: tensor<1x?x8x16xf16>, %k: tensor<1x0x8x16xf16>) -> tensor<1x?x8x16xf16> {
+  // expected-error @+1 {{expects at least one key/value head, got 0}}
+  %o = flash.attention %q, %k, %k : tensor<1x?x8x16xf16>, tensor<1x0x8x16xf16>, tensor<1x0x8x16xf16> -> tensor<1x?x8x16xf16>
+  return %o : tensor<1x?x8x16xf16>
+}
+
+// -----
+
 func.func @infinite_scale(%q: tensor<8x16xf32>) -> tensor<8x16xf32> {
   // expected-error @+1 {{expects a finite scale, got INF}}
   %o = flash.attention %q, %q, %q {scale = 0x7F800000 : f32} : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x16xf32>

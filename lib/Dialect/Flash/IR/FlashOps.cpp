@@ -69,9 +69,11 @@ static int64_t dimFromEnd(RankedTensorType type, int64_t fromEnd) {
 }
 
 static LogicalResult verifyGroups(Operation *op, const AttentionSizes &s) {
+  // Query heads are grouped by Hq / Hkv whether or not Hq is known.
+  if (s.kvHeads == 0)
+    return op->emitOpError("expects at least one key/value head, got 0");
   if (!ShapedType::isDynamic(s.queryHeads) &&
-      !ShapedType::isDynamic(s.kvHeads) &&
-      (s.kvHeads == 0 || s.queryHeads % s.kvHeads != 0))
+      !ShapedType::isDynamic(s.kvHeads) && s.queryHeads % s.kvHeads != 0)
     return op->emitOpError("expects the number of query heads (")
            << s.queryHeads
            << ") to be a multiple of the number of key/value heads ("
@@ -199,11 +201,14 @@ static LogicalResult verifyShapedLike(Operation *op, Type type,
   return success();
 }
 
-/// 1/sqrt(D) unless the op has a `scale` attribute.
+/// 1/sqrt(D) unless the op has a `scale` attribute; 1 for D = 0, whose
+/// scores are all 0 (1/sqrt(0) = inf would make them NaN).
 template <typename OpTy> static float effectiveScale(OpTy op) {
   if (std::optional<APFloat> scale = op.getScale())
     return scale->convertToFloat();
   int64_t d = op.getQuery().getType().getShape().back();
+  if (d == 0)
+    return 1.0f;
   return 1.0f / std::sqrt(static_cast<float>(d));
 }
 

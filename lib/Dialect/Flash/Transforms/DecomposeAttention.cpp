@@ -15,6 +15,7 @@
 #include "flash/Dialect/Flash/Transforms/Transforms.h"
 
 #include "LinalgBuilders.h"
+#include "SizeChecks.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -23,6 +24,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Rewrite/FrozenRewritePatternSet.h"
 #include "mlir/Rewrite/PatternApplicator.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <limits>
 
@@ -265,10 +267,9 @@ public:
       Value n = getValueOrCreateConstantIndexOp(b, p.loc, p.keySeq);
       Value m = getValueOrCreateConstantIndexOp(b, p.loc, p.querySeq);
       diagonal = arith::SubIOp::create(b, p.loc, n, m);
-    }
-    if (p.window) {
-      Value w = arith::ConstantIndexOp::create(b, p.loc, *p.window);
-      windowStart = arith::SubIOp::create(b, p.loc, diagonal, w);
+      if (p.window)
+        windowStart = arith::SubIOp::create(
+            b, p.loc, diagonal, buildClampedWindow(b, p.loc, *p.window, m, n));
     }
     Value init = tensor::EmptyOp::create(b, p.loc, scoreSizes(), p.f32);
     return generic(
@@ -588,6 +589,13 @@ struct FlashDecomposeAttentionPass
         ops.push_back(op);
     });
     for (Operation *op : ops) {
+      LogicalResult fits =
+          TypeSwitch<Operation *, LogicalResult>(op)
+              .Case<AttentionOp, AttentionBackwardOp>([](auto attention) {
+                return checkAttentionSizes(attention, /*scores=*/true);
+              });
+      if (failed(fits))
+        return signalPassFailure();
       rewriter.setInsertionPoint(op);
       if (failed(applicator.matchAndRewrite(op, rewriter))) {
         op->emitError("flash-decompose-attention: cannot decompose this op");

@@ -13,7 +13,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
+
+#include <algorithm>
 
 #include <limits>
 
@@ -56,6 +59,24 @@ inline Value extendToF32(OpBuilder &b, Location loc, Value v) {
 inline Value negInfF32(OpBuilder &b, Location loc) {
   return arith::ConstantOp::create(
       b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+}
+
+/// The sliding window `window` clamped to M + N, as the reference clamps it:
+/// a wider window hides nothing more, and clamped, the window edge
+/// `i + (N - M) - window` cannot overflow (window = INT64_MAX did). M + N of
+/// two sizes may exceed INT64_MAX but not UINT64_MAX, hence the unsigned min.
+inline Value buildClampedWindow(OpBuilder &b, Location loc, int64_t window,
+                                Value querySeq, Value keySeq) {
+  std::optional<int64_t> m = getConstantIntValue(querySeq);
+  std::optional<int64_t> n = getConstantIntValue(keySeq);
+  if (m && n)
+    return arith::ConstantIndexOp::create(
+        b, loc,
+        static_cast<int64_t>(std::min<uint64_t>(
+            window, static_cast<uint64_t>(*m) + static_cast<uint64_t>(*n))));
+  Value sum = arith::AddIOp::create(b, loc, querySeq, keySeq);
+  return arith::MinUIOp::create(
+      b, loc, arith::ConstantIndexOp::create(b, loc, window), sum);
 }
 
 inline AffineMap dimsMap(MLIRContext *ctx, unsigned numDims,

@@ -16,6 +16,7 @@
 #include "flash/Target/AttentionTarget.h"
 
 #include "LinalgBuilders.h"
+#include "SizeChecks.h"
 #include "TileBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -42,6 +43,8 @@ using namespace mlir::flash::detail;
 namespace {
 constexpr double kLog2e = 1.4426950408889634;
 constexpr double kLn2 = 0.6931471805599453;
+/// The largest scale * log2(e) applied in the exponent (see keyBlockStep).
+constexpr double kMaxExponentScale = 1024.0;
 
 /// Builds the loop nest of one rank-4 attention op.
 class AttentionTiler : TilerBase {
@@ -75,6 +78,9 @@ private:
   AttentionOp op;
   int64_t br, bc;
 
+  /// Row i sees keys from i + windowStart = i + N - M - window, the window
+  /// clamped to M + N (null without a window).
+  Value windowStart;
   // Per query block, set inside the forall.
   Value batchIdx, headIdx, kvHeadIdx, rowStart, rows, keySeq, diagonal;
   Value queryTile;
@@ -138,8 +144,6 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
     maps.push_back(tileMap);
   }
   maps.push_back(id(2));
-  std::optional<int64_t> window = op.getWindow();
-  Value windowStart = window ? sub(diagonal, idx(*window)) : Value();
   float scale = op.getEffectiveScale();
   auto scaleLog2 = [&](OpBuilder &nb, Location nl) -> Value {
     return arith::ConstantOp::create(
@@ -147,8 +151,15 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
   };
   // Without a bias, a positive scale commutes with the row max: it is
   // applied in the exponent, exp2(c s - c m) as one FMA per score, and the
-  // unmasked blocks need no pass over the scores before the max.
-  bool scaleInExponent = biasArg < 0 && scale > 0;
+  // unmasked blocks need no pass over the scores before the max. The FMA
+  // rounds c s but m' = c m is rounded, so the row max's exponent is off by
+  // up to 2^-24 |m'|. That shift cancels in O and the LSE while exp2 stays
+  // in range (|m'| < 2^30: a shift below 64), which holds for scores below
+  // 2^20 when c <= 2^10. A larger scale (1e10: the shift overflowed exp2 to
+  // inf, O = NaN) is applied to the scores before the max instead, so that
+  // the max's exponent is exactly 0.
+  bool scaleInExponent =
+      biasArg < 0 && scale > 0 && scale * kLog2e <= kMaxExponentScale;
   auto contract = arith::FastMathFlags::contract;
   Value logits = scores;
   if (!scaleInExponent || masked || maskArg >= 0)
@@ -187,7 +198,7 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
               hide(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sgt, j,
                                          last));
             }
-            if (window) {
+            if (windowStart) {
               Value first = arith::AddIOp::create(nb, nl, i, windowStart);
               hide(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, j,
                                          first));
@@ -300,6 +311,9 @@ SmallVector<Value> AttentionTiler::build() {
     outs.push_back(tensor::EmptyOp::create(b, loc, type, dynamicSizes));
   }
   diagonal = sub(keySeq, querySeq);
+  if (std::optional<int64_t> window = op.getWindow())
+    windowStart =
+        sub(diagonal, buildClampedWindow(b, loc, *window, querySeq, keySeq));
 
   auto forall = scf::ForallOp::create(
       b, loc, ArrayRef<OpFoldResult>{batch, heads, queryBlocks}, outs,
@@ -321,24 +335,24 @@ SmallVector<Value> AttentionTiler::build() {
   // blocks every row sees entirely (no mask needed).
   Value lastRow = sub(add(rowStart, rows), idx(1));
   Value lastKey = sub(keySeq, idx(1));
-  std::optional<int64_t> window = op.getWindow();
   auto lastVisible = [&](Value row) {
     return op.getCausal() ? min(add(row, diagonal), lastKey) : lastKey;
   };
   auto firstVisible = [&](Value row) {
-    return window ? max(sub(add(row, diagonal), idx(*window)), idx(0)) : idx(0);
+    return windowStart ? max(add(row, windowStart), idx(0)) : idx(0);
   };
   Value begin = floorDiv(firstVisible(rowStart), bc);
   Value end = max(ceilDiv(add(lastVisible(lastRow), idx(1)), bc), begin);
   Value fullBegin =
-      window ? min(max(ceilDiv(firstVisible(lastRow), bc), begin), end) : begin;
+      windowStart ? min(max(ceilDiv(firstVisible(lastRow), bc), begin), end)
+                  : begin;
   Value fullEnd = min(
       max(floorDiv(add(lastVisible(rowStart), idx(1)), bc), fullBegin), end);
 
   SmallVector<Value> state = {
       filled({br}, -std::numeric_limits<double>::infinity()), filled({br}, 0.0),
       filled({br, valueDim}, 0.0)};
-  if (window)
+  if (windowStart)
     state = keyBlockLoop(begin, fullBegin, state, /*masked=*/true);
   state = keyBlockLoop(fullBegin, fullEnd, state, /*masked=*/false);
   state = keyBlockLoop(fullEnd, end, state, /*masked=*/true);
@@ -463,7 +477,8 @@ struct FlashTileAttentionPass
       int64_t dv = op.getValue().getType().getShape().back();
       int64_t bytes =
           op.getQuery().getType().getElementType().getIntOrFloatBitWidth() / 8;
-      if (failed(checkHeadDims(op, *tgt, d, dv, bytes)))
+      if (failed(checkHeadDims(op, *tgt, d, dv, bytes)) ||
+          failed(checkAttentionSizes(op, /*scores=*/false)))
         return signalPassFailure();
       AttentionTiles tiles = chooseAttentionTiles(*tgt, d, dv, bytes);
       if (blockRows > 0 || blockCols > 0) {
@@ -486,7 +501,8 @@ struct FlashTileAttentionPass
       int64_t dv = op.getValue().getType().getShape().back();
       int64_t bytes =
           op.getQuery().getType().getElementType().getIntOrFloatBitWidth() / 8;
-      if (failed(checkHeadDims(op, *tgt, d, dv, bytes)))
+      if (failed(checkHeadDims(op, *tgt, d, dv, bytes)) ||
+          failed(checkAttentionSizes(op, /*scores=*/false)))
         return signalPassFailure();
       AttentionTiles tiles = chooseAttentionTiles(*tgt, d, dv, bytes);
       // Tensor cores: the dQ nest holds dQ [Br, D] and two Br x Bc score

@@ -53,6 +53,8 @@ private:
   int64_t br, bc;
 
   Value rowDot, querySeq, keySeq, diagonal, group;
+  /// The window clamped to M + N (null without a window).
+  Value windowSize;
   // Per (batch, KV head) and key block.
   Value batchIdx, kvHeadIdx, keyStart, cols, keyTile, valueTile;
 };
@@ -105,7 +107,6 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
   }
   maps.push_back(id(2));
   float scale = op.getEffectiveScale();
-  std::optional<int64_t> window = op.getWindow();
   Value probs = generic(
       ins, empty({br, bc}, f32), maps, {kPar, kPar},
       [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
@@ -119,9 +120,9 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
         Value j = arith::AddIOp::create(nb, nl, keyStart,
                                         linalg::IndexOp::create(nb, nl, 1));
         Value lse = a[1];
-        Value hidden =
-            buildHiddenScore(nb, nl, i, j, keySeq, diagonal, op.getCausal(),
-                             window, maskArg >= 0 ? a[maskArg] : Value(), lse);
+        Value hidden = buildHiddenScore(
+            nb, nl, i, j, keySeq, diagonal, op.getCausal(), windowSize,
+            maskArg >= 0 ? a[maskArg] : Value(), lse);
         Value p =
             math::ExpOp::create(nb, nl, arith::SubFOp::create(nb, nl, s, lse));
         Value zeroF = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
@@ -171,6 +172,8 @@ SmallVector<Value> BackwardTiler::build() {
   querySeq = dim(q, 2);
   keySeq = dim(k, 2);
   diagonal = sub(keySeq, querySeq);
+  if (std::optional<int64_t> window = op.getWindow())
+    windowSize = buildClampedWindow(b, loc, *window, querySeq, keySeq);
   group = b.createOrFold<arith::DivUIOp>(loc, heads, kvHeads);
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
 
@@ -213,7 +216,6 @@ SmallVector<Value> BackwardTiler::build() {
   Value gradVAll = tensor::EmptyOp::create(b, loc, keysType(valueDim), keySeq);
   Value keyBlocks = ceilDiv(keySeq, bc);
   Value queryBlocks = ceilDiv(querySeq, br);
-  std::optional<int64_t> window = op.getWindow();
 
   auto keyLoop = scf::ForOp::create(b, loc, idx(0), keyBlocks, idx(1),
                                     ValueRange{gradQ, gradKAll, gradVAll});
@@ -235,9 +237,9 @@ SmallVector<Value> BackwardTiler::build() {
     Value first = idx(0), last = queryBlocks;
     if (op.getCausal())
       first = floorDiv(max(sub(keyStart, diagonal), idx(0)), br);
-    if (window) {
+    if (windowSize) {
       Value lastKey = sub(add(keyStart, cols), idx(1));
-      Value lastRow = add(sub(lastKey, diagonal), idx(*window));
+      Value lastRow = add(sub(lastKey, diagonal), windowSize);
       last = min(max(ceilDiv(add(lastRow, idx(1)), br), idx(0)), queryBlocks);
     }
     first = min(first, last);
@@ -308,21 +310,20 @@ SmallVector<Value> BackwardTiler::build() {
   Value firstHead = mul(kvHeadIdx, group);
   b.setInsertionPointToStart(forall.getTerminator().getBody());
   ValueRange shared = forall.getRegionIterArgs();
-  SmallVector<OpFoldResult> unit4(4, one);
-  tensor::ParallelInsertSliceOp::create(
-      b, loc, gradQDone, shared[0],
-      ArrayRef<OpFoldResult>{batchIdx, firstHead, zero, zero},
-      ArrayRef<OpFoldResult>{one, group, querySeq, b.getIndexAttr(headDim)},
-      unit4);
-  tensor::ParallelInsertSliceOp::create(
-      b, loc, keyLoop.getResult(1), shared[1],
-      ArrayRef<OpFoldResult>{batchIdx, kvHeadIdx, zero, zero},
-      ArrayRef<OpFoldResult>{one, one, keySeq, b.getIndexAttr(headDim)}, unit4);
-  tensor::ParallelInsertSliceOp::create(
-      b, loc, keyLoop.getResult(2), shared[2],
-      ArrayRef<OpFoldResult>{batchIdx, kvHeadIdx, zero, zero},
-      ArrayRef<OpFoldResult>{one, one, keySeq, b.getIndexAttr(valueDim)},
-      unit4);
+  // A gradient with M = 0 or N = 0 (static) has nothing to write.
+  auto insert = [&](Value part, Value into, ArrayRef<OpFoldResult> offsets,
+                    ArrayRef<OpFoldResult> sizes) {
+    if (isStaticallyEmpty(cast<ShapedType>(into.getType())))
+      return;
+    tensor::ParallelInsertSliceOp::create(b, loc, part, into, offsets, sizes,
+                                          SmallVector<OpFoldResult>(4, one));
+  };
+  insert(gradQDone, shared[0], {batchIdx, firstHead, zero, zero},
+         {one, group, querySeq, b.getIndexAttr(headDim)});
+  insert(keyLoop.getResult(1), shared[1], {batchIdx, kvHeadIdx, zero, zero},
+         {one, one, keySeq, b.getIndexAttr(headDim)});
+  insert(keyLoop.getResult(2), shared[2], {batchIdx, kvHeadIdx, zero, zero},
+         {one, one, keySeq, b.getIndexAttr(valueDim)});
   return SmallVector<Value>(forall.getResults());
 }
 

@@ -108,6 +108,8 @@ private:
   /// The query and key blocks of the nest being built.
   int64_t br, bc;
   Value querySeq, keySeq, diagonal, group, batch, heads, kvHeads;
+  /// The window clamped to M + N (null without a window).
+  Value windowSize;
   // Of the current parallel iteration and key block.
   Value batchIdx, keyStart, cols;
 };
@@ -139,7 +141,6 @@ Value SplitBackwardTiler::probabilities(Value scores, Value lse,
   }
   maps.push_back(id(2));
   float factor = op.getEffectiveScale() * kLog2e;
-  std::optional<int64_t> window = op.getWindow();
   return generic(
       ins, empty({tr, tc}, f32), maps, {kPar, kPar},
       [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
@@ -157,7 +158,7 @@ Value SplitBackwardTiler::probabilities(Value scores, Value lse,
         // Fully masked rows (LSE = -inf) have P = 0.
         Value lseValue = a[1];
         Value hidden = buildHiddenScore(
-            nb, nl, i, j, keySeq, diagonal, op.getCausal(), window,
+            nb, nl, i, j, keySeq, diagonal, op.getCausal(), windowSize,
             maskArg >= 0 ? a[maskArg] : Value(), lseValue);
         Value e = math::Exp2Op::create(
             nb, nl, math::FmaOp::create(nb, nl, lseValue, cst(-kLog2e), s));
@@ -220,8 +221,8 @@ Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
     Value lastKey = add(lastRow, diagonal);
     last = min(last, max(floorDiv(add(lastKey, idx(bc)), bc), idx(0)));
   }
-  if (std::optional<int64_t> window = op.getWindow()) {
-    Value firstKey = sub(add(rowStart, diagonal), idx(*window));
+  if (windowSize) {
+    Value firstKey = sub(add(rowStart, diagonal), windowSize);
     first = floorDiv(max(firstKey, idx(0)), bc);
   }
   first = min(first, last);
@@ -308,9 +309,9 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot) {
   Value first = idx(0), last = queryBlocks;
   if (op.getCausal())
     first = floorDiv(max(sub(keyStart, diagonal), idx(0)), br);
-  if (std::optional<int64_t> window = op.getWindow()) {
+  if (windowSize) {
     Value lastKey = sub(add(keyStart, cols), idx(1));
-    Value lastRow = add(sub(lastKey, diagonal), idx(*window));
+    Value lastRow = add(sub(lastKey, diagonal), windowSize);
     last = min(max(ceilDiv(add(lastRow, idx(1)), br), idx(0)), queryBlocks);
   }
   first = min(first, last);
@@ -391,6 +392,8 @@ SmallVector<Value> SplitBackwardTiler::build() {
   querySeq = dim(q, 2);
   keySeq = dim(k, 2);
   diagonal = sub(keySeq, querySeq);
+  if (std::optional<int64_t> window = op.getWindow())
+    windowSize = buildClampedWindow(b, loc, *window, querySeq, keySeq);
   group = b.createOrFold<arith::DivUIOp>(loc, heads, kvHeads);
   Value rowDot;
   br = dqRows;

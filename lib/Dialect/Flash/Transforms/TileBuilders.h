@@ -45,6 +45,13 @@ inline Value buildPaddedTile(OpBuilder &b, Location loc, Value source,
                                  b);
 }
 
+/// Whether `type` has a static size of 0: there is nothing to read or write,
+/// and no slice of it can be built (the slice verifier rejects every static
+/// offset into a size-0 dimension, 0 included).
+inline bool isStaticallyEmpty(ShapedType type) {
+  return llvm::is_contained(type.getShape(), 0);
+}
+
 /// Where a Br x Bc score tile sits in [B, Hq, M, N].
 struct ScoreTile {
   Value batch, head, rowStart, rows, keyStart, cols;
@@ -96,17 +103,14 @@ inline std::pair<Value, AffineMap> buildScoreOperandTile(OpBuilder &b,
   return {tile, AffineMap::get(2, 0, exprs, ctx)};
 }
 
-/// What the forward and backward tilers build with: signed index arithmetic
-/// (block bounds can go below zero before clamping), maps, and f32 tensors;
-/// the shapes of the rank-4 op's query and value.
 /// Whether the score of query `i` and key `j` is hidden from the backward's
 /// recomputed P: past the keys (`j >= keySeq`), causal (`j > i + diagonal`),
-/// outside the window (`j < i + diagonal - window`), masked by the i1
-/// `keep` (when given), or on a fully masked row (`lse == -inf`).
+/// outside the window (`j < i + diagonal - window`, `window` the clamped
+/// size or null), masked by the i1 `keep` (when given), or on a fully masked
+/// row (`lse == -inf`).
 inline Value buildHiddenScore(OpBuilder &b, Location loc, Value i, Value j,
                               Value keySeq, Value diagonal, bool causal,
-                              std::optional<int64_t> window, Value keep,
-                              Value lse) {
+                              Value window, Value keep, Value lse) {
   Value hidden =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, j, keySeq);
   auto hide = [&](Value h) {
@@ -119,9 +123,7 @@ inline Value buildHiddenScore(OpBuilder &b, Location loc, Value i, Value j,
   if (window)
     hide(arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::slt, j,
-        arith::SubIOp::create(
-            b, loc, lastVisible,
-            arith::ConstantIndexOp::create(b, loc, *window))));
+        arith::SubIOp::create(b, loc, lastVisible, window)));
   if (keep)
     hide(arith::XOrIOp::create(
         b, loc, keep, arith::ConstantOp::create(b, loc, b.getBoolAttr(true))));
@@ -130,6 +132,9 @@ inline Value buildHiddenScore(OpBuilder &b, Location loc, Value i, Value j,
   return hidden;
 }
 
+/// What the forward and backward tilers build with: signed index arithmetic
+/// (block bounds can go below zero before clamping), maps, and f32 tensors;
+/// the shapes of the rank-4 op's query and value.
 class TilerBase {
 protected:
   TilerBase(OpBuilder &b, Location loc, RankedTensorType query,

@@ -33,7 +33,8 @@ def Flash_AttentionOp : Flash_Op<"attention",
     rank-4 form with `tensor.expand_shape` / `tensor.collapse_shape`.
 
     Attributes and optional operands:
-    - `scale` multiplies the scores; it defaults to `1/sqrt(D)`.
+    - `scale` multiplies the scores; it defaults to `1/sqrt(D)` (1 for
+      D = 0, whose scores are all 0).
     - `causal`: query `i` sees key `j` iff `j <= i + N - M` (the diagonal is
       aligned bottom-right when `M != N`, as in FlashAttention-2).
     - `window = W` (sliding-window / local attention): query `i` sees key `j`
@@ -84,7 +85,8 @@ def Flash_AttentionOp : Flash_Op<"attention",
   }];
 
   let extraClassDeclaration = [{
-    /// The scale applied to the scores: the attribute, or 1/sqrt(D).
+    /// The scale applied to the scores: the attribute, or 1/sqrt(D) (1 for
+    /// D = 0).
     float getEffectiveScale();
   }];
 
@@ -153,7 +155,8 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
   }];
 
   let extraClassDeclaration = [{
-    /// The scale applied to the scores: the attribute, or 1/sqrt(D).
+    /// The scale applied to the scores: the attribute, or 1/sqrt(D) (1 for
+    /// D = 0).
     float getEffectiveScale();
   }];
 
