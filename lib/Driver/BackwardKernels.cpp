@@ -63,9 +63,10 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
   options.threads = compile.threadsPerBlock ? compile.threadsPerBlock : 128;
   options.tensorCores = tensorCoreChoice(compile);
   options.asyncCopies = asyncCopies;
-  PassManager kernels(ctx);
-  buildFlashGpuKernelPipeline(kernels, options);
-  if (failed(kernels.run(*module)))
+  // No search over tile sizes here: tiles over the chip's shared memory are
+  // the pipeline's error.
+  if (runKernelPipeline(*module, options, /*tryingTiles=*/false) !=
+      KernelBuild::Built)
     return op.emitError("flash-compile: building the backward kernels failed");
   // Workspace arguments the pipeline appended, for the manifest.
   auto func = *module->getOps<func::FuncOp>().begin();
@@ -88,11 +89,6 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
   json::Array launchList;
   int64_t maxRegisters = 0, spillBytes = 0;
   for (auto [i, l] : llvm::enumerate(*launches)) {
-    if (l.sharedMemory > maxSharedMemoryPerBlock(compile.chip))
-      return op.emitError("flash-compile: ")
-             << l.entry << " needs " << l.sharedMemory
-             << " B of shared memory, more than " << stringifyChip(compile.chip)
-             << " has";
     std::string base = (name + "." + std::to_string(i)).str();
     std::string ptxPath = kernelPath(outputDir, base, ".ptx");
     FailureOr<PtxasReport> assembled =

@@ -3,9 +3,10 @@
 // Part of the flash-mlir project.
 //
 // The one path the forward and the backward kernels take after the kernel
-// pipeline (and the tensor-core choice both build with): what each gpu.launch_func needs from the runtime (parameters,
-// grid, block, shared memory, mapping), the PTX of its kernel module after
-// the binary pipeline, and the PTX and cubin files.
+// pipeline (and the tensor-core choice both build with): the kernel
+// pipeline itself, what each gpu.launch_func needs from the runtime
+// (parameters, grid, block, shared memory, mapping), the PTX of its kernel
+// module after the binary pipeline, and the PTX and cubin files.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +41,23 @@ struct Launch {
   /// Filled by lowerToPtx.
   std::string ptx;
 };
+
+/// What the kernel pipeline made of a kernel module.
+enum class KernelBuild {
+  Built,
+  /// The tiles need more shared memory than a CTA may use on the chip.
+  TooLarge,
+  Failed,
+};
+
+/// Runs the kernel pipeline (--flash-gpu-pipeline up to outlined kernels)
+/// on `module`. With `tryingTiles`, tiles that need more shared memory than
+/// the chip has are TooLarge without a diagnostic, so that a tile search
+/// goes on to smaller ones; every other failure is reported as the pipeline
+/// reported it.
+KernelBuild runKernelPipeline(ModuleOp module,
+                              const FlashGpuPipelineOptions &options,
+                              bool tryingTiles);
 
 /// The launches of `module` after the kernel pipeline, in program order;
 /// `params` describes the kernel function's arguments. With `describeGrid`
