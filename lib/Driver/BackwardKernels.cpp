@@ -101,8 +101,8 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
     launchList.push_back(json::Object{
         {"entry", l.entry},
         {"ptx", base + ".ptx"},
-        {"cubin",
-         report.ran ? json::Value(base + ".cubin") : json::Value(nullptr)},
+        {"cubin", report.wroteCubin ? json::Value(base + ".cubin")
+                                    : json::Value(nullptr)},
         {"params", std::move(l.params)},
         {"grid", std::move(l.grid)},
         {"block", std::move(l.block)},

@@ -177,8 +177,8 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
         {"entry", kernel.launch.entry},
         {"chip", stringifyChip(compile.chip)},
         {"ptx", (name + ".ptx").str()},
-        {"cubin", ptxasReport.ran ? json::Value((name + ".cubin").str())
-                                  : json::Value(nullptr)},
+        {"cubin", ptxasReport.wroteCubin ? json::Value((name + ".cubin").str())
+                                         : json::Value(nullptr)},
         {"params", std::move(kernel.launch.params)},
         // grid = (ceil(M / Br), Hq, B) from the [B, Hq, M, D] query.
         {"grid", json::Array{json::Object{{"tensor", "q"},

@@ -154,9 +154,15 @@ driver::writeKernel(Operation *op, StringRef ptx, StringRef outputDir,
     return failure();
   PtxasReport report =
       assemble(compile.ptxas, stringifyChip(compile.chip), ptxPath, cubinPath);
-  if (sys::fs::can_execute(compile.ptxas) && !report.ran) {
+  if (!sys::fs::can_execute(compile.ptxas))
+    return report;
+  if (!report.ran) {
     llvm::errs() << report.log;
     return op->emitError("flash-compile: ptxas rejected ") << ptxPath;
   }
+  // A manifest must not name a cubin that is not there.
+  if (!report.wroteCubin)
+    return op->emitError("flash-compile: ")
+           << compile.ptxas << " exited 0 but wrote no cubin at " << cubinPath;
   return report;
 }

@@ -81,7 +81,8 @@ std::string kernelPath(StringRef outputDir, StringRef base,
                        StringRef extension);
 
 /// Writes DIR/<base>.ptx and assembles DIR/<base>.cubin when ptxas runs; a
-/// ptxas that runs and rejects the PTX is an error on `op`.
+/// ptxas that runs and rejects the PTX, or exits 0 without writing a
+/// non-empty cubin, is an error on `op`.
 FailureOr<PtxasReport> writeKernel(Operation *op, StringRef ptx,
                                    StringRef outputDir, StringRef base,
                                    const KernelCompileOptions &compile);
