@@ -18,7 +18,6 @@
 #include "flash/Dialect/Flash/Transforms/Passes.h"
 #include "flash/Dialect/Flash/Transforms/Transforms.h"
 #include "flash/Pipelines/Pipelines.h"
-#include "flash/Target/AttentionTarget.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Pass/PassManager.h"
