@@ -6,6 +6,7 @@
 
 #include "KernelLaunch.h"
 
+#include "flash/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -20,6 +21,31 @@ using namespace mlir::flash;
 using namespace mlir::flash::driver;
 namespace json = llvm::json;
 namespace sys = llvm::sys;
+
+KernelBuild driver::runKernelPipeline(ModuleOp module,
+                                      const FlashGpuPipelineOptions &options,
+                                      bool tryingTiles) {
+  MLIRContext *ctx = module.getContext();
+  PassManager kernels(ctx);
+  buildFlashGpuKernelPipeline(kernels, options);
+  // Held back until it is known whether the failure is the one a tile
+  // search expects.
+  SmallVector<Diagnostic> diagnostics;
+  LogicalResult result = failure();
+  {
+    ScopedDiagnosticHandler hold(ctx, [&](Diagnostic &d) {
+      diagnostics.push_back(std::move(d));
+      return success();
+    });
+    result = kernels.run(module);
+  }
+  if (failed(result) && tryingTiles &&
+      exceedsSharedMemory(module, options.chip))
+    return KernelBuild::TooLarge;
+  for (Diagnostic &d : diagnostics)
+    ctx->getDiagEngine().emit(std::move(d));
+  return succeeded(result) ? KernelBuild::Built : KernelBuild::Failed;
+}
 
 FailureOr<SmallVector<Launch>>
 driver::describeLaunches(Operation *op, ModuleOp module, ArrayRef<Param> params,
@@ -128,9 +154,15 @@ driver::writeKernel(Operation *op, StringRef ptx, StringRef outputDir,
     return failure();
   PtxasReport report =
       assemble(compile.ptxas, stringifyChip(compile.chip), ptxPath, cubinPath);
-  if (sys::fs::can_execute(compile.ptxas) && !report.ran) {
+  if (!sys::fs::can_execute(compile.ptxas))
+    return report;
+  if (!report.ran) {
     llvm::errs() << report.log;
     return op->emitError("flash-compile: ptxas rejected ") << ptxPath;
   }
+  // A manifest must not name a cubin that is not there.
+  if (!report.wroteCubin)
+    return op->emitError("flash-compile: ")
+           << compile.ptxas << " exited 0 but wrote no cubin at " << cubinPath;
   return report;
 }

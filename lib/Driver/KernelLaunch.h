@@ -3,9 +3,10 @@
 // Part of the flash-mlir project.
 //
 // The one path the forward and the backward kernels take after the kernel
-// pipeline (and the tensor-core choice both build with): what each gpu.launch_func needs from the runtime (parameters,
-// grid, block, shared memory, mapping), the PTX of its kernel module after
-// the binary pipeline, and the PTX and cubin files.
+// pipeline (and the tensor-core choice both build with): the kernel
+// pipeline itself, what each gpu.launch_func needs from the runtime
+// (parameters, grid, block, shared memory, mapping), the PTX of its kernel
+// module after the binary pipeline, and the PTX and cubin files.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +42,23 @@ struct Launch {
   std::string ptx;
 };
 
+/// What the kernel pipeline made of a kernel module.
+enum class KernelBuild {
+  Built,
+  /// The tiles need more shared memory than a CTA may use on the chip.
+  TooLarge,
+  Failed,
+};
+
+/// Runs the kernel pipeline (--flash-gpu-pipeline up to outlined kernels)
+/// on `module`. With `tryingTiles`, tiles that need more shared memory than
+/// the chip has are TooLarge without a diagnostic, so that a tile search
+/// goes on to smaller ones; every other failure is reported as the pipeline
+/// reported it.
+KernelBuild runKernelPipeline(ModuleOp module,
+                              const FlashGpuPipelineOptions &options,
+                              bool tryingTiles);
+
 /// The launches of `module` after the kernel pipeline, in program order;
 /// `params` describes the kernel function's arguments. With `describeGrid`
 /// also grid and block sizes; with `abi` each parameter says how it is
@@ -63,7 +81,8 @@ std::string kernelPath(StringRef outputDir, StringRef base,
                        StringRef extension);
 
 /// Writes DIR/<base>.ptx and assembles DIR/<base>.cubin when ptxas runs; a
-/// ptxas that runs and rejects the PTX is an error on `op`.
+/// ptxas that runs and rejects the PTX, or exits 0 without writing a
+/// non-empty cubin, is an error on `op`.
 FailureOr<PtxasReport> writeKernel(Operation *op, StringRef ptx,
                                    StringRef outputDir, StringRef base,
                                    const KernelCompileOptions &compile);

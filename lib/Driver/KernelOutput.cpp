@@ -29,6 +29,8 @@ PtxasReport driver::assemble(StringRef ptxas, StringRef arch, StringRef ptxPath,
   PtxasReport report;
   if (!sys::fs::can_execute(ptxas))
     return report;
+  // A cubin of an earlier run must not pass for this one's.
+  sys::fs::remove(cubinPath);
   SmallString<128> logPath;
   sys::fs::createTemporaryFile("ptxas", "log", logPath);
   std::string archFlag = ("-arch=" + arch).str();
@@ -40,7 +42,10 @@ PtxasReport driver::assemble(StringRef ptxas, StringRef arch, StringRef ptxPath,
   if (auto buf = llvm::MemoryBuffer::getFile(logPath))
     report.log = (*buf)->getBuffer().str();
   sys::fs::remove(logPath);
+  uint64_t cubinBytes = 0;
   report.ran = rc == 0;
+  report.wroteCubin =
+      report.ran && !sys::fs::file_size(cubinPath, cubinBytes) && cubinBytes;
   SmallVector<StringRef> m;
   if (llvm::Regex("Used ([0-9]+) registers").match(report.log, &m))
     m[1].getAsInteger(10, report.registers);

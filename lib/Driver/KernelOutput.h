@@ -21,13 +21,17 @@
 namespace mlir::flash::driver {
 
 struct PtxasReport {
+  /// ptxas ran and exited 0.
   bool ran = false;
+  /// ... and wrote a non-empty cubin.
+  bool wroteCubin = false;
   int64_t registers = -1, spillBytes = -1;
   std::string log;
 };
 
 /// Assembles `ptxPath` into `cubinPath` for `arch` with `ptxas -v`; `ran` is
-/// false when ptxas cannot be run or fails (its log says why).
+/// false when ptxas cannot be run or fails (its log says why). Any earlier
+/// file at `cubinPath` is removed first.
 PtxasReport assemble(StringRef ptxas, StringRef arch, StringRef ptxPath,
                      StringRef cubinPath);
 

@@ -36,7 +36,7 @@ void flash::buildFlashGpuKernelPipeline(
   tiling.blockRows = options.blockRows;
   tiling.blockCols = options.blockCols;
   pm.addPass(flash::createFlashTileAttentionPass(tiling));
-  pm.addNestedPass<func::FuncOp>(flash::createFlashWorkspaceToArgumentsPass());
+  pm.addPass(flash::createFlashWorkspaceToArgumentsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 

@@ -28,6 +28,16 @@ namespace mlir::flash {
 #define GEN_PASS_REGISTRATION
 #include "flash/Conversion/Passes.h.inc"
 
+/// The dynamic shared memory of a launch of --flash-map-tiles-to-gpu, in
+/// bytes (an i64 attribute on the gpu.launch).
+constexpr llvm::StringLiteral kSharedMemoryBytesAttr =
+    "flash.shared_memory_bytes";
+
+/// Whether --flash-map-tiles-to-gpu failed on `op` (or left in it) a launch
+/// whose tiles need more shared memory than a CTA may use on `chip`: the
+/// error a search over tile sizes answers with smaller tiles.
+bool exceedsSharedMemory(Operation *op, Chip chip);
+
 } // namespace mlir::flash
 
 #endif // FLASH_CONVERSION_PASSES_H

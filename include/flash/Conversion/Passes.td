@@ -48,7 +48,10 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
 
     The launch records its shared memory size in
     `flash.shared_memory_bytes`, and `flash.warp_register_tiles` when the
-    warp mapping was applied.
+    warp mapping was applied. Tiles that need more shared memory than a CTA
+    may use on `chip` (163 KiB on sm_80, 227 KiB on sm_90a and for any chip)
+    are a located error naming both sizes, raised before any tile is
+    unrolled: no kernel of them could launch.
   }];
   let options = [
     Option<"threads", "threads", "int64_t", "128", "Threads per block">,

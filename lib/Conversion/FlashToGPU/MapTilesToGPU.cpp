@@ -10,6 +10,8 @@
 #include "TileContraction.h"
 #include "WarpRegisterTiles.h"
 
+#include "flash/Target/AttentionTarget.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -40,9 +42,9 @@ using flash::TensorCores;
 namespace {
 class TileMapper {
 public:
-  TileMapper(scf::ForallOp forall, int64_t threads, TensorCores tensorCores,
-             bool registerTiles, bool asyncCopies)
-      : forall(forall), loc(forall.getLoc()), threads(threads),
+  TileMapper(scf::ForallOp forall, Chip chip, int64_t threads,
+             TensorCores tensorCores, bool registerTiles, bool asyncCopies)
+      : forall(forall), loc(forall.getLoc()), chip(chip), threads(threads),
         tensorCores(tensorCores), registerTiles(registerTiles),
         asyncCopies(asyncCopies) {}
 
@@ -61,6 +63,7 @@ private:
 
   scf::ForallOp forall;
   Location loc;
+  Chip chip;
   int64_t threads;
   TensorCores tensorCores;
   bool registerTiles, asyncCopies;
@@ -126,10 +129,18 @@ LogicalResult TileMapper::run() {
     inRegisters.analyze(tensorCores == TensorCores::Wgmma && asyncCopies);
   int64_t bytes = carveSharedMemory(launch, inRegisters);
   OpBuilder smem(launch);
+  launch->setAttr(flash::kSharedMemoryBytesAttr, smem.getI64IntegerAttr(bytes));
+  // Checked before the register tiles are unrolled and the loads expanded:
+  // a kernel over the limit never launches, and with head dims in the
+  // thousands building it is what takes minutes and gigabytes.
+  if (int64_t limit = flash::maxSharedMemoryPerBlock(chip); bytes > limit)
+    return launch.emitError("flash-map-tiles-to-gpu: the tiles need ")
+           << bytes << " B of shared memory, more than the " << limit
+           << " B a CTA may use on "
+           << (chip == Chip::Any ? StringRef("any chip") : stringifyChip(chip));
   Value size =
       arith::ConstantOp::create(smem, loc, smem.getI32IntegerAttr(bytes));
   launch.getDynamicSharedMemorySizeMutable().assign(size);
-  launch->setAttr("flash.shared_memory_bytes", smem.getI64IntegerAttr(bytes));
 
   OpBuilder start = OpBuilder::atBlockBegin(&body);
   Value tid = gpu::ThreadIdOp::create(start, loc, gpu::Dimension::x);
@@ -656,6 +667,17 @@ LogicalResult TileMapper::lowerLinalg(gpu::LaunchOp launch) {
   return success();
 }
 
+bool flash::exceedsSharedMemory(Operation *op, Chip chip) {
+  int64_t limit = maxSharedMemoryPerBlock(chip);
+  return op
+      ->walk([&](gpu::LaunchOp launch) {
+        auto bytes = launch->getAttrOfType<IntegerAttr>(kSharedMemoryBytesAttr);
+        return bytes && bytes.getInt() > limit ? WalkResult::interrupt()
+                                               : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 namespace {
 struct FlashMapTilesToGPUPass
     : flash::impl::FlashMapTilesToGPUPassBase<FlashMapTilesToGPUPass> {
@@ -686,7 +708,7 @@ struct FlashMapTilesToGPUPass
       return signalPassFailure();
     }
     for (scf::ForallOp forall : foralls)
-      if (failed(TileMapper(forall, threads, cores, registerTiles,
+      if (failed(TileMapper(forall, chip, threads, cores, registerTiles,
                             asyncCopies)
                      .run()))
         return signalPassFailure();

@@ -235,7 +235,7 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
 }
 
 def FlashWorkspaceToArgumentsPass
-    : Pass<"flash-workspace-to-arguments", "::mlir::func::FuncOp"> {
+    : Pass<"flash-workspace-to-arguments", "::mlir::ModuleOp"> {
   let summary = "Turn the tiled backward's workspace tensors into function "
                 "arguments";
   let description = [{
@@ -247,6 +247,15 @@ def FlashWorkspaceToArgumentsPass
     (in order, named by the tag in `flash.workspace` argument attributes)
     and uses it instead. The caller allocates it: flash-compile's manifest
     lists it under `workspace`.
+
+    Calls in the module pass it too: each call of such a function gets, as
+    an extra operand, a `tensor.empty` of the same tag sized from the call's
+    operands. That is a workspace of the caller, and so in turn an argument
+    of the caller, up to the function the host calls; a private caller whose
+    workspace is not sized from its own arguments (it reads a result of an
+    earlier call) allocates it instead. A use of the function other than
+    `func.call`, a recursive call, and a call of a public function whose
+    workspace is not sized from its arguments are located errors.
   }];
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
