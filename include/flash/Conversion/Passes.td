@@ -18,8 +18,10 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
     - the `scf.forall` over (batch, head, query block) becomes a `gpu.launch`
       with one block per query block (grid x = query blocks, last first;
       y = heads; z = batch) and `threads` threads;
-    - with `register-tiles` (default), the tiles indexed by the block's query
-      rows (scores, probabilities, running max and sum, accumulator, output)
+    - with `register-tiles` (default), the tiles indexed by the block's
+      rows (those of the accumulator: the C of the contraction that the tiler
+      tagged `flash.contraction` = output, grad_query, grad_key or
+      grad_value; a nest without the tags gets the SIMT mapping) (scores, probabilities, running max and sum, accumulator, output)
       live in registers in the mma.sync m16n8k16 accumulator layout, each
       warp owning 16 or 32 rows (FlashAttention-2): elementwise ops run per
       owned element, row reductions in registers plus two xor shuffles, the

@@ -7,6 +7,7 @@
 #include "WarpRegisterTiles.h"
 #include "TileContraction.h"
 
+#include "flash/Dialect/Flash/IR/TileRoles.h"
 #include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -61,16 +62,15 @@ void WarpRegisterTiles::analyze(bool wgmma) {
   rows = 0;
   SmallVector<memref::AllocOp> allocs;
   launch.getBody().walk([&](memref::AllocOp a) { allocs.push_back(a); });
-  // The query-block rows: those of the largest f32 tile, the accumulator.
-  int64_t largest = 0;
-  for (memref::AllocOp a : allocs) {
-    MemRefType t = a.getType();
-    if (t.getRank() == 2 && t.hasStaticShape() && t.getElementType().isF32() &&
-        t.getNumElements() > largest) {
-      largest = t.getNumElements();
-      rows = t.getDimSize(0);
-    }
-  }
+  // The rows the block owns: those of the nest's accumulator (O, dQ, dK or
+  // dV), the C of the contraction the tiler tagged as accumulating.
+  launch.getBody().walk([&](linalg::GenericOp op) {
+    std::optional<Contraction> role = getContraction(op);
+    auto c = dyn_cast<MemRefType>(op.getDpsInits()[0].getType());
+    if (role && isAccumulating(*role) && c && c.getRank() == 2 &&
+        c.hasStaticShape())
+      rows = c.getDimSize(0);
+  });
   if (warps <= 0 || rows == 0 || rows % (16 * warps) != 0)
     return;
   for (memref::AllocOp a : allocs) {

@@ -126,6 +126,7 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
   Value scores = generic({queryTile, keyTile}, filled({br, bc}, 0.0),
                          {map(3, {0, 2}), map(3, {1, 2}), map(3, {0, 1})},
                          {kPar, kPar, kRed}, multiplyAdd);
+  setContraction(scores.getDefiningOp(), Contraction::Scores);
 
   // Scale into the log2 domain, add the bias, mask.
   SmallVector<Value> ins = {scores};
@@ -278,6 +279,7 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
   Value accNew = generic({probs, valueTile}, accScaled,
                          {map(3, {0, 2}), map(3, {2, 1}), map(3, {0, 1})},
                          {kPar, kPar, kRed}, multiplyAdd);
+  setContraction(accNew.getDefiningOp(), Contraction::Output);
   return {mNew, lNew, accNew};
 }
 

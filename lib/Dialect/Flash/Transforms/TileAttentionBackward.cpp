@@ -87,7 +87,7 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
 
   // S = scale Q Kᵀ + bias, masked; P = exp(S - LSE), 0 where masked and on
   // fully masked rows (LSE = -inf).
-  Value scores = contract(queryTile, map(3, {0, 2}), keyTile, map(3, {1, 2}),
+  Value scores = contract(Contraction::Scores, queryTile, map(3, {0, 2}), keyTile, map(3, {1, 2}),
                           zeros({b.getIndexAttr(br), b.getIndexAttr(bc)}));
   SmallVector<Value> ins = {scores, lseTile};
   SmallVector<AffineMap> maps = {id(2), map(2, {0})};
@@ -130,9 +130,9 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
       });
   Value probsRounded = rounded(probs);
   // dV += Pᵀ dO; dP = dO Vᵀ; dS = P (dP - D).
-  gradV = contract(probsRounded, map(3, {2, 0}), gradOutTile, map(3, {2, 1}),
+  gradV = contract(Contraction::GradValue, probsRounded, map(3, {2, 0}), gradOutTile, map(3, {2, 1}),
                    gradV);
-  Value gradP = contract(gradOutTile, map(3, {0, 2}), valueTile, map(3, {1, 2}),
+  Value gradP = contract(Contraction::GradProbs, gradOutTile, map(3, {0, 2}), valueTile, map(3, {1, 2}),
                          zeros({b.getIndexAttr(br), b.getIndexAttr(bc)}));
   Value gradS = generic({probs, gradP, rowDotTile}, empty({br, bc}, f32),
                         {id(2), id(2), map(2, {0}), id(2)}, {kPar, kPar},
@@ -144,9 +144,9 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
   Value gradSRounded = rounded(gradS);
   // dK += dSᵀ Q; dQ rows += dS K (both scaled once at the end).
   gradK =
-      contract(gradSRounded, map(3, {2, 0}), queryTile, map(3, {2, 1}), gradK);
+      contract(Contraction::GradKey, gradSRounded, map(3, {2, 0}), queryTile, map(3, {2, 1}), gradK);
   Value gradQTile =
-      contract(gradSRounded, map(3, {0, 2}), keyTile, map(3, {2, 1}),
+      contract(Contraction::GradQuery, gradSRounded, map(3, {0, 2}), keyTile, map(3, {2, 1}),
                zeros({b.getIndexAttr(br), b.getIndexAttr(headDim)}));
   SmallVector<OpFoldResult> at = {headInGroup, rowStart, zero};
   SmallVector<OpFoldResult> size = {one, rows, b.getIndexAttr(headDim)};

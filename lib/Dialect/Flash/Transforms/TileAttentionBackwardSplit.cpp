@@ -236,15 +236,15 @@ Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
     Value kvHead = b.createOrFold<arith::DivUIOp>(loc, head, group);
     Value keyTile = keyRowTile(op.getKey(), kvHead, headDim);
     Value valueTile = keyRowTile(op.getValue(), kvHead, valueDim);
-    Value scores = contract(queryTile, map(3, {0, 2}), keyTile, map(3, {1, 2}),
+    Value scores = contract(Contraction::Scores, queryTile, map(3, {0, 2}), keyTile, map(3, {1, 2}),
                             zeros(br, bc));
     Value probs = probabilities(scores, lseTile, /*transposed=*/false, head,
                                 rowStart, rows);
-    Value gradP = contract(gradOutTile, map(3, {0, 2}), valueTile,
+    Value gradP = contract(Contraction::GradProbs, gradOutTile, map(3, {0, 2}), valueTile,
                            map(3, {1, 2}), zeros(br, bc));
     // dS = P (dP - D), in the element type (the tensor-core operand).
     Value gradS = softmaxGradient(probs, gradP, blockRowDot, /*queryLoop=*/0);
-    Value acc = contract(gradS, map(3, {0, 2}), keyTile, map(3, {2, 1}),
+    Value acc = contract(Contraction::GradQuery, gradS, map(3, {0, 2}), keyTile, map(3, {2, 1}),
                          keyLoop.getRegionIterArgs()[0]);
     scf::YieldOp::create(b, loc, acc);
   }
@@ -338,7 +338,7 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot) {
                                 std::numeric_limits<float>::infinity());
       Value rowDotTile = rowVector(rowDot, head, rowStart, rows, 0.0f);
       // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ over (key row, query column).
-      Value scoresT = contract(keyTile, map(3, {0, 2}), queryTile,
+      Value scoresT = contract(Contraction::ScoresTransposed, keyTile, map(3, {0, 2}), queryTile,
                                map(3, {1, 2}), zeros(bc, br));
       Value probsT = probabilities(scoresT, lseTile, /*transposed=*/true, head,
                                    rowStart, rows);
@@ -346,13 +346,13 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot) {
       // registers at the peak).
       ValueRange carried = queryLoop.getRegionIterArgs();
       Value probsTRounded = rounded(probsT);
-      Value gradV = contract(probsTRounded, map(3, {0, 2}), gradOutTile,
+      Value gradV = contract(Contraction::GradValue, probsTRounded, map(3, {0, 2}), gradOutTile,
                              map(3, {2, 1}), carried[1]);
-      Value gradPT = contract(valueTile, map(3, {0, 2}), gradOutTile,
+      Value gradPT = contract(Contraction::GradProbsTransposed, valueTile, map(3, {0, 2}), gradOutTile,
                               map(3, {1, 2}), zeros(bc, br));
       Value gradST =
           softmaxGradient(probsT, gradPT, rowDotTile, /*queryLoop=*/1);
-      Value gradK = contract(gradST, map(3, {0, 2}), queryTile, map(3, {2, 1}),
+      Value gradK = contract(Contraction::GradKey, gradST, map(3, {0, 2}), queryTile, map(3, {2, 1}),
                              carried[0]);
       scf::YieldOp::create(b, loc, ValueRange{gradK, gradV});
     }

@@ -11,6 +11,7 @@
 #define FLASH_LIB_TRANSFORMS_TILEBUILDERS_H
 
 #include "flash/Dialect/Flash/IR/FlashOps.h"
+#include "flash/Dialect/Flash/IR/TileRoles.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
@@ -186,15 +187,20 @@ protected:
                 ArrayRef<IteratorType> iters, BodyFn body) {
     return buildGeneric(b, loc, ins, init, maps, iters, body);
   }
-  /// C += A B over the last loop; maps over (i, j, k).
-  Value contract(Value a, AffineMap aMap, Value bT, AffineMap bMap, Value c) {
-    return generic({a, bT}, c, {aMap, bMap, map(3, {0, 1})}, {kPar, kPar, kRed},
-                   [&](OpBuilder &nb, Location nl, ValueRange x) -> Value {
-                     Value p = arith::MulFOp::create(nb, nl,
-                                                     extendToF32(nb, nl, x[0]),
-                                                     extendToF32(nb, nl, x[1]));
-                     return arith::AddFOp::create(nb, nl, x[2], p);
-                   });
+  /// C += A B over the last loop; maps over (i, j, k); tagged with its
+  /// role for the GPU mapping.
+  Value contract(Contraction role, Value a, AffineMap aMap, Value bT,
+                 AffineMap bMap, Value c) {
+    Value r =
+        generic({a, bT}, c, {aMap, bMap, map(3, {0, 1})}, {kPar, kPar, kRed},
+                [&](OpBuilder &nb, Location nl, ValueRange x) -> Value {
+                  Value p = arith::MulFOp::create(nb, nl,
+                                                  extendToF32(nb, nl, x[0]),
+                                                  extendToF32(nb, nl, x[1]));
+                  return arith::AddFOp::create(nb, nl, x[2], p);
+                });
+    setContraction(r.getDefiningOp(), role);
+    return r;
   }
   /// `tile` (f32) rounded to the element type, as the tensor-core operands
   /// of the GPU kernels are.

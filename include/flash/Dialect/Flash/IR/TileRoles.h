@@ -1,0 +1,49 @@
+//===- TileRoles.h - what the tiler's contractions compute ------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+// The contract between the tiling passes and the GPU mapping: each
+// contraction of a tiled loop nest carries `flash.contraction = "<role>"`,
+// set where the tiler builds it, kept through bufferization (linalg ops keep
+// their attributes), and read by the GPU passes instead of guessing from
+// shapes which product is which.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_DIALECT_FLASH_IR_TILEROLES_H
+#define FLASH_DIALECT_FLASH_IR_TILEROLES_H
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+
+namespace mlir::flash {
+
+enum class Contraction {
+  Scores,              // S = Q Kᵀ (forward, dQ nest)
+  Output,              // O += P V
+  GradProbs,           // dP = dO Vᵀ
+  GradQuery,           // dQ += dS K
+  ScoresTransposed,    // Sᵀ = K Qᵀ (dK/dV nest)
+  GradValue,           // dV += Pᵀ dO
+  GradProbsTransposed, // dPᵀ = V dOᵀ
+  GradKey,             // dK += dSᵀ Q
+};
+
+inline constexpr llvm::StringLiteral kContractionAttrName = "flash.contraction";
+
+llvm::StringRef stringifyContraction(Contraction c);
+std::optional<Contraction> symbolizeContraction(llvm::StringRef name);
+
+/// The role the tiler gave `op`, if any.
+std::optional<Contraction> getContraction(Operation *op);
+void setContraction(Operation *op, Contraction c);
+
+/// Whether the contraction's C is the nest's accumulator, carried across
+/// its inner loop (O, dQ, dK, dV): its rows are the rows the CTA owns.
+bool isAccumulating(Contraction c);
+
+} // namespace mlir::flash
+
+#endif // FLASH_DIALECT_FLASH_IR_TILEROLES_H
