@@ -74,6 +74,13 @@ flash::compileAttentionKernels(ModuleOp module, StringRef outputDir,
   module->walk([&](AttentionBackwardOp op) { backwardOps.push_back(op); });
   if (ops.empty() && backwardOps.empty())
     return emitError(module.getLoc(), "flash-compile: no attention found");
+  // The kernels' parameters are the tensors and their sizes; a scale is
+  // compiled into the kernel.
+  for (AttentionOp op : ops)
+    if (op.getRuntimeScale())
+      return op.emitError("flash-compile: a scale known only at run time "
+                          "(runtime_scale) is not supported by the GPU "
+                          "kernels; give the scale as a constant");
   // Kernels are named after their function, numbered when it has several.
   llvm::DenseMap<Operation *, int> perFunction;
   for (AttentionOp op : ops)

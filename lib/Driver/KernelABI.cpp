@@ -121,7 +121,7 @@ driver::buildKernelModule(AttentionOp op, StringRef name,
                          TypeRange types) -> Operation * {
                        return AttentionOp::create(
                            b, op.getLoc(), types, arg("q"), arg("k"), arg("v"),
-                           arg("bias"), arg("mask"),
+                           arg("bias"), arg("mask"), /*runtime_scale=*/Value(),
                            b.getF32FloatAttr(op.getEffectiveScale()),
                            op.getCausalAttr(), op.getWindowAttr());
                      });

@@ -154,7 +154,7 @@ def attrs_text(args):
     attrs = []
     if args.causal:
         attrs.append("causal")
-    if args.scale is not None:
+    if args.scale is not None and not args.runtime_scale:
         attrs.append(f"scale = {float_literal(args.scale)} : f32")
     if args.window is not None:
         attrs.append(f"window = {args.window} : i64")
@@ -176,9 +176,13 @@ def build_program(args, ops):
         opt += f" bias(%bias : {ops['bias'].type})"
     if "mask" in ops:
         opt += f" mask(%mask : {ops['mask'].type})"
+    if args.runtime_scale:
+        opt += " runtime_scale(%scale)"
     qkv_types = f"{q.type}, {k.type}, {v.type}"
     params = [o for o in ops.values()]
     sig = ", ".join(f"%{o.name}: {o.type}" for o in params)
+    if args.runtime_scale:
+        sig += ", %scale: f32"
     fwd = (f"    %o, %lse = flash.attention %q, %k, %v{opt}{attrs_text(args)}\n"
            f"        : {qkv_types} -> {o_type}, {lse_type}")
     if args.mode == "fwd":
@@ -206,6 +210,11 @@ def build_program(args, ops):
         lines += o.constant()
     call_args = ", ".join(o.ssa() for o in params)
     call_types = ", ".join(o.type for o in params)
+    if args.runtime_scale:
+        scale = args.scale if args.scale is not None else q.shape[-1] ** -0.5
+        lines.append(f"    %scale = arith.constant {float_literal(scale)} : f32")
+        call_args += ", %scale"
+        call_types += ", f32"
     names = ", ".join(f"%{r[0]}" for r in results)
     lines.append(f"    {names} = call @attention({call_args}) : ({call_types}) -> ({result_types})")
     for name, shape, et, dyn_type in results:
@@ -357,6 +366,9 @@ def main(argv=None):
     p.add_argument("--rank", type=int, choices=[2, 3, 4], default=4)
     p.add_argument("--causal", action="store_true")
     p.add_argument("--scale", type=float)
+    p.add_argument("--runtime-scale", action="store_true",
+                   help="pass the scale as the op's runtime_scale operand (a "
+                        "function argument) instead of an attribute (forward)")
     p.add_argument("--window", type=int, help="sliding window: keys j >= i + N - M - W")
     p.add_argument("--bias", help="bias shape, e.g. 1x4x77x33 or 77x33")
     p.add_argument("--bias-dtype", choices=["f32", "f16", "bf16"], default="f32")
@@ -387,6 +399,9 @@ def main(argv=None):
         args.passes = f'--flash-cpu-pipeline="{opts}"'
     if args.n is None:
         args.n = args.m
+    if args.runtime_scale and args.mode != "fwd":
+        p.error("--runtime-scale is for the forward (flash.attention_backward "
+                "takes a constant scale)")
     if args.file:
         from flash_mlir.fusion_check import check_chunks  # it imports this module
         failures = check_chunks(args.file, '--flash-cpu-pipeline="tile=false"', args.passes,

@@ -215,10 +215,11 @@ func.func @no_dynamic_causal(%q: tensor<?x4xf32>, %k: tensor<?x4xf32>, %v: tenso
 #mkn_q = affine_map<(m, n, d) -> (m, d)>
 #mkn_k = affine_map<(m, n, d) -> (n, d)>
 #mkn_s = affine_map<(m, n, d) -> (m, n)>
-// CHECK-LABEL: func @no_runtime_scale
+// CHECK-LABEL: func @two_runtime_scales
 // CHECK-NOT: flash.attention
-// flash.attention's scale is an attribute; a run-time scale is left alone.
-func.func @no_runtime_scale(%q: tensor<8x4xf32>, %k: tensor<12x4xf32>, %v: tensor<12x4xf32>, %c: f32) -> tensor<8x4xf32> {
+// One run-time factor becomes the op's runtime_scale
+// (flash-fuse-attention-runtime-scale.mlir); two are left alone.
+func.func @two_runtime_scales(%q: tensor<8x4xf32>, %k: tensor<12x4xf32>, %v: tensor<12x4xf32>, %c: f32, %t: f32) -> tensor<8x4xf32> {
   %zero = arith.constant 0.0 : f32
   %s0 = tensor.empty() : tensor<8x12xf32>
   %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<8x12xf32>) -> tensor<8x12xf32>
@@ -226,12 +227,13 @@ func.func @no_runtime_scale(%q: tensor<8x4xf32>, %k: tensor<12x4xf32>, %v: tenso
   %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<8x12xf32>) outs(%s0 : tensor<8x12xf32>) {
   ^bb0(%a: f32, %o: f32):
     %r = arith.mulf %a, %c : f32
-    linalg.yield %r : f32
+    %r2 = arith.mulf %r, %t : f32
+    linalg.yield %r2 : f32
   } -> tensor<8x12xf32>
   %p = linalg.softmax dimension(1) ins(%x : tensor<8x12xf32>) outs(%s0 : tensor<8x12xf32>) -> tensor<8x12xf32>
   %o0 = tensor.empty() : tensor<8x4xf32>
   %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<8x4xf32>) -> tensor<8x4xf32>
-  // expected-remark @+1 {{not fused: the scores are scaled by a value known only at run time}}
+  // expected-remark @+1 {{not fused: the scores are scaled by two values known only at run time}}
   %o = linalg.matmul ins(%p, %v : tensor<8x12xf32>, tensor<12x4xf32>) outs(%oz : tensor<8x4xf32>) -> tensor<8x4xf32>
   return %o : tensor<8x4xf32>
 }

@@ -18,7 +18,7 @@ func.func @rank5(%q: tensor<1x1x2x8x16xf32>) -> tensor<1x1x2x8x16xf32> {
 
 func.func @unranked(%q: tensor<*xf32>, %k: tensor<8x16xf32>) -> tensor<8x16xf32> {
   // expected-error @+1 {{operand #0 must be ranked tensor of any type values}}
-  %o = "flash.attention"(%q, %k, %k) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (tensor<*xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %o = "flash.attention"(%q, %k, %k) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>}> : (tensor<*xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
   return %o : tensor<8x16xf32>
 }
 
@@ -272,4 +272,12 @@ func.func @groups_through_output(%q: tensor<1x?x8x16xf32>, %k: tensor<1x2x8x16xf
   // expected-error @+1 {{expects the number of query heads (3) to be a multiple of the number of key/value heads (2)}}
   %o = flash.attention %q, %k, %k : tensor<1x?x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x3x8x16xf32>
   return %o : tensor<1x3x8x16xf32>
+}
+
+// -----
+
+func.func @scale_twice(%q: tensor<1x2x8x16xf32>, %s: f32) -> tensor<1x2x8x16xf32> {
+  // expected-error @+1 {{takes a scale attribute or a runtime_scale operand, not both}}
+  %o = flash.attention %q, %q, %q runtime_scale(%s) {scale = 0.5 : f32} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
 }

@@ -63,3 +63,10 @@ func.func @sliding_window(%q: tensor<1x2x512x64xbf16>) -> tensor<1x2x512x64xbf16
   %o = flash.attention %q, %q, %q {causal, window = 128 : i64} : tensor<1x2x512x64xbf16>, tensor<1x2x512x64xbf16>, tensor<1x2x512x64xbf16> -> tensor<1x2x512x64xbf16>
   return %o : tensor<1x2x512x64xbf16>
 }
+
+// CHECK-LABEL: func @runtime_scale
+// CHECK: flash.attention %{{.*}}, %{{.*}}, %{{.*}} runtime_scale(%{{.*}}) {causal} : tensor<1x2x8x16xf16>
+func.func @runtime_scale(%q: tensor<1x2x8x16xf16>, %s: f32) -> tensor<1x2x8x16xf16> {
+  %o = flash.attention %q, %q, %q runtime_scale(%s) {causal} : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16> -> tensor<1x2x8x16xf16>
+  return %o : tensor<1x2x8x16xf16>
+}

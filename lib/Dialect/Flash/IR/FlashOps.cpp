@@ -251,9 +251,22 @@ static FailureOr<AttentionSizes> verifyAttention(OpTy op, Type outputType) {
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
-float AttentionOp::getEffectiveScale() { return effectiveScale(*this); }
+float AttentionOp::getEffectiveScale() {
+  assert(!getRuntimeScale() && "the scale is known only at run time");
+  return effectiveScale(*this);
+}
+
+Value AttentionOp::buildScale(OpBuilder &b) {
+  if (Value scale = getRuntimeScale())
+    return scale;
+  return arith::ConstantOp::create(b, getLoc(),
+                                   b.getF32FloatAttr(getEffectiveScale()));
+}
 
 LogicalResult AttentionOp::verify() {
+  if (getRuntimeScale() && getScale())
+    return emitOpError("takes a scale attribute or a runtime_scale operand, "
+                       "not both");
   FailureOr<AttentionSizes> s = verifyAttention(*this, getOutput().getType());
   if (failed(s))
     return failure();
@@ -353,7 +366,8 @@ FailureOr<AttentionOp> mlir::flash::normalizeToRank4(RewriterBase &rewriter,
   // Bias and mask broadcast right-aligned, so they stay as they are.
   auto newOp = AttentionOp::create(
       rewriter, loc, resultTypes, q, k, v, op.getBias(), op.getMask(),
-      op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr());
+      op.getRuntimeScale(), op.getScaleAttr(), op.getCausalAttr(),
+      op.getWindowAttr());
   replaceWithCollapsed(rewriter, op, newOp, count);
   return newOp;
 }

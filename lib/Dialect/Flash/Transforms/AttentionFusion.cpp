@@ -447,6 +447,19 @@ static FailureOr<FusedAttention> buildFused(RewriterBase &rewriter,
   outShape.push_back(vType.getShape().back());
   auto outType = RankedTensorType::get(outShape, et);
   FloatAttr scaleAttr = rewriter.getF32FloatAttr(static_cast<float>(m.scale));
+  Value runtimeScale;
+  if (m.runtimeScale) {
+    // scale * r or scale / r, computed once before the op (r dominates the
+    // score computation, which comes before the fused op's position).
+    Value constant = arith::ConstantOp::create(rewriter, loc, scaleAttr);
+    runtimeScale =
+        m.divideByRuntimeScale
+            ? arith::DivFOp::create(rewriter, loc, constant, m.runtimeScale)
+                  .getResult()
+            : arith::MulFOp::create(rewriter, loc, constant, m.runtimeScale)
+                  .getResult();
+    scaleAttr = FloatAttr();
+  }
   UnitAttr causal = m.causal ? rewriter.getUnitAttr() : UnitAttr();
   IntegerAttr window =
       m.window ? rewriter.getI64IntegerAttr(*m.window) : IntegerAttr();
@@ -455,7 +468,8 @@ static FailureOr<FusedAttention> buildFused(RewriterBase &rewriter,
     resultTypes.push_back(RankedTensorType::get(qType.getShape().drop_back(),
                                                 rewriter.getF32Type()));
   auto fused = AttentionOp::create(rewriter, loc, resultTypes, *q, *k, *v, bias,
-                                   mask, scaleAttr, causal, window);
+                                   mask, runtimeScale, scaleAttr, causal,
+                                   window);
   {
     // Quietly: a rejected candidate is reported as a remark, not an error.
     ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });

@@ -153,6 +153,8 @@ namespace {
 struct ScoreTerms {
   Expr *scores = nullptr;
   double scale = 1.0;
+  Value runtimeScale;
+  bool divideByRuntimeScale = false;
   SmallVector<std::pair<Expr *, double>> biases;
   SmallVector<std::pair<Expr *, bool>> masks;
 };
@@ -179,6 +181,12 @@ static LogicalResult parseScores(Expr *x, double factor, ScoreTerms &t,
     return fail("the softmax input does not come from a contraction Q Kᵀ");
   Expr *a = x->args.size() > 0 ? x->args[0] : nullptr;
   Expr *b = x->args.size() > 1 ? x->args[1] : nullptr;
+  // Parsing goes from the softmax inward: a bias or mask met after the
+  // run-time factor is applied before it, and would be scaled by a value
+  // (of unknown sign) that the fused op applies to Q Kᵀ only.
+  if (t.runtimeScale && (x->name == "arith.select" ||
+                         x->name == "arith.addf" || x->name == "arith.subf"))
+    return fail("a bias or mask is applied before the run-time scale");
   if (x->name == "arith.select") {
     Expr *c = x->args[0], *yes = x->args[1], *no = x->args[2];
     for (auto [fill, kept, keepWhenTrue] :
@@ -221,8 +229,19 @@ static LogicalResult parseScores(Expr *x, double factor, ScoreTerms &t,
                          t, reason);
     if (!div && ca->kind == Expr::Const)
       return parseScores(b, factor * ca->constant, t, reason);
-    if (cb->kind == Expr::Scalar || ca->kind == Expr::Scalar)
-      return fail("the scores are scaled by a value known only at run time");
+    if (cb->kind == Expr::Scalar || (!div && ca->kind == Expr::Scalar)) {
+      Expr *scalar = cb->kind == Expr::Scalar ? cb : ca;
+      if (t.runtimeScale)
+        return fail("the scores are scaled by two values known only at run "
+                    "time");
+      if (!scalar->value.getType().isF32())
+        return fail("the run-time scale is not an f32 scalar");
+      t.runtimeScale = scalar->value;
+      t.divideByRuntimeScale = div;
+      return parseScores(scalar == cb ? a : b, factor, t, reason);
+    }
+    if (ca->kind == Expr::Scalar)
+      return fail("the scores divide a value known only at run time");
     return fail("the scores are multiplied by a tensor");
   }
   if (x->name == "arith.negf")
@@ -459,6 +478,8 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
     m.value = lookThroughCopies({vOperand->get(), *vMap});
     m.outputMap = *oMap;
     m.scale = terms.scale * operandScale;
+    m.runtimeScale = terms.runtimeScale;
+    m.divideByRuntimeScale = terms.divideByRuntimeScale;
 
     // Biases: tensors, or additive masks select(c, 0, -inf).
     bool ok = true;

@@ -43,6 +43,12 @@ struct AttentionMatch {
   /// dimension (P's dims with keyDim standing for the value dimension).
   AffineMap outputMap;
   double scale = 1.0;
+  /// A factor of the scores known only at run time (a scalar f32 that the
+  /// scores are multiplied by, or divided by when `divideByRuntimeScale`),
+  /// applied to Q Kᵀ before any bias or mask; the scale is then
+  /// `scale * runtimeScale` (or `scale / runtimeScale`).
+  Value runtimeScale;
+  bool divideByRuntimeScale = false;
   /// Additive score terms (read from P's space) and their factors.
   SmallVector<std::pair<TensorAccess, double>> biases;
   /// i1 tensors and whether `true` keeps the score.

@@ -27,6 +27,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <limits>
+#include <type_traits>
 
 namespace mlir::flash {
 #define GEN_PASS_DEF_FLASHDECOMPOSEATTENTIONPASS
@@ -51,6 +52,9 @@ struct GroupedProblem {
   bool causal;
   std::optional<int64_t> window;
   Value bias, mask;
+  /// The forward's scale when it is known only at run time (`scale` is
+  /// then unused).
+  Value runtimeScale = {};
 };
 
 class NaiveBuilder {
@@ -276,7 +280,11 @@ public:
         ins, init, maps, SmallVector<IteratorType>(5, kPar),
         [&](OpBuilder &nb, Location loc, ValueRange a) -> Value {
           Value scale =
-              arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(p.scale));
+              p.runtimeScale
+                  ? p.runtimeScale
+                  : arith::ConstantOp::create(nb, loc,
+                                              nb.getF32FloatAttr(p.scale))
+                        .getResult();
           Value v = arith::MulFOp::create(nb, loc, a[0], scale);
           if (biasArg >= 0)
             v = arith::AddFOp::create(nb, loc, v,
@@ -361,6 +369,14 @@ OpFoldResult pickDim(OpBuilder &b, Location loc,
   return tensor::DimOp::create(b, loc, v, d).getResult();
 }
 
+/// The constant scale, or 1 when the forward's scale comes at run time.
+template <typename OpTy> static float constantScale(OpTy op) {
+  if constexpr (std::is_same_v<OpTy, AttentionOp>)
+    if (op.getRuntimeScale())
+      return 1.0f;
+  return op.getEffectiveScale();
+}
+
 template <typename OpTy> GroupedProblem makeProblem(OpBuilder &b, OpTy op) {
   Location loc = op.getLoc();
   TypedValue<RankedTensorType> q = op.getQuery(), k = op.getKey(),
@@ -377,11 +393,13 @@ template <typename OpTy> GroupedProblem makeProblem(OpBuilder &b, OpTy op) {
                    0,
                    0,
                    false,
-                   op.getEffectiveScale(),
+                   constantScale(op),
                    op.getCausal(),
                    op.getWindow(),
                    op.getBias(),
                    op.getMask()};
+  if constexpr (std::is_same_v<OpTy, AttentionOp>)
+    p.runtimeScale = op.getRuntimeScale();
   p.batch = pickDim(b, loc, {{q, 0}, {k, 0}, {v, 0}});
   p.queryHeads = pickDim(b, loc, {{q, 1}});
   p.kvHeads = pickDim(b, loc, {{k, 1}, {v, 1}});

@@ -38,7 +38,10 @@ namespace {
 std::string describe(const AttentionMatch &m, Type et, int64_t groups) {
   std::string s;
   llvm::raw_string_ostream os(s);
-  os << "fused attention: scale = " << m.scale << ", softmax = "
+  os << "fused attention: scale = " << m.scale;
+  if (m.runtimeScale)
+    os << (m.divideByRuntimeScale ? " / " : " * ") << "a run-time value";
+  os << ", softmax = "
      << (m.namedSoftmax ? "linalg.softmax" : (m.base2 ? "exp2" : "exp"))
      << (m.maxSubtracted ? " (max-subtracted)" : " (no max subtraction)")
      << ", mask = ";
@@ -153,8 +156,9 @@ struct FoldCollapsedBatch : OpRewritePattern<AttentionOp> {
     }
     auto fused = AttentionOp::create(rewriter, op.getLoc(), types, sources[0],
                                      sources[1], sources[2], op.getBias(),
-                                     op.getMask(), op.getScaleAttr(),
-                                     op.getCausalAttr(), op.getWindowAttr());
+                                     op.getMask(), op.getRuntimeScale(),
+                                     op.getScaleAttr(), op.getCausalAttr(),
+                                     op.getWindowAttr());
     SmallVector<Value> results;
     for (auto [old, now] : llvm::zip(op->getResults(), fused->getResults())) {
       SmallVector<ReassociationIndices> r = {{0, 1}};

@@ -78,6 +78,9 @@ private:
   AttentionOp op;
   int64_t br, bc;
 
+  /// runtime_scale * log2(e), when the scale comes at run time.
+  Value runtimeScaleLog2;
+
   /// Row i sees keys from i + windowStart = i + N - M - window, the window
   /// clamped to M + N (null without a window).
   Value windowStart;
@@ -145,8 +148,11 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
     maps.push_back(tileMap);
   }
   maps.push_back(id(2));
-  float scale = op.getEffectiveScale();
+  // A run-time scale is multiplied by log2(e) once, outside the nest.
+  float scale = runtimeScaleLog2 ? 0.0f : op.getEffectiveScale();
   auto scaleLog2 = [&](OpBuilder &nb, Location nl) -> Value {
+    if (runtimeScaleLog2)
+      return runtimeScaleLog2;
     return arith::ConstantOp::create(
         nb, nl, nb.getF32FloatAttr(static_cast<float>(scale * kLog2e)));
   };
@@ -296,6 +302,11 @@ SmallVector<Value> AttentionTiler::keyBlockLoop(Value lb, Value ub,
 
 SmallVector<Value> AttentionTiler::build() {
   Value q = op.getQuery(), k = op.getKey();
+  if (Value scale = op.getRuntimeScale())
+    runtimeScaleLog2 = arith::MulFOp::create(
+        b, loc, scale,
+        arith::ConstantOp::create(
+            b, loc, b.getF32FloatAttr(static_cast<float>(kLog2e))));
   Value batch = dim(q, 0), heads = dim(q, 1), querySeq = dim(q, 2);
   keySeq = dim(k, 2);
   Value group = b.createOrFold<arith::DivUIOp>(loc, heads, dim(k, 1));

@@ -34,7 +34,8 @@ def Flash_AttentionOp : Flash_Op<"attention",
 
     Attributes and optional operands:
     - `scale` multiplies the scores; it defaults to `1/sqrt(D)` (1 for
-      D = 0, whose scores are all 0).
+      D = 0, whose scores are all 0). A scale known only at run time is the
+      f32 operand `runtime_scale` instead (not both).
     - `causal`: query `i` sees key `j` iff `j <= i + N - M` (the diagonal is
       aligned bottom-right when `M != N`, as in FlashAttention-2).
     - `window = W` (sliding-window / local attention): query `i` sees key `j`
@@ -67,6 +68,7 @@ def Flash_AttentionOp : Flash_Op<"attention",
     AnyRankedTensor:$value,
     Optional<AnyRankedTensor>:$bias,
     Optional<AnyRankedTensor>:$mask,
+    Optional<F32>:$runtime_scale,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$window
@@ -80,14 +82,18 @@ def Flash_AttentionOp : Flash_Op<"attention",
     $query `,` $key `,` $value
     (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`runtime_scale` `(` $runtime_scale^ `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     `->` type($output) (`,` type($lse)^)?
   }];
 
   let extraClassDeclaration = [{
     /// The scale applied to the scores: the attribute, or 1/sqrt(D) (1 for
-    /// D = 0).
+    /// D = 0). Not defined with a run-time scale.
     float getEffectiveScale();
+    /// The scale as an f32 value: the run-time operand, or a constant of
+    /// the effective scale created at `b`'s insertion point.
+    ::mlir::Value buildScale(::mlir::OpBuilder &b);
   }];
 
   let hasVerifier = 1;
