@@ -60,6 +60,7 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.registerTiles = options.registerTiles;
   mapping.asyncCopies = options.asyncCopies;
   pm.addNestedPass<func::FuncOp>(flash::createFlashMapTilesToGPUPass(mapping));
+  pm.addNestedPass<func::FuncOp>(flash::createFlashGpuFastExp2Pass());
   pm.addNestedPass<func::FuncOp>(flash::createConvertFlashGPUToLLVMPass());
   pm.addPass(createGpuKernelOutliningPass());
 }

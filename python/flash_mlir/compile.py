@@ -90,7 +90,9 @@ def _kind(node):
     if t in (torch.tril, torch.triu) or name in ("tril", "triu"):
         diag = kw.get("diagonal", args[1] if len(args) > 1 else 0)
         upper = t is torch.triu or name == "triu"
-        return "tril", tensors[:1], {"diagonal": int(diag), "upper": upper}
+        if not isinstance(diag, int):
+            return None  # a diagonal computed from sizes: not exported
+        return "tril", tensors[:1], {"diagonal": diag, "upper": upper}
     if t is torch.ones:
         return "ones", [], {}
     if name in _CONVERT_METHODS:
@@ -157,10 +159,11 @@ class _Candidate:
             k = _kind(node)
             if k is None and any(isinstance(_example(a), (torch.SymInt, torch.SymFloat))
                                  for a in node.args):
-                return (f"{node.name} scales the scores by a symbolic size: the "
-                        "head dim is dynamic (torch.compile(dynamic=True) makes "
-                        "every size dynamic), and the kernels need it static; "
-                        "mark only batch and sequence dynamic")
+                return (f"{node.name} applies a symbolic size to the scores "
+                        "(a dynamic head dim in the scale, as torch.compile"
+                        "(dynamic=True) makes every size dynamic, or a size-"
+                        "dependent value); the exporter writes constants only "
+                        "(mark only batch and sequence dynamic)")
             if k is None:
                 what = node.target if node.op != "call_function" else \
                     getattr(node.target, "__name__", node.target)

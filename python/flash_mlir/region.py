@@ -523,8 +523,11 @@ def parse_fusion(text: str, remarks: str) -> Fusion:
     if len(att) != 1 or not m:
         return Fusion(False, "the fused attention reads values computed in "
                              "the region, not its inputs")
+    # Constants and the sizes of the region's inputs (dynamic views of
+    # rank-3 operands) are no computation beside the op.
     others = [ln for ln in body if ln not in att and not ln.startswith("return")
-              and not re.match(r"%\S+ = arith\.constant", ln)]
+              and not re.match(r"%\S+ = arith\.constant", ln)
+              and not re.match(r"%\S+ = tensor\.dim %arg\d+, ", ln)]
     if others:
         return Fusion(False, "the region keeps other ops beside the fused "
                              f"attention ({others[0].split('=')[-1].split()[0]})")
@@ -550,14 +553,16 @@ def _rank3_as_inputs(body):
     lifted = {m.group(1): m.group(2) for m in map(_LIFT.match, body) if m}
     if not lifted:
         return body
-    out, renamed = [], {}
+    out, renamed, results = [], {}, set()
     for ln in body:
         if _LIFT.match(ln):
             continue
         m = _DROP.match(ln)
-        if m and "flash.attention" in " ".join(out):
+        if m and m.group(2) in results:
             renamed[m.group(1)] = m.group(2)
             continue
+        if " = flash.attention " in ln:
+            results.update(re.findall(r"%[\w.]+", ln.split(" = flash.attention ")[0]))
         for view, arg in lifted.items():
             ln = re.sub(re.escape(view) + r"\b", arg, ln)
         for view, value in renamed.items():

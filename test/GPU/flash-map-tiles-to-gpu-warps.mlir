@@ -50,8 +50,8 @@
 // Row max over the lane's columns, then across the quad.
 // CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32
-// exp2 on the MUFU fast path.
-// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// exp2 per element (on MUFU after --flash-gpu-fast-exp2).
+// CHECK: math.exp2 %{{.*}} : f32
 // CHECK: nvvm.vote.sync any
 // CHECK: scf.if %{{.*}} -> (vector<64xf32>)
 // P V with P from registers, V through ldmatrix.trans.

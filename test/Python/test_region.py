@@ -135,6 +135,12 @@ class Regions(unittest.TestCase):
         f = self.ask(r)
         self.assertTrue(f.fused, f.reason)
         self.assertEqual((f.query, f.key, f.value, f.causal, f.scale), (1, 0, 2, False, 0.125))
+        # With dynamic sizes the views keep tensor.dim of the inputs.
+        for n in r.nodes:
+            n.shape = tuple({6: "s0", 16: "s1", 20: "s2"}.get(x, x) for x in n.shape)
+        f = self.ask(r)
+        self.assertTrue(f.fused, f.reason)
+        self.assertEqual((f.query, f.key, f.value), (1, 0, 2))
 
     def test_dynamic_sizes(self):
         # torch.compile's symbolic sizes: `?` in the types, the symbols in

@@ -19,14 +19,15 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
       with one block per query block (grid x = query blocks, last first;
       y = heads; z = batch) and `threads` threads;
     - with `register-tiles` (default), the tiles indexed by the block's
-      rows (those of the accumulator: the C of the contraction that the tiler
-      tagged `flash.contraction` = output, grad_query, grad_key or
-      grad_value; a nest without the tags gets the SIMT mapping) (scores, probabilities, running max and sum, accumulator, output)
+      rows (scores, probabilities, running max and sum, accumulator, output)
       live in registers in the mma.sync m16n8k16 accumulator layout, each
       warp owning 16 or 32 rows (FlashAttention-2): elementwise ops run per
       owned element, row reductions in registers plus two xor shuffles, the
       contractions as `nvvm.mma.sync` with `ldmatrix` fragments and P taken
-      from registers as the A operand;
+      from registers as the A operand. The block's rows are those of the
+      accumulators, the contractions the tiler tagged with an accumulating
+      `flash.contraction` role (output, grad_query, grad_key, grad_value); a
+      nest without the tags gets the SIMT mapping;
     - with `tensor-cores=wgmma` (sm_90a) and whole warpgroups (4, 8, ...
       warps), the contractions are Hopper warpgroup MMAs (`wgmma.mma_async`
       m64nNk16) instead, one `flashgpu.warpgroup_mma` each (printed as PTX
@@ -93,6 +94,21 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect"
   ];
+}
+
+def FlashGpuFastExp2Pass : Pass<"flash-gpu-fast-exp2"> {
+  let summary = "Put the online softmax's exp2 on the MUFU fast path";
+  let description = [{
+    Rewrites every f32 `math.exp2` inside a `gpu.launch` into
+    `llvm.nvvm.ex2.approx.ftz.f32` (one MUFU instruction instead of the
+    libdevice routine). Exact enough for the tiled softmax, the only
+    producer of exp2 in these kernels: its arguments are `x - m <= 0`, and
+    results below 2^-126 (flushed to 0) are far below what the
+    probabilities' bf16/f16 rounding keeps. Other element types and exp2
+    outside kernels are left as they are. The GPU pipeline runs it after
+    `--flash-map-tiles-to-gpu`.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 def ConvertFlashGPUToLLVMPass : Pass<"convert-flashgpu-to-llvm"> {

@@ -153,21 +153,6 @@ LogicalResult TileMapper::run() {
   }
   if (asyncCopies)
     flash::lowerAsyncTileLoads(launch, threads);
-  // exp2 of the online softmax on the MUFU fast path: its arguments are
-  // x - m <= 0, and results below 2^-126 (flushed to 0) are far below what
-  // the probabilities' bf16/f16 rounding keeps.
-  launch.getBody().walk([&](math::Exp2Op exp2) {
-    if (!exp2.getType().isF32())
-      return;
-    OpBuilder eb(exp2);
-    Value fast = LLVM::CallIntrinsicOp::create(
-                     eb, exp2.getLoc(), eb.getF32Type(),
-                     eb.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
-                     ValueRange{exp2.getOperand()})
-                     .getResult(0);
-    exp2.replaceAllUsesWith(fast);
-    exp2.erase();
-  });
   if (failed(lowerLinalg(launch)))
     return failure();
 

@@ -62,15 +62,23 @@ void WarpRegisterTiles::analyze(bool wgmma) {
   rows = 0;
   SmallVector<memref::AllocOp> allocs;
   launch.getBody().walk([&](memref::AllocOp a) { allocs.push_back(a); });
-  // The rows the block owns: those of the nest's accumulator (O, dQ, dK or
-  // dV), the C of the contraction the tiler tagged as accumulating.
+  // The rows the block owns: those of the nest's accumulators (O, dQ, dK,
+  // dV), the Cs of the contractions the tiler tagged as accumulating; all
+  // must agree (else no register tiles).
+  bool agree = true;
   launch.getBody().walk([&](linalg::GenericOp op) {
     std::optional<Contraction> role = getContraction(op);
     auto c = dyn_cast<MemRefType>(op.getDpsInits()[0].getType());
-    if (role && isAccumulating(*role) && c && c.getRank() == 2 &&
-        c.hasStaticShape())
+    if (!role || !isAccumulating(*role))
+      return;
+    if (!c || c.getRank() != 2 || !c.hasStaticShape() ||
+        (rows && rows != c.getDimSize(0)))
+      agree = false;
+    else
       rows = c.getDimSize(0);
   });
+  if (!agree)
+    rows = 0;
   if (warps <= 0 || rows == 0 || rows % (16 * warps) != 0)
     return;
   for (memref::AllocOp a : allocs) {

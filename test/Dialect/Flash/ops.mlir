@@ -70,3 +70,12 @@ func.func @runtime_scale(%q: tensor<1x2x8x16xf16>, %s: f32) -> tensor<1x2x8x16xf
   %o = flash.attention %q, %q, %q runtime_scale(%s) {causal} : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16> -> tensor<1x2x8x16xf16>
   return %o : tensor<1x2x8x16xf16>
 }
+
+// flash.sizes on a declaration and on a memref argument.
+// CHECK-LABEL: func private @declared
+// CHECK-SAME: {flash.sizes = ["s0", 8]}
+func.func private @declared(%q: tensor<?x8xf32> {flash.sizes = ["s0", 8]})
+// CHECK-LABEL: func @on_memref
+func.func @on_memref(%q: memref<?x8xf32> {flash.sizes = ["s0", 8]}) {
+  return
+}

@@ -41,3 +41,10 @@ func.func @not_shaped(%s: f32 {flash.sizes = ["s0"]}) {
 func.func @unknown(%q: tensor<?xf32> {flash.size = ["s0"]}) {
   return
 }
+
+// -----
+
+// expected-error @+1 {{'flash.sizes' of argument 0: dimension 0 is dynamic (name it)}}
+func.func @kdynamic_number(%q: tensor<?xf32> {flash.sizes = [-9223372036854775808]}) {
+  return
+}

@@ -87,3 +87,19 @@ func.func @b_rows_n_major(%acc: vector<64xf32>, %p: vector<16xi32>, %b: i32) -> 
   %o = flashgpu.warpgroup_mma acc(%acc) a_regs(%p : vector<16xi32>) b_desc(%b) {n = 128 : i64, k_steps = 4 : i64, slices = 1 : i64, element_type = f16, b_rows = 32 : i64} : vector<64xf32>
   return %o : vector<64xf32>
 }
+
+// -----
+
+func.func @a_rows_unaligned(%a: i32, %b: i32) -> vector<32xf32> {
+  // expected-error @+1 {{a_rows = 65 is not a multiple of 8}}
+  %s = flashgpu.warpgroup_mma a_desc(%a) b_desc(%b) {n = 64 : i64, k_steps = 4 : i64, slices = 1 : i64, element_type = bf16, a_rows = 65 : i64, b_rows = 64 : i64, b_k_major} : vector<32xf32>
+  return %s : vector<32xf32>
+}
+
+// -----
+
+func.func @a_rows_with_registers(%acc: vector<64xf32>, %p: vector<16xi32>, %b: i32) -> vector<64xf32> {
+  // expected-error @+1 {{a_rows describes a shared A tile; A is in registers}}
+  %o = flashgpu.warpgroup_mma acc(%acc) a_regs(%p : vector<16xi32>) b_desc(%b) {n = 128 : i64, k_steps = 4 : i64, slices = 1 : i64, element_type = f16, a_rows = 64 : i64, b_rows = 64 : i64} : vector<64xf32>
+  return %o : vector<64xf32>
+}

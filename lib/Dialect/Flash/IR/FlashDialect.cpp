@@ -9,6 +9,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::flash;
@@ -35,11 +36,15 @@ LogicalResult FlashDialect::verifyRegionArgAttribute(Operation *op,
   if (attr.getName() != kSizesAttrName)
     return op->emitError() << "unknown flash argument attribute '"
                            << attr.getName().getValue() << "'";
-  Region &region = op->getRegion(regionIndex);
-  // Bufferization turns the tensor into a memref of the same shape.
-  auto type = region.empty() ? ShapedType()
-                             : dyn_cast<ShapedType>(
-                                   region.getArgument(argIndex).getType());
+  // A declaration has no region: its argument types come from the
+  // function type. Bufferization turns the tensor into a memref of the same
+  // shape.
+  Type argType;
+  if (auto fn = dyn_cast<FunctionOpInterface>(op))
+    argType = fn.getArgumentTypes()[argIndex];
+  else if (!op->getRegion(regionIndex).empty())
+    argType = op->getRegion(regionIndex).getArgument(argIndex).getType();
+  auto type = dyn_cast_or_null<ShapedType>(argType);
   auto sizes = dyn_cast<ArrayAttr>(attr.getValue());
   if (!type || !type.hasRank() || !sizes ||
       sizes.size() != (size_t)type.getRank())
@@ -58,7 +63,8 @@ LogicalResult FlashDialect::verifyRegionArgAttribute(Operation *op,
       continue;
     }
     auto fixed = dyn_cast<IntegerAttr>(entry);
-    if (!fixed || fixed.getInt() != size)
+    if (!fixed || ShapedType::isDynamic(size) ||
+        fixed.getValue().getSExtValue() != size)
       return op->emitError() << "'" << kSizesAttrName << "' of argument "
                              << argIndex << ": dimension " << dim << " is "
                              << (ShapedType::isDynamic(size)

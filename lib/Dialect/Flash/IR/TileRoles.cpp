@@ -31,6 +31,8 @@ StringRef flash::stringifyContraction(Contraction c) {
     return "grad_probs_transposed";
   case Contraction::GradKey:
     return "grad_key";
+  case Contraction::GradQueryBlock:
+    return "grad_query_block";
   }
   llvm_unreachable("unknown contraction");
 }
@@ -45,6 +47,7 @@ std::optional<Contraction> flash::symbolizeContraction(StringRef name) {
       .Case("grad_value", Contraction::GradValue)
       .Case("grad_probs_transposed", Contraction::GradProbsTransposed)
       .Case("grad_key", Contraction::GradKey)
+      .Case("grad_query_block", Contraction::GradQueryBlock)
       .Default(std::nullopt);
 }
 

@@ -26,7 +26,8 @@ FailureOr<Value> mlir::flash::detail::relayout(OpBuilder &b, Location loc,
                                                ArrayRef<unsigned> dims,
                                                Type elementType,
                                                std::string &reason,
-                                               bool allowSuffix) {
+                                               bool allowSuffix,
+                                               unsigned maxOperandRank) {
   MLIRContext *ctx = b.getContext();
   unsigned rank = dims.size();
   // Sizes of the result dims, taken from the sources that read them.
@@ -74,7 +75,8 @@ FailureOr<Value> mlir::flash::detail::relayout(OpBuilder &b, Location loc,
   // leading unit dims beyond the result's rank.
   if (plain && allowSuffix) {
     unsigned n = maps.front().getNumResults();
-    bool suffix = true;
+    // The fused op takes bias and mask operands of at most its own rank.
+    bool suffix = n <= (maxOperandRank ? maxOperandRank : rank);
     for (unsigned i = 0; suffix && i < n; ++i) {
       AffineExpr r = maps.front().getResult(i);
       auto c = dyn_cast<AffineConstantExpr>(r);
@@ -405,7 +407,7 @@ static FailureOr<FusedAttention> buildFused(RewriterBase &rewriter,
           return canRelayout(s.access, seqDims);
         }))
       return relayout(rewriter, loc, sources, seqDims, type, reason,
-                      /*allowSuffix=*/true);
+                      /*allowSuffix=*/true, /*maxOperandRank=*/4);
     FailureOr<Value> r = relayout(rewriter, loc, sources, scoreDims, type,
                                   reason, /*allowSuffix=*/!grouped);
     if (failed(r))

@@ -29,10 +29,13 @@ struct Source {
 
 /// Builds the tensor of the extended dims `dims` (unit size where no source
 /// reads a dim) whose elements combine `sources` (sum for floats, and for
-/// i1). Returns the first source unchanged when it already is that tensor.
+/// i1). Returns the first source unchanged when it already is that tensor,
+/// or, with `allowSuffix`, when it broadcasts right-aligned to it with a
+/// rank of at most `maxOperandRank` (the rank of `dims` when 0).
 FailureOr<Value> relayout(OpBuilder &b, Location loc, ArrayRef<Source> sources,
                           ArrayRef<unsigned> dims, Type elementType,
-                          std::string &reason, bool allowSuffix = false);
+                          std::string &reason, bool allowSuffix = false,
+                          unsigned maxOperandRank = 0);
 
 /// Whether relayout() can bring `access` to the extended dims `dims` (its
 /// map reads only those dims, or constants).

@@ -120,6 +120,14 @@ static bool sameSymbolicSize(Value a, unsigned dimA, Value b, unsigned dimB) {
 /// `select(s == 0, 0, e / s)` for the normalisation. Both are exact on rows
 /// with a finite score and give flash.attention's O = 0 on the others, so
 /// they read as `m` and `e / s`. Returns `x` when it is no such guard.
+/// `e` without widening casts (exact, unlike truncf: a guard on a rounded
+/// value is not a guard on the value).
+static Expr *stripExtensions(Expr *e) {
+  while (isOp(e, "arith.extf"))
+    e = e->args[0];
+  return e;
+}
+
 static Expr *unguarded(Expr *x, bool (*isGuardConst)(const Expr *)) {
   if (!isOp(x, "arith.select"))
     return x;
@@ -132,17 +140,18 @@ static Expr *unguarded(Expr *x, bool (*isGuardConst)(const Expr *)) {
   if (!equalMeansGuard && pred != arith::CmpFPredicate::ONE &&
       pred != arith::CmpFPredicate::UNE)
     return x;
-  Expr *guarded = stripCasts(cond->args[0]);
+  Expr *guarded = stripExtensions(cond->args[0]);
   if (!isGuardConst(stripCasts(cond->args[1])))
     return x;
   Expr *guardValue = x->args[equalMeansGuard ? 1 : 2];
-  Expr *value = stripCasts(x->args[equalMeansGuard ? 2 : 1]);
+  Expr *value = stripExtensions(x->args[equalMeansGuard ? 2 : 1]);
   if (!isConst(stripCasts(guardValue), 0.0))
     return x;
   // The row max itself, or the quotient by the guarded sum.
   if (equal(value, guarded))
     return value;
-  if (isOp(value, "arith.divf") && equal(stripCasts(value->args[1]), guarded))
+  if (isOp(value, "arith.divf") &&
+      equal(stripExtensions(value->args[1]), guarded))
     return value;
   return x;
 }

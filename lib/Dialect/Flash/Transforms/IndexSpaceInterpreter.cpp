@@ -82,6 +82,9 @@ static std::optional<int64_t> foldIndex(Value v, unsigned depth = 0) {
   IntegerAttr i;
   if (matchPattern(v, m_Constant(&i)))
     return i.getInt();
+  // Arithmetic in 64 bits: narrower integers would wrap where this does not.
+  if (!v.getType().isIndex() && !v.getType().isInteger(64))
+    return std::nullopt;
   Operation *def = v.getDefiningOp();
   if (!def || depth > 8)
     return std::nullopt;

@@ -146,7 +146,7 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
   gradK =
       contract(Contraction::GradKey, gradSRounded, map(3, {2, 0}), queryTile, map(3, {2, 1}), gradK);
   Value gradQTile =
-      contract(Contraction::GradQuery, gradSRounded, map(3, {0, 2}), keyTile, map(3, {2, 1}),
+      contract(Contraction::GradQueryBlock, gradSRounded, map(3, {0, 2}), keyTile, map(3, {2, 1}),
                zeros({b.getIndexAttr(br), b.getIndexAttr(headDim)}));
   SmallVector<OpFoldResult> at = {headInGroup, rowStart, zero};
   SmallVector<OpFoldResult> size = {one, rows, b.getIndexAttr(headDim)};

@@ -39,6 +39,14 @@ LogicalResult WarpgroupMmaOp::verify() {
                        "(a_desc) or register fragments (a_regs)");
   if (getADescriptor() && !getARows())
     return emitOpError("a_desc needs a_rows (the A tile's row count)");
+  if (getAFragments() && getARows())
+    return emitOpError("a_rows describes a shared A tile; A is in registers");
+  // 64-column panels of a 128-byte-swizzled tile start on 1024-byte
+  // boundaries (the descriptors' stride offset): whole groups of 8 rows.
+  if (std::optional<uint64_t> rows = getARows(); rows && *rows % 8 != 0)
+    return emitOpError("a_rows = ") << *rows << " is not a multiple of 8";
+  if (getBRows() % 8 != 0)
+    return emitOpError("b_rows = ") << getBRows() << " is not a multiple of 8";
   if (getADescriptor() && *getARows() < 64 * slices)
     return emitOpError("a_rows = ")
            << *getARows() << " has fewer rows than " << slices

@@ -29,6 +29,7 @@ enum class Contraction {
   GradValue,           // dV += Pᵀ dO
   GradProbsTransposed, // dPᵀ = V dOᵀ
   GradKey,             // dK += dSᵀ Q
+  GradQueryBlock,      // one key block's dS K, added to dQ outside the nest
 };
 
 inline constexpr llvm::StringLiteral kContractionAttrName = "flash.contraction";

@@ -53,8 +53,10 @@ def FlashGPU_WarpgroupMmaOp : FlashGPU_Op<"warpgroup_mma",
       (two f16/bf16 values each) in mma.sync m16n8k16 order.
     - B is a shared tile read through `b_descriptor`, 128-byte swizzled:
       with `b_k_major`, `[n, k]` rows (K, read as Kᵀ), otherwise `[k, n]`
-      rows (V); `b_rows` is its row count (the distance between its
-      64-column panels).
+      rows (V); `b_rows` is its row count. A K-major B is stepped through
+      its 64-column panels (`b_rows * 128` bytes apart) in the asm; for a
+      `[k, n]` B the panel distance is the descriptor's leading byte
+      offset, which the caller encodes.
 
     Every thread of the warpgroup must execute the op (`.sync.aligned`),
     and the shared tiles must be visible to the async proxy
