@@ -154,7 +154,7 @@ def attrs_text(args):
     attrs = []
     if args.causal:
         attrs.append("causal")
-    if args.scale is not None and not args.runtime_scale:
+    if args.scale is not None and not getattr(args, "runtime_scale", False):
         attrs.append(f"scale = {float_literal(args.scale)} : f32")
     if args.window is not None:
         attrs.append(f"window = {args.window} : i64")
@@ -176,12 +176,12 @@ def build_program(args, ops):
         opt += f" bias(%bias : {ops['bias'].type})"
     if "mask" in ops:
         opt += f" mask(%mask : {ops['mask'].type})"
-    if args.runtime_scale:
+    if getattr(args, "runtime_scale", False):
         opt += " runtime_scale(%scale)"
     qkv_types = f"{q.type}, {k.type}, {v.type}"
     params = [o for o in ops.values()]
     sig = ", ".join(f"%{o.name}: {o.type}" for o in params)
-    if args.runtime_scale:
+    if getattr(args, "runtime_scale", False):
         sig += ", %scale: f32"
     fwd = (f"    %o, %lse = flash.attention %q, %k, %v{opt}{attrs_text(args)}\n"
            f"        : {qkv_types} -> {o_type}, {lse_type}")
@@ -210,7 +210,7 @@ def build_program(args, ops):
         lines += o.constant()
     call_args = ", ".join(o.ssa() for o in params)
     call_types = ", ".join(o.type for o in params)
-    if args.runtime_scale:
+    if getattr(args, "runtime_scale", False):
         scale = args.scale if args.scale is not None else q.shape[-1] ** -0.5
         lines.append(f"    %scale = arith.constant {float_literal(scale)} : f32")
         call_args += ", %scale"

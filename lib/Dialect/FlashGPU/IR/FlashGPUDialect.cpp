@@ -47,7 +47,7 @@ LogicalResult WarpgroupMmaOp::verify() {
     return emitOpError("a_rows = ") << *rows << " is not a multiple of 8";
   if (getBRows() % 8 != 0)
     return emitOpError("b_rows = ") << getBRows() << " is not a multiple of 8";
-  if (getADescriptor() && *getARows() < 64 * slices)
+  if (getADescriptor() && (int64_t)*getARows() < 64 * slices)
     return emitOpError("a_rows = ")
            << *getARows() << " has fewer rows than " << slices
            << " slice(s) of 64";
@@ -61,7 +61,7 @@ LogicalResult WarpgroupMmaOp::verify() {
   // K-major B ([n, k] rows) has one row per output column, the other
   // layout ([k, n] rows) one per reduction index.
   int64_t needRows = getBKMajor() ? n : 16 * kSteps;
-  if (getBRows() < needRows)
+  if ((int64_t)getBRows() < needRows)
     return emitOpError("b_rows = ")
            << getBRows() << " is less than the " << needRows << " rows that "
            << (getBKMajor() ? "n" : "k = 16 * k_steps") << " reads";
