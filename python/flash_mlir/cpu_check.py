@@ -150,11 +150,17 @@ def float_literal(x):
     return text
 
 
+def runtime_scale(args):
+    """Whether the forward takes its scale as the runtime_scale operand (a
+    namespace built by another tool, as the fuzzer's, may not have it)."""
+    return getattr(args, "runtime_scale", False)
+
+
 def attrs_text(args):
     attrs = []
     if args.causal:
         attrs.append("causal")
-    if args.scale is not None and not getattr(args, "runtime_scale", False):
+    if args.scale is not None and not runtime_scale(args):
         attrs.append(f"scale = {float_literal(args.scale)} : f32")
     if args.window is not None:
         attrs.append(f"window = {args.window} : i64")
@@ -176,12 +182,12 @@ def build_program(args, ops):
         opt += f" bias(%bias : {ops['bias'].type})"
     if "mask" in ops:
         opt += f" mask(%mask : {ops['mask'].type})"
-    if getattr(args, "runtime_scale", False):
+    if runtime_scale(args):
         opt += " runtime_scale(%scale)"
     qkv_types = f"{q.type}, {k.type}, {v.type}"
     params = [o for o in ops.values()]
     sig = ", ".join(f"%{o.name}: {o.type}" for o in params)
-    if getattr(args, "runtime_scale", False):
+    if runtime_scale(args):
         sig += ", %scale: f32"
     fwd = (f"    %o, %lse = flash.attention %q, %k, %v{opt}{attrs_text(args)}\n"
            f"        : {qkv_types} -> {o_type}, {lse_type}")
@@ -210,7 +216,7 @@ def build_program(args, ops):
         lines += o.constant()
     call_args = ", ".join(o.ssa() for o in params)
     call_types = ", ".join(o.type for o in params)
-    if getattr(args, "runtime_scale", False):
+    if runtime_scale(args):
         scale = args.scale if args.scale is not None else q.shape[-1] ** -0.5
         lines.append(f"    %scale = arith.constant {float_literal(scale)} : f32")
         call_args += ", %scale"

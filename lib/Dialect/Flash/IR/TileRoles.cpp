@@ -8,47 +8,34 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 using namespace mlir::flash;
 
+static constexpr std::pair<Contraction, llvm::StringLiteral> kNames[] = {
+    {Contraction::Scores, "scores"},
+    {Contraction::Output, "output"},
+    {Contraction::GradProbs, "grad_probs"},
+    {Contraction::GradQuery, "grad_query"},
+    {Contraction::ScoresTransposed, "scores_transposed"},
+    {Contraction::GradValue, "grad_value"},
+    {Contraction::GradProbsTransposed, "grad_probs_transposed"},
+    {Contraction::GradKey, "grad_key"},
+    {Contraction::GradQueryBlock, "grad_query_block"},
+};
+
 StringRef flash::stringifyContraction(Contraction c) {
-  switch (c) {
-  case Contraction::Scores:
-    return "scores";
-  case Contraction::Output:
-    return "output";
-  case Contraction::GradProbs:
-    return "grad_probs";
-  case Contraction::GradQuery:
-    return "grad_query";
-  case Contraction::ScoresTransposed:
-    return "scores_transposed";
-  case Contraction::GradValue:
-    return "grad_value";
-  case Contraction::GradProbsTransposed:
-    return "grad_probs_transposed";
-  case Contraction::GradKey:
-    return "grad_key";
-  case Contraction::GradQueryBlock:
-    return "grad_query_block";
-  }
+  for (auto [role, name] : kNames)
+    if (role == c)
+      return name;
   llvm_unreachable("unknown contraction");
 }
 
 std::optional<Contraction> flash::symbolizeContraction(StringRef name) {
-  return llvm::StringSwitch<std::optional<Contraction>>(name)
-      .Case("scores", Contraction::Scores)
-      .Case("output", Contraction::Output)
-      .Case("grad_probs", Contraction::GradProbs)
-      .Case("grad_query", Contraction::GradQuery)
-      .Case("scores_transposed", Contraction::ScoresTransposed)
-      .Case("grad_value", Contraction::GradValue)
-      .Case("grad_probs_transposed", Contraction::GradProbsTransposed)
-      .Case("grad_key", Contraction::GradKey)
-      .Case("grad_query_block", Contraction::GradQueryBlock)
-      .Default(std::nullopt);
+  for (auto [role, known] : kNames)
+    if (known == name)
+      return role;
+  return std::nullopt;
 }
 
 std::optional<Contraction> flash::getContraction(Operation *op) {

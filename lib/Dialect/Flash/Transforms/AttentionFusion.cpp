@@ -477,6 +477,13 @@ static FailureOr<FusedAttention> buildFused(RewriterBase &rewriter,
     ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
     if (failed(fused.verifyInvariants())) {
       rewriter.eraseOp(fused);
+      // The scale product built for it, too (constant, then mul/div).
+      if (Operation *product =
+              runtimeScale ? runtimeScale.getDefiningOp() : nullptr) {
+        Operation *constant = product->getOperand(0).getDefiningOp();
+        rewriter.eraseOp(product);
+        rewriter.eraseOp(constant);
+      }
       reason = "the fused op would not verify";
       return failure();
     }
