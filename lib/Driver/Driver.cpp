@@ -76,11 +76,19 @@ flash::compileAttentionKernels(ModuleOp module, StringRef outputDir,
     return emitError(module.getLoc(), "flash-compile: no attention found");
   // The kernels' parameters are the tensors and their sizes; a scale is
   // compiled into the kernel.
-  for (AttentionOp op : ops)
+  for (AttentionOp op : ops) {
     if (op.getRuntimeScale())
       return op.emitError("flash-compile: a scale known only at run time "
                           "(runtime_scale) is not supported by the GPU "
                           "kernels; give the scale as a constant");
+    // The manifest has no field for it, so neither the runtime nor the
+    // GPU check could tell such a kernel from plain attention.
+    if (op.hasScoreMod())
+      return op.emitError("flash-compile: a score modification (score_mod: "
+                          "softcap, ALiBi, a computed bias) is not described "
+                          "by the kernel manifest yet; compile it with "
+                          "flash-opt --flash-gpu-pipeline");
+  }
   // Kernels are named after their function, numbered when it has several.
   llvm::DenseMap<Operation *, int> perFunction;
   for (AttentionOp op : ops)

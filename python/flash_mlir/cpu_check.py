@@ -156,6 +156,33 @@ def runtime_scale(args):
     return getattr(args, "runtime_scale", False)
 
 
+def score_mod_text(args, ops):
+    """The op's score_mod region for --softcap / --alibi (empty without)."""
+    softcap = getattr(args, "softcap", None)
+    alibi = "alibi" in ops
+    if softcap is None and not alibi:
+        return ""
+    lines = [" score_mod {",
+             "    ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):"]
+    value = "%s"
+    if softcap is not None:
+        lines += [f"      %cap = arith.constant {float_literal(softcap)} : f32",
+                  "      %x = arith.divf %s, %cap : f32",
+                  "      %t = math.tanh %x : f32",
+                  "      %capped = arith.mulf %t, %cap : f32"]
+        value = "%capped"
+    if alibi:
+        lines += [f"      %slope = tensor.extract %alibi[%h] : {ops['alibi'].type}",
+                  "      %rel = arith.subi %j, %i : index",
+                  "      %rel64 = arith.index_cast %rel : index to i64",
+                  "      %relf = arith.sitofp %rel64 : i64 to f32",
+                  "      %term = arith.mulf %slope, %relf : f32",
+                  f"      %biased = arith.addf {value}, %term : f32"]
+        value = "%biased"
+    lines += [f"      flash.yield {value} : f32", "    }"]
+    return "\n".join(lines)
+
+
 def attrs_text(args):
     attrs = []
     if args.causal:
@@ -184,13 +211,14 @@ def build_program(args, ops):
         opt += f" mask(%mask : {ops['mask'].type})"
     if runtime_scale(args):
         opt += " runtime_scale(%scale)"
+    mod = score_mod_text(args, ops)
     qkv_types = f"{q.type}, {k.type}, {v.type}"
-    params = [o for o in ops.values()]
+    params = [o for o in ops.values()]  # --alibi's slopes are one of them
     sig = ", ".join(f"%{o.name}: {o.type}" for o in params)
     if runtime_scale(args):
         sig += ", %scale: f32"
     fwd = (f"    %o, %lse = flash.attention %q, %k, %v{opt}{attrs_text(args)}\n"
-           f"        : {qkv_types} -> {o_type}, {lse_type}")
+           f"        : {qkv_types} -> {o_type}, {lse_type}{mod}")
     if args.mode == "fwd":
         results = [("o", o_shape, args.dtype, o_type), ("lse", lse_shape, "f32", lse_type)]
         body = fwd + f"\n    return %o, %lse : {o_type}, {lse_type}"
@@ -346,6 +374,11 @@ def make_inputs(args, rng):
         x = quantize(rng.standard_normal(shape), args.bias_dtype)
         ops["bias"] = Operand("bias", x, args.bias_dtype, [None] * len(shape), dyn)
         full["bias"] = x
+    if getattr(args, "alibi", False):
+        # FlexAttention's ALiBi slopes 2^(-8 (h + 1) / Hq), stored as f32.
+        x = np.exp2(-8.0 * (np.arange(hq) + 1) / hq).astype(np.float32)
+        ops["alibi"] = Operand("alibi", x, "f32", [None], dyn)
+        full["alibi"] = x
     if args.mask:
         shape = parse_shape(args.mask)
         x = rng.random(shape) < 0.8
@@ -376,6 +409,11 @@ def main(argv=None):
                    help="pass the scale as the op's runtime_scale operand (a "
                         "function argument) instead of an attribute (forward)")
     p.add_argument("--window", type=int, help="sliding window: keys j >= i + N - M - W")
+    p.add_argument("--softcap", type=float,
+                   help="score_mod: each scaled score s becomes c tanh(s / c) (forward)")
+    p.add_argument("--alibi", action="store_true",
+                   help="score_mod: add slope[h] (j - i), one f32 slope per query head "
+                        "read from a tensor argument (forward)")
     p.add_argument("--bias", help="bias shape, e.g. 1x4x77x33 or 77x33")
     p.add_argument("--bias-dtype", choices=["f32", "f16", "bf16"], default="f32")
     p.add_argument("--mask", help="i1 mask shape, broadcastable to [B,Hq,M,N]")
@@ -408,6 +446,9 @@ def main(argv=None):
     if args.runtime_scale and args.mode != "fwd":
         p.error("--runtime-scale is for the forward (flash.attention_backward "
                 "takes a constant scale)")
+    if (args.softcap is not None or args.alibi) and args.mode != "fwd":
+        p.error("--softcap and --alibi are for the forward (flash.attention_backward "
+                "has no score_mod)")
     if args.file:
         from flash_mlir.fusion_check import check_chunks  # it imports this module
         failures = check_chunks(args.file, '--flash-cpu-pipeline="tile=false"', args.passes,
@@ -424,7 +465,8 @@ def main(argv=None):
     scale = args.scale
     common = dict(scale=scale, causal=args.causal, bias=full.get("bias"),
                   mask=full.get("mask"), window=args.window)
-    o_ref, lse_ref = reference.attention(full["q"], full["k"], full["v"], **common)
+    o_ref, lse_ref = reference.attention(full["q"], full["k"], full["v"], **common,
+                                         softcap=args.softcap, alibi=full.get("alibi"))
     if args.mode == "fwd":
         want = {"o": o_ref, "lse": lse_ref}
     else:

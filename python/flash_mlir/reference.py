@@ -8,12 +8,19 @@ taken at their exact values and computed in float64.
 import numpy as np
 
 
-def _scores(q, k, scale, causal, bias, mask, window=None):
+def _scores(q, k, scale, causal, bias, mask, window=None, softcap=None,
+            alibi=None):
     b, hq, m, d = q.shape
     hkv, n = k.shape[1], k.shape[2]
     group = hq // hkv
     k_rep = np.repeat(k.astype(np.float64), group, axis=1)
     s = scale * np.einsum("bhmd,bhnd->bhmn", q.astype(np.float64), k_rep)
+    # The score modifications of score_mod, before the bias and the masks.
+    if softcap is not None:
+        s = softcap * np.tanh(s / softcap)
+    if alibi is not None:
+        rel = np.arange(n)[None, :] - np.arange(m)[:, None]
+        s = s + alibi.astype(np.float64)[None, :, None, None] * rel
     if bias is not None:
         s = s + np.broadcast_to(bias.astype(np.float64), s.shape)
     hidden = np.zeros(s.shape, dtype=bool)
@@ -51,11 +58,13 @@ def default_scale(d):
 
 
 def attention(q, k, v, scale=None, causal=False, bias=None, mask=None,
-              window=None):
-    """Returns (O, LSE) in float64."""
+              window=None, softcap=None, alibi=None):
+    """Returns (O, LSE) in float64. `softcap` c rewrites each scaled score s
+    to c tanh(s / c); `alibi` (one slope per query head) adds
+    slope[h] (j - i)."""
     if scale is None:
         scale = default_scale(q.shape[-1])
-    s = _scores(q, k, scale, causal, bias, mask, window)
+    s = _scores(q, k, scale, causal, bias, mask, window, softcap, alibi)
     p, lse = _softmax(s)
     group = q.shape[1] // k.shape[1]
     v_rep = np.repeat(v.astype(np.float64), group, axis=1)

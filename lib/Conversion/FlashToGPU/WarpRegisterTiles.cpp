@@ -305,9 +305,15 @@ bool WarpRegisterTiles::supports(linalg::GenericOp op) {
         inType.getShape() != outType.getShape())
       return false;
   }
-  for (Operation &inner : op.getBody()->without_terminator())
+  for (Operation &inner : op.getBody()->without_terminator()) {
+    // A score modification's reads of a kernel argument (ALiBi's slope per
+    // head) are loads from global memory, the same in every lane's copy.
+    if (auto load = dyn_cast<memref::LoadOp>(inner);
+        load && !launch.getBody().isAncestor(load.getMemRef().getParentRegion()))
+      continue;
     if (inner.getNumRegions() || !isMemoryEffectFree(&inner))
       return false;
+  }
   return true;
 }
 

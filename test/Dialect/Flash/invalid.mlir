@@ -18,7 +18,7 @@ func.func @rank5(%q: tensor<1x1x2x8x16xf32>) -> tensor<1x1x2x8x16xf32> {
 
 func.func @unranked(%q: tensor<*xf32>, %k: tensor<8x16xf32>) -> tensor<8x16xf32> {
   // expected-error @+1 {{operand #0 must be ranked tensor of any type values}}
-  %o = "flash.attention"(%q, %k, %k) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>}> : (tensor<*xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %o = "flash.attention"(%q, %k, %k) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>}> ({}) : (tensor<*xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
   return %o : tensor<8x16xf32>
 }
 
@@ -280,4 +280,57 @@ func.func @scale_twice(%q: tensor<1x2x8x16xf32>, %s: f32) -> tensor<1x2x8x16xf32
   // expected-error @+1 {{takes a scale attribute or a runtime_scale operand, not both}}
   %o = flash.attention %q, %q, %q runtime_scale(%s) {scale = 0.5 : f32} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
   return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+func.func @score_mod_arguments(%q: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{expects a score_mod region with arguments (f32, index, index, index, index) for the score and its (b, h, i, j), got 3 argument(s)}}
+  %o = flash.attention %q, %q, %q : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x16xf32> score_mod {
+  ^bb0(%s: f32, %i: index, %j: index):
+    flash.yield %s : f32
+  }
+  return %o : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @score_mod_terminator(%q: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{expects the score_mod region to end in flash.yield}}
+  %o = flash.attention %q, %q, %q : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x16xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %t = arith.addf %s, %s : f32
+  }
+  return %o : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @score_mod_side_effect(%q: tensor<8x16xf32>, %buffer: memref<8xf32>) -> tensor<8x16xf32> {
+  %o = flash.attention %q, %q, %q : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x16xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    // expected-error @+1 {{has side effects, which a score_mod region of flash.attention does not allow}}
+    memref.store %s, %buffer[%i] : memref<8xf32>
+    flash.yield %s : f32
+  }
+  return %o : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @score_mod_yield_type(%q: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %o = flash.attention %q, %q, %q : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x16xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %x = arith.index_cast %i : index to i32
+    // expected-error @+1 {{'flash.yield' op operand #0 must be 32-bit float, but got 'i32'}}
+    "flash.yield"(%x) : (i32) -> ()
+  }
+  return %o : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @yield_outside(%s: f32) -> f32 {
+  // expected-error @+1 {{expects parent op 'flash.attention'}}
+  flash.yield %s : f32
 }

@@ -79,3 +79,26 @@ func.func private @declared(%q: tensor<?x8xf32> {flash.sizes = ["s0", 8]})
 func.func @on_memref(%q: memref<?x8xf32> {flash.sizes = ["s0", 8]}) {
   return
 }
+
+// A score modification (ALiBi with a slope per head) round-trips with its
+// block arguments named after what they are.
+// CHECK-LABEL: func @score_mod
+// CHECK: %[[O:.*]] = flash.attention %arg0, %arg0, %arg0 {causal} : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16> -> tensor<1x2x8x16xf16> score_mod {
+// CHECK-NEXT: ^bb0(%[[S:.*]]: f32, %[[B:.*]]: index, %[[H:.*]]: index, %[[I:.*]]: index, %[[J:.*]]: index):
+// CHECK-NEXT: %[[SLOPE:.*]] = tensor.extract %arg1[%[[H]]] : tensor<2xf32>
+// CHECK: flash.yield %{{.*}} : f32
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[O]]
+func.func @score_mod(%q: tensor<1x2x8x16xf16>, %slopes: tensor<2xf32>) -> tensor<1x2x8x16xf16> {
+  %o = flash.attention %q, %q, %q {causal} : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16> -> tensor<1x2x8x16xf16> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %slope = tensor.extract %slopes[%h] : tensor<2xf32>
+    %d = arith.subi %j, %i : index
+    %di = arith.index_cast %d : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %t = arith.mulf %slope, %df : f32
+    %r = arith.addf %s, %t : f32
+    flash.yield %r : f32
+  }
+  return %o : tensor<1x2x8x16xf16>
+}

@@ -8,6 +8,7 @@
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -263,10 +264,71 @@ Value AttentionOp::buildScale(OpBuilder &b) {
                                    b.getF32FloatAttr(getEffectiveScale()));
 }
 
+Value AttentionOp::buildScoreMod(OpBuilder &b, Value score,
+                                 ValueRange indices) {
+  if (!hasScoreMod())
+    return score;
+  assert(indices.size() == 4 && "score_mod takes (b, h, i, j)");
+  Block &body = getScoreMod().front();
+  IRMapping map;
+  map.map(body.getArgument(0), score);
+  for (auto [arg, index] : llvm::zip(body.getArguments().drop_front(), indices))
+    map.map(arg, index);
+  for (Operation &op : body.without_terminator())
+    b.clone(op, map);
+  return map.lookupOrDefault(body.getTerminator()->getOperand(0));
+}
+
+void AttentionOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getOutput(), "output");
+  if (Value lse = getLse())
+    setNameFn(lse, "lse");
+}
+
+void AttentionOp::getAsmBlockArgumentNames(Region &region,
+                                           OpAsmSetValueNameFn setNameFn) {
+  if (region.empty())
+    return;
+  static constexpr StringLiteral names[] = {"s", "b", "h", "i", "j"};
+  for (auto [arg, name] : llvm::zip(region.getArguments(), names))
+    setNameFn(arg, name);
+}
+
+void AttentionOp::takeScoreModFrom(RewriterBase &rewriter, AttentionOp from) {
+  rewriter.inlineRegionBefore(from.getScoreMod(), getScoreMod(),
+                              getScoreMod().end());
+}
+
+/// The region is `^bb0(%s: f32, %b, %h, %i, %j: index)` ending in
+/// flash.yield, and computes without side effects.
+static LogicalResult verifyScoreMod(AttentionOp op) {
+  if (!op.hasScoreMod())
+    return success();
+  Block &body = op.getScoreMod().front();
+  Builder b(op.getContext());
+  SmallVector<Type> want = {b.getF32Type(), b.getIndexType(),
+                            b.getIndexType(), b.getIndexType(),
+                            b.getIndexType()};
+  if (body.getArgumentTypes() != TypeRange(want))
+    return op.emitOpError("expects a score_mod region with arguments (f32, "
+                          "index, index, index, index) for the score and its "
+                          "(b, h, i, j), got ")
+           << body.getNumArguments() << " argument(s)";
+  if (!isa<YieldOp>(body.getTerminator()))
+    return op.emitOpError("expects the score_mod region to end in flash.yield");
+  for (Operation &inner : body.without_terminator())
+    if (!isMemoryEffectFree(&inner))
+      return inner.emitOpError("has side effects, which a score_mod region of "
+                               "flash.attention does not allow");
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   if (getRuntimeScale() && getScale())
     return emitOpError("takes a scale attribute or a runtime_scale operand, "
                        "not both");
+  if (failed(verifyScoreMod(*this)))
+    return failure();
   FailureOr<AttentionSizes> s = verifyAttention(*this, getOutput().getType());
   if (failed(s))
     return failure();
@@ -368,6 +430,7 @@ FailureOr<AttentionOp> mlir::flash::normalizeToRank4(RewriterBase &rewriter,
       rewriter, loc, resultTypes, q, k, v, op.getBias(), op.getMask(),
       op.getRuntimeScale(), op.getScaleAttr(), op.getCausalAttr(),
       op.getWindowAttr());
+  newOp.takeScoreModFrom(rewriter, op);
   replaceWithCollapsed(rewriter, op, newOp, count);
   return newOp;
 }

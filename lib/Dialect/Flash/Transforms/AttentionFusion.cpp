@@ -266,6 +266,7 @@ static LogicalResult splitBatch(RewriterBase &rewriter, Location loc,
       return failure();
   auto it = llvm::find(m.batchDims, d);
   m.batchDims.insert(std::next(it), e);
+  m.splitOf = std::make_pair(d, c);
   return success();
 }
 
@@ -305,6 +306,40 @@ mlir::flash::detail::buildFusedAttention(RewriterBase &rewriter,
                               match.rank};
   }
   return built;
+}
+
+/// The score_mod region of `fused` from `m`: P's dims as the region's
+/// (b, h, i, j) of the rank-4 form.
+static LogicalResult buildScoreMod(OpBuilder &b, AttentionOp fused,
+                                   const AttentionMatch &m,
+                                   std::string &reason) {
+  MLIRContext *ctx = fused.getContext();
+  AffineExpr batch = getAffineDimExpr(0, ctx), head = getAffineDimExpr(1, ctx);
+  SmallVector<AffineExpr> fromP(m.rank + 1, getAffineConstantExpr(0, ctx));
+  fromP[m.queryDim] = getAffineDimExpr(2, ctx);
+  fromP[m.keyDim] = getAffineDimExpr(3, ctx);
+  ArrayRef<unsigned> dims = m.batchDims;
+  if (m.splitOf) {
+    // The one batch dim d of the trees is now (d / c, d mod c).
+    fromP[m.splitOf->first] = batch * m.splitOf->second + head;
+  } else if (dims.size() == 1) {
+    fromP[dims[0]] = head;
+  } else if (dims.size() == 2) {
+    fromP[dims[0]] = batch;
+    fromP[dims[1]] = head;
+  } else if (dims.size() == 3) {
+    // (b, kv head, group) with h = kv head * G + group.
+    int64_t hq = fused.getQuery().getType().getDimSize(1);
+    int64_t hkv = fused.getKey().getType().getDimSize(1);
+    if (ShapedType::isDynamic(hq) || ShapedType::isDynamic(hkv)) {
+      reason = "a score modification on grouped heads of dynamic count";
+      return failure();
+    }
+    fromP[dims[0]] = batch;
+    fromP[dims[1]] = head.floorDiv(hq / hkv);
+    fromP[dims[2]] = head % (hq / hkv);
+  }
+  return buildScoreModRegion(b, fused, m, fromP, reason);
 }
 
 static FailureOr<FusedAttention> buildFused(RewriterBase &rewriter,
@@ -487,6 +522,10 @@ static FailureOr<FusedAttention> buildFused(RewriterBase &rewriter,
       reason = "the fused op would not verify";
       return failure();
     }
+  }
+  if (m.hasScoreMod() && failed(buildScoreMod(rewriter, fused, m, reason))) {
+    rewriter.eraseOp(fused);
+    return failure();
   }
   return FusedAttention{fused, qDims, kvDims, grouped};
 }

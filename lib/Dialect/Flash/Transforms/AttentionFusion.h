@@ -70,6 +70,14 @@ FailureOr<FusedAttention> buildFusedAttention(RewriterBase &rewriter,
                                               std::string &reason,
                                               bool allowSplit = false);
 
+/// Fills the empty score_mod region of `op` with the score modification of
+/// `m`; `fromP` gives each of P's dims as an affine expression of the
+/// region's (b, h, i, j).
+LogicalResult buildScoreModRegion(OpBuilder &b, AttentionOp op,
+                                  const AttentionMatch &m,
+                                  ArrayRef<AffineExpr> fromP,
+                                  std::string &reason);
+
 /// A (b, kv head, group, ...) tensor with the kv head and group dims merged
 /// into the query heads, as the fused op takes it.
 Value collapseGroups(OpBuilder &b, Location loc, Value value);

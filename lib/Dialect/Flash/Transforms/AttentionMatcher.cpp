@@ -166,8 +166,76 @@ struct ScoreTerms {
   bool divideByRuntimeScale = false;
   SmallVector<std::pair<Expr *, double>> biases;
   SmallVector<std::pair<Expr *, bool>> masks;
+  /// A function of the scores that is not scale * S + bias (softcap), and
+  /// the factor it enters the softmax input with.
+  Expr *modified = nullptr;
+  double modFactor = 1.0;
 };
 } // namespace
+
+std::optional<double> mlir::flash::detail::scaledScoreFactor(Expr *e) {
+  e = stripCasts(e);
+  if (isScoreLeaf(e))
+    return 1.0;
+  if (isOp(e, "arith.negf"))
+    if (std::optional<double> c = scaledScoreFactor(e->args[0]))
+      return -*c;
+  if (isOp(e, "arith.mulf") || isOp(e, "arith.divf")) {
+    Expr *a = stripCasts(e->args[0]), *b = stripCasts(e->args[1]);
+    bool div = isOp(e, "arith.divf");
+    if (b->kind == Expr::Const)
+      if (std::optional<double> c = scaledScoreFactor(a))
+        return div ? *c / b->constant : *c * b->constant;
+    if (!div && a->kind == Expr::Const)
+      if (std::optional<double> c = scaledScoreFactor(b))
+        return *c * a->constant;
+  }
+  return std::nullopt;
+}
+
+/// Visits every node of `e` (shared nodes once per path) before its args.
+static void walkExpr(Expr *e, function_ref<void(Expr *)> fn) {
+  fn(e);
+  for (Expr *arg : e->args)
+    walkExpr(arg, fn);
+}
+
+/// Takes `x`, a function of the scores that parseScores has no structure
+/// for, as a score modification g: the scale is the first factor found on
+/// the scores inside it (g then reads scale * S).
+static LogicalResult takeModified(Expr *x, double factor, ScoreTerms &t,
+                                  std::string &reason) {
+  auto fail = [&](const Twine &why) {
+    if (reason.empty())
+      reason = why.str();
+    return failure();
+  };
+  if (!dependsOnScores(x))
+    return fail("the softmax input does not depend on Q Kᵀ");
+  if (t.runtimeScale)
+    return fail("the scores are modified after a scale known only at run "
+                "time");
+  Expr *leaf = nullptr;
+  std::optional<double> scale;
+  bool twoScores = false;
+  walkExpr(x, [&](Expr *e) {
+    if (!scale)
+      scale = scaledScoreFactor(e);
+    if (!isScoreLeaf(e))
+      return;
+    twoScores |= leaf && !equal(leaf, e);
+    leaf = e;
+  });
+  if (twoScores)
+    return fail("the softmax input reads two different score contractions");
+  if (!scale || *scale == 0.0)
+    return fail("the scores enter a score modification without a scale");
+  t.scores = leaf;
+  t.scale = *scale;
+  t.modified = x;
+  t.modFactor = factor;
+  return success();
+}
 
 /// Splits `x` (in units of natural-log scores times `factor`) into
 /// factor * scale * S + biases, with masking selects.
@@ -213,20 +281,20 @@ static LogicalResult parseScores(Expr *x, double factor, ScoreTerms &t,
       t.masks.push_back({c, keepWhenTrue});
       return parseScores(kept, factor, t, reason);
     }
-    return fail("a select on the scores is not a mask with -inf");
+    return takeModified(x, factor, t, reason);
   }
   if (x->name == "arith.addf" || x->name == "arith.subf") {
     bool da = dependsOnScores(a), db = dependsOnScores(b);
     if (da == db)
-      return fail(da ? "the scores are added to themselves"
-                     : "the softmax input does not depend on Q Kᵀ");
+      return da ? takeModified(x, factor, t, reason)
+                : fail("the softmax input does not depend on Q Kᵀ");
     double sign = x->name == "arith.subf" ? -1.0 : 1.0;
     if (da) {
       t.biases.push_back({b, sign * factor});
       return parseScores(a, factor, t, reason);
     }
     if (sign < 0)
-      return fail("the scores are subtracted from a bias");
+      return takeModified(x, factor, t, reason);
     t.biases.push_back({a, factor});
     return parseScores(b, factor, t, reason);
   }
@@ -249,13 +317,35 @@ static LogicalResult parseScores(Expr *x, double factor, ScoreTerms &t,
       t.divideByRuntimeScale = div;
       return parseScores(scalar == cb ? a : b, factor, t, reason);
     }
-    if (ca->kind == Expr::Scalar)
-      return fail("the scores divide a value known only at run time");
-    return fail("the scores are multiplied by a tensor");
+    return takeModified(x, factor, t, reason);
   }
   if (x->name == "arith.negf")
     return parseScores(a, -factor, t, reason);
-  return fail("unsupported operation " + x->name + " on the scores");
+  return takeModified(x, factor, t, reason);
+}
+
+/// A score modification reads tensors only along the batch axes and at
+/// most one of the query and key axes (no M x N tensor), never along the
+/// head dimension.
+static LogicalResult checkScoreModReads(const AttentionMatch &m,
+                                        std::string &reason) {
+  bool ok = true;
+  auto check = [&](Expr *e) {
+    if (e->kind != Expr::Leaf || isScoreLeaf(e) || !ok)
+      return;
+    if (e->map.isFunctionOfDim(m.rank) ||
+        (e->map.isFunctionOfDim(m.queryDim) &&
+         e->map.isFunctionOfDim(m.keyDim))) {
+      reason = "a score modification reads a tensor over both the query and "
+               "the key axis (give it as a bias tensor instead)";
+      ok = false;
+    }
+  };
+  if (m.modified)
+    walkExpr(m.modified, check);
+  for (auto [term, factor] : m.modTerms)
+    walkExpr(term, check);
+  return success(ok);
 }
 
 std::optional<AttentionMatch>
@@ -283,7 +373,8 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
       continue;
     unsigned keyDim = *keyPos;
 
-    Interpreter interp(ctx, rank, keyDim);
+    auto exprs = std::make_shared<Interpreter>(ctx, rank, keyDim);
+    Interpreter &interp = *exprs;
     Expr *p = interp.tensor(pOperand->get(),
                             AffineMap::getMultiDimIdentityMap(rank, ctx));
     if (!p) {
@@ -512,11 +603,16 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
           continue;
         }
       }
-      reason = "the score bias is computed, not read from a tensor";
-      ok = false;
-      break;
+      // Computed from indices, per-head values and scalars: kept symbolic.
+      m.modTerms.push_back({bias, f});
     }
     if (!ok)
+      continue;
+    m.modified = terms.modified;
+    m.modFactor = terms.modFactor;
+    m.modScoreFactor = terms.scale;
+    m.exprs = exprs;
+    if (m.hasScoreMod() && failed(checkScoreModReads(m, reason)))
       continue;
 
     // Masks: i1 tensors, conjunctions, and diagonals on indices.
@@ -627,13 +723,22 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
       continue;
     }
 
-    // Every intermediate must serve only this attention.
+    // Every intermediate must serve only this attention, but for those
+    // that do not depend on Q Kᵀ (a bias or mask that other attentions
+    // read too): the fused op recomputes what it needs of them, and they
+    // stay for their other users.
     m.chain = interp.visited;
     m.chain.insert(qk);
     m.probs = pOperand->get();
+    llvm::SmallPtrSet<Operation *, 16> fromScores = {qk};
+    for (Operation *op : m.chain)
+      if (llvm::any_of(op->getOperands(), [&](Value v) {
+            return fromScores.contains(v.getDefiningOp());
+          }))
+        fromScores.insert(op);
     for (Operation *op : m.chain) {
       // Fills are cheap and often shared between inits; they stay if used.
-      if (isa<linalg::FillOp>(op))
+      if (isa<linalg::FillOp>(op) || !fromScores.contains(op))
         continue;
       for (OpOperand &use : op->getUses()) {
         Operation *user = use.getOwner();

@@ -20,10 +20,14 @@
 #include "mlir/IR/AffineMap.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 
 namespace mlir::flash::detail {
+
+struct Expr;
+class Interpreter;
 
 /// A tensor read through `map` from the extended canonical space: dims
 /// [0, rank) are P's dimensions, dim `rank` is the head (or value) dimension.
@@ -57,6 +61,26 @@ struct AttentionMatch {
   std::optional<int64_t> window;
   /// Bounds on j - i of the kept scores (causal and window as parsed).
   std::pair<std::optional<int64_t>, std::optional<int64_t>> keptDiagonal;
+  /// A modification of the scores kept symbolic (the fused op's score_mod):
+  /// the softmax input is `modFactor * g(scale * S) + sum f_k t_k` (plus the
+  /// tensor biases and masks), with `g` an expression tree over P's space
+  /// whose score leaves stand for scale * S (null when g is the identity)
+  /// and the terms t_k trees that do not depend on S (ALiBi, a bias from
+  /// index arithmetic). Neither reads a tensor over both the query and the
+  /// key axis.
+  Expr *modified = nullptr;
+  double modFactor = 1.0;
+  /// The factor of the score leaves of `g` that the region's scaled score
+  /// stands for (`scale` also folds the factors of Q and K).
+  double modScoreFactor = 1.0;
+  SmallVector<std::pair<Expr *, double>> modTerms;
+  /// Owns the trees.
+  std::shared_ptr<Interpreter> exprs;
+  /// Set when the fusion split batch dim `first` of the match by `second`
+  /// (see buildFusedAttention): the trees still read the unsplit dim.
+  std::optional<std::pair<unsigned, int64_t>> splitOf;
+  bool hasScoreMod() const { return modified || !modTerms.empty(); }
+
   bool maxSubtracted = false;
   bool base2 = false;
   bool namedSoftmax = false;
@@ -65,6 +89,10 @@ struct AttentionMatch {
   /// Ops that compute only the fused value (erased after fusion).
   llvm::SetVector<Operation *> chain;
 };
+
+/// c when `e` is c * S (S the matched scores Q Kᵀ) through constant factors
+/// and casts.
+std::optional<double> scaledScoreFactor(Expr *e);
 
 /// Tries to match attention ending in the contraction `candidate`. On
 /// failure returns nullopt and sets `reason`; `looksLikeAttention` tells

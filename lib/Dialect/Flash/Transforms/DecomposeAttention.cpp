@@ -55,6 +55,8 @@ struct GroupedProblem {
   /// The forward's scale when it is known only at run time (`scale` is
   /// then unused).
   Value runtimeScale = {};
+  /// The forward whose score_mod rewrites the scaled scores (null without).
+  AttentionOp scoreMod = {};
 };
 
 class NaiveBuilder {
@@ -286,6 +288,22 @@ public:
                                               nb.getF32FloatAttr(p.scale))
                         .getResult();
           Value v = arith::MulFOp::create(nb, loc, a[0], scale);
+          if (p.scoreMod) {
+            // (b, kv head, group, i, j) -> (b, h = kv head * G + group, i, j)
+            Value group =
+                getValueOrCreateConstantIndexOp(nb, loc, p.group);
+            Value head = arith::AddIOp::create(
+                nb, loc,
+                arith::MulIOp::create(nb, loc,
+                                      linalg::IndexOp::create(nb, loc, 1),
+                                      group),
+                linalg::IndexOp::create(nb, loc, 2));
+            v = p.scoreMod.buildScoreMod(
+                nb, v,
+                {linalg::IndexOp::create(nb, loc, 0), head,
+                 linalg::IndexOp::create(nb, loc, 3),
+                 linalg::IndexOp::create(nb, loc, 4)});
+          }
           if (biasArg >= 0)
             v = arith::AddFOp::create(nb, loc, v,
                                       extendToF32(nb, loc, a[biasArg]));
@@ -398,8 +416,11 @@ template <typename OpTy> GroupedProblem makeProblem(OpBuilder &b, OpTy op) {
                    op.getWindow(),
                    op.getBias(),
                    op.getMask()};
-  if constexpr (std::is_same_v<OpTy, AttentionOp>)
+  if constexpr (std::is_same_v<OpTy, AttentionOp>) {
     p.runtimeScale = op.getRuntimeScale();
+    if (op.hasScoreMod())
+      p.scoreMod = op;
+  }
   p.batch = pickDim(b, loc, {{q, 0}, {k, 0}, {v, 0}});
   p.queryHeads = pickDim(b, loc, {{q, 1}});
   p.kvHeads = pickDim(b, loc, {{k, 1}, {v, 1}});

@@ -54,7 +54,17 @@ std::string describe(const AttentionMatch &m, Type et, int64_t groups) {
     masks.push_back(std::to_string(m.masks.size()) + " i1 tensor(s)");
   os << (masks.empty() ? "none" : llvm::join(masks, " + "))
      << ", bias = " << m.biases.size()
-     << " tensor(s), batch dims = " << m.batchDims.size() << ", GQA ratio = "
+     << " tensor(s)";
+  if (m.hasScoreMod()) {
+    os << ", score_mod = ";
+    SmallVector<std::string> mods;
+    if (m.modified)
+      mods.push_back("a function of the scores");
+    if (!m.modTerms.empty())
+      mods.push_back(std::to_string(m.modTerms.size()) + " computed term(s)");
+    os << llvm::join(mods, " + ");
+  }
+  os << ", batch dims = " << m.batchDims.size() << ", GQA ratio = "
      << (groups > 0 ? std::to_string(groups) : std::string("dynamic"))
      << ", Q/K/V " << et;
   return s;
@@ -159,6 +169,7 @@ struct FoldCollapsedBatch : OpRewritePattern<AttentionOp> {
                                      op.getMask(), op.getRuntimeScale(),
                                      op.getScaleAttr(), op.getCausalAttr(),
                                      op.getWindowAttr());
+    fused.takeScoreModFrom(rewriter, op);
     SmallVector<Value> results;
     for (auto [old, now] : llvm::zip(op->getResults(), fused->getResults())) {
       SmallVector<ReassociationIndices> r = {{0, 1}};

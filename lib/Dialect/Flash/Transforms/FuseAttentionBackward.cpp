@@ -220,6 +220,11 @@ LogicalResult fuseJoint(RewriterBase &rewriter, const AttentionMatch &m,
   // P's producer comes after everything the forward reads and before
   // everything the backward reads.
   rewriter.setInsertionPoint(probsDef);
+  if (m.hasScoreMod()) {
+    reason = "the scores are modified (score_mod: softcap, ALiBi, a computed "
+             "bias), which flash.attention_backward does not take yet";
+    return failure();
+  }
   if (m.runtimeScale) {
     reason = "the scale is known only at run time (flash.attention_backward "
              "takes a constant scale)";
@@ -391,6 +396,11 @@ LogicalResult SplitFusion::rewrite(RewriterBase &rewriter, bool report,
   // The backward's own view of Q, K, V, in the flash layout, unscaled;
   // checked before the forward changes.
   rewriter.setInsertionPoint(probsDef);
+  if (m.hasScoreMod()) {
+    reason = "the scores are modified (score_mod: softcap, ALiBi, a computed "
+             "bias), which flash.attention_backward does not take yet";
+    return failure();
+  }
   if (m.runtimeScale) {
     reason = "the scale is known only at run time (flash.attention_backward "
              "takes a constant scale)";

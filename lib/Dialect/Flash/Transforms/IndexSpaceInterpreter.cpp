@@ -308,6 +308,12 @@ Expr *Interpreter::bodyValue(Value v, Body &body) {
   return e;
 }
 
+bool mlir::flash::detail::isScoreModOperation(Operation *op) {
+  return isa<math::TanhOp, math::AbsFOp, math::LogOp, math::SqrtOp,
+             arith::MinimumFOp, arith::MinNumFOp, arith::SIToFPOp,
+             arith::UIToFPOp, math::AbsIOp, arith::MinSIOp, arith::MaxSIOp>(op);
+}
+
 Expr *Interpreter::bodyOp(Operation *op, Body &body) {
   if (auto index = dyn_cast<linalg::IndexOp>(op))
     return make({Expr::Index,
@@ -328,8 +334,8 @@ Expr *Interpreter::bodyOp(Operation *op, Body &body) {
     args.push_back(a);
   }
   // Index arithmetic stays affine.
-  if (isa<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::IndexCastOp>(
-          op) &&
+  if (isa<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::IndexCastOp,
+          arith::ExtSIOp>(op) &&
       llvm::all_of(args, [](Expr *a) { return a->kind == Expr::Index; })) {
     AffineExpr r = llvm::TypeSwitch<Operation *, AffineExpr>(op)
                        .Case<arith::AddIOp>([&](auto) {
@@ -349,7 +355,8 @@ Expr *Interpreter::bodyOp(Operation *op, Body &body) {
           arith::MaximumFOp, arith::MaxNumFOp, arith::NegFOp, arith::SelectOp,
           arith::CmpFOp, arith::CmpIOp, arith::ExtFOp, arith::TruncFOp,
           arith::AndIOp, arith::OrIOp, arith::XOrIOp, math::ExpOp,
-          math::Exp2Op>(op);
+          math::Exp2Op>(op) ||
+      isScoreModOperation(op);
   if (!supported)
     return fail("unsupported operation " + op->getName().getStringRef() +
                 " in the softmax chain");

@@ -82,6 +82,10 @@ private:
   std::deque<Expr> arena;
 };
 
+/// Operations the interpreter reads only so that a score modification
+/// (softcap, ALiBi, biases from index arithmetic) can be kept symbolic.
+bool isScoreModOperation(Operation *op);
+
 /// `v` with extf/truncf stripped.
 Value stripFloatCasts(Value v);
 unsigned firstReductionDim(linalg::LinalgOp op);

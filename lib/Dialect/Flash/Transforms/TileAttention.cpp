@@ -80,6 +80,10 @@ private:
 
   /// runtime_scale * log2(e), when the scale comes at run time.
   Value runtimeScaleLog2;
+  /// Whether the score_mod region reads tensors (at clamped indices), and
+  /// the last query and key index (M - 1, N - 1) it may read then.
+  bool scoreModReadsTensors = false;
+  Value lastQuery, lastKey;
 
   /// Row i sees keys from i + windowStart = i + N - M - window, the window
   /// clamped to M + N (null without a window).
@@ -165,8 +169,8 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
   // 2^20 when c <= 2^10. A larger scale (1e10: the shift overflowed exp2 to
   // inf, O = NaN) is applied to the scores before the max instead, so that
   // the max's exponent is exactly 0.
-  bool scaleInExponent =
-      biasArg < 0 && scale > 0 && scale * kLog2e <= kMaxExponentScale;
+  bool scaleInExponent = biasArg < 0 && !op.hasScoreMod() && scale > 0 &&
+                         scale * kLog2e <= kMaxExponentScale;
   auto contract = arith::FastMathFlags::contract;
   Value logits = scores;
   if (!scaleInExponent || masked || maskArg >= 0)
@@ -174,8 +178,35 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
         ins, empty({br, bc}, f32), maps, {kPar, kPar},
         [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
           Value s = a[0];
-          if (!scaleInExponent)
+          auto queryIndex = [&] {
+            return arith::AddIOp::create(nb, nl, rowStart,
+                                         linalg::IndexOp::create(nb, nl, 0));
+          };
+          auto keyIndex = [&] {
+            return arith::AddIOp::create(nb, nl, keyStart,
+                                         linalg::IndexOp::create(nb, nl, 1));
+          };
+          if (op.hasScoreMod()) {
+            // The modification sees natural-log scores; padded rows and
+            // columns (their scores are dropped) read in-range indices.
+            Value natural = runtimeScaleLog2
+                                ? op.getRuntimeScale()
+                                : arith::ConstantOp::create(
+                                      nb, nl, nb.getF32FloatAttr(scale))
+                                      .getResult();
+            s = arith::MulFOp::create(nb, nl, s, natural);
+            Value i = queryIndex(), j = keyIndex();
+            if (scoreModReadsTensors) {
+              i = arith::MinSIOp::create(nb, nl, i, lastQuery);
+              j = arith::MinSIOp::create(nb, nl, j, lastKey);
+            }
+            s = op.buildScoreMod(nb, s, {batchIdx, headIdx, i, j});
+            Value log2e = arith::ConstantOp::create(
+                nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e)));
+            s = arith::MulFOp::create(nb, nl, s, log2e);
+          } else if (!scaleInExponent) {
             s = arith::MulFOp::create(nb, nl, s, scaleLog2(nb, nl));
+          }
           if (biasArg >= 0) {
             Value log2e = arith::ConstantOp::create(
                 nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e)));
@@ -194,10 +225,7 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
             hide(arith::XOrIOp::create(nb, nl, a[maskArg], one));
           }
           if (masked) {
-            Value i = arith::AddIOp::create(nb, nl, rowStart,
-                                            linalg::IndexOp::create(nb, nl, 0));
-            Value j = arith::AddIOp::create(nb, nl, keyStart,
-                                            linalg::IndexOp::create(nb, nl, 1));
+            Value i = queryIndex(), j = keyIndex();
             hide(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, j,
                                        keySeq));
             if (op.getCausal()) {
@@ -324,6 +352,15 @@ SmallVector<Value> AttentionTiler::build() {
     outs.push_back(tensor::EmptyOp::create(b, loc, type, dynamicSizes));
   }
   diagonal = sub(keySeq, querySeq);
+  scoreModReadsTensors =
+      op.getScoreMod()
+          .walk([](Operation *inner) {
+            return llvm::any_of(inner->getOperandTypes(),
+                                llvm::IsaPred<TensorType>)
+                       ? WalkResult::interrupt()
+                       : WalkResult::advance();
+          })
+          .wasInterrupted();
   if (std::optional<int64_t> window = op.getWindow())
     windowStart =
         sub(diagonal, buildClampedWindow(b, loc, *window, querySeq, keySeq));
@@ -347,7 +384,8 @@ SmallVector<Value> AttentionTiler::build() {
   // Key blocks the rows [rowStart, lastRow] can see, and among them the
   // blocks every row sees entirely (no mask needed).
   Value lastRow = sub(add(rowStart, rows), idx(1));
-  Value lastKey = sub(keySeq, idx(1));
+  lastKey = sub(keySeq, idx(1));
+  lastQuery = sub(querySeq, idx(1));
   auto lastVisible = [&](Value row) {
     return op.getCausal() ? min(add(row, diagonal), lastKey) : lastKey;
   };

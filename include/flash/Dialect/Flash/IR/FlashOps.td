@@ -9,10 +9,13 @@
 
 include "flash/Dialect/Flash/IR/FlashDialect.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
 include "mlir/IR/OpBase.td"
 
 def Flash_AttentionOp : Flash_Op<"attention",
-    [Pure, AttrSizedOperandSegments]> {
+    [Pure, AttrSizedOperandSegments,
+     DeclareOpInterfaceMethods<OpAsmOpInterface,
+        ["getAsmResultNames", "getAsmBlockArgumentNames"]>]> {
   let summary = "Fused scaled-dot-product attention";
   let description = [{
     Computes `O = softmax(scale * Q Kᵀ + bias, masked) V` for every batch
@@ -45,6 +48,16 @@ def Flash_AttentionOp : Flash_Op<"attention",
       static unit dimensions broadcast) to `[B, Hq, M, N]`.
     - `mask`: an i1 tensor broadcastable to `[B, Hq, M, N]`; `false` masks
       the score out.
+    - `score_mod`: an optional region that rewrites each scaled score
+      before the bias and masks are applied, as a function of the score and
+      its indices in the rank-4 form (FlexAttention's `score_mod`):
+      `^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index)` ending in
+      `flash.yield` of the new f32 score (b = 0 and h = 0 where the op has
+      no such dimension). ALiBi (`s + slope[h] * (j - i)`), biases from
+      index arithmetic and softcapping (`c * tanh(s / c)`) are written this
+      way, so that no M x N tensor is built for them. The region may read
+      values defined above the op (a per-head slope tensor, a run-time
+      scalar); its operations must be free of side effects.
 
     A row whose scores are all masked produces `O = 0` and `LSE = -inf`.
     Scores, softmax statistics and accumulation are f32 for every element
@@ -59,6 +72,20 @@ def Flash_AttentionOp : Flash_Op<"attention",
     %o2 = flash.attention %q, %k, %v bias(%b : tensor<128x256xf32>)
         : tensor<2x8x128x64xf16>, tensor<2x2x256x64xf16>, tensor<2x2x256x64xf16>
         -> tensor<2x8x128x64xf16>
+    // ALiBi with a slope per query head.
+    %o3 = flash.attention %q, %k, %v {causal}
+        : tensor<2x8x128x64xf16>, tensor<2x2x256x64xf16>, tensor<2x2x256x64xf16>
+        -> tensor<2x8x128x64xf16>
+        score_mod {
+      ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+        %slope = tensor.extract %slopes[%h] : tensor<8xf32>
+        %d = arith.subi %j, %i : index
+        %di = arith.index_cast %d : index to i64
+        %df = arith.sitofp %di : i64 to f32
+        %t = arith.mulf %slope, %df : f32
+        %r = arith.addf %s, %t : f32
+        flash.yield %r : f32
+      }
     ```
   }];
 
@@ -77,6 +104,7 @@ def Flash_AttentionOp : Flash_Op<"attention",
     AnyRankedTensor:$output,
     Optional<AnyRankedTensor>:$lse
   );
+  let regions = (region MaxSizedRegion<1>:$score_mod);
 
   let assemblyFormat = [{
     $query `,` $key `,` $value
@@ -85,6 +113,7 @@ def Flash_AttentionOp : Flash_Op<"attention",
     (`runtime_scale` `(` $runtime_scale^ `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     `->` type($output) (`,` type($lse)^)?
+    (`score_mod` $score_mod^)?
   }];
 
   let extraClassDeclaration = [{
@@ -94,6 +123,15 @@ def Flash_AttentionOp : Flash_Op<"attention",
     /// The scale as an f32 value: the run-time operand, or a constant of
     /// the effective scale created at `b`'s insertion point.
     ::mlir::Value buildScale(::mlir::OpBuilder &b);
+    /// Whether the op rewrites its scores with a `score_mod` region.
+    bool hasScoreMod() { return !getScoreMod().empty(); }
+    /// The modified score of the scaled score `score` at the rank-4 indices
+    /// `indices` (b, h, i, j): the region's body cloned at `b`'s insertion
+    /// point. `score` itself without a region.
+    ::mlir::Value buildScoreMod(::mlir::OpBuilder &b, ::mlir::Value score,
+                                ::mlir::ValueRange indices);
+    /// Moves `from`'s score_mod region (if any) into this op's.
+    void takeScoreModFrom(::mlir::RewriterBase &rewriter, AttentionOp from);
   }];
 
   let hasVerifier = 1;
@@ -168,6 +206,13 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
 
   let hasVerifier = 1;
   let hasCanonicalizer = 1;
+}
+
+def Flash_YieldOp : Flash_Op<"yield",
+    [Pure, Terminator, HasParent<"AttentionOp">]> {
+  let summary = "The modified score of a flash.attention score_mod region";
+  let arguments = (ins F32:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
 }
 
 #endif // FLASH_DIALECT_FLASH_IR_FLASHOPS_TD
