@@ -287,3 +287,66 @@ func.func @no_accumulating_output(%q: tensor<8x4xf32>, %k: tensor<12x4xf32>, %v:
   %o = linalg.matmul ins(%p, %v : tensor<8x12xf32>, tensor<12x4xf32>) outs(%acc : tensor<8x4xf32>) -> tensor<8x4xf32>
   return %o : tensor<8x4xf32>
 }
+
+// -----
+
+#mkn_q = affine_map<(m, n, d) -> (m, d)>
+#mkn_k = affine_map<(m, n, d) -> (n, d)>
+#mkn_s = affine_map<(m, n, d) -> (m, n)>
+#mn = affine_map<(m, n) -> (m, n)>
+// CHECK-LABEL: func @no_score_mod_of_a_score_tensor
+// CHECK-NOT: flash.attention
+// A bias tensor over (M, N) inside the softcap's tanh cannot be kept
+// symbolic (nor be the op's bias, which is added after the modification).
+func.func @no_score_mod_of_a_score_tensor(%q: tensor<8x4xf32>, %k: tensor<12x4xf32>, %v: tensor<12x4xf32>, %bias: tensor<8x12xf32>) -> tensor<8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %cap = arith.constant 5.0 : f32
+  %s0 = tensor.empty() : tensor<8x12xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<8x12xf32>) -> tensor<8x12xf32>
+  %s = linalg.matmul indexing_maps = [#mkn_q, #mkn_k, #mkn_s] ins(%q, %k : tensor<8x4xf32>, tensor<12x4xf32>) outs(%sz : tensor<8x12xf32>) -> tensor<8x12xf32>
+  %capped = linalg.generic {indexing_maps = [#mn, #mn, #mn], iterator_types = ["parallel", "parallel"]} ins(%s, %bias : tensor<8x12xf32>, tensor<8x12xf32>) outs(%s0 : tensor<8x12xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %x = arith.addf %a, %b : f32
+    %y = arith.divf %x, %cap : f32
+    %t = math.tanh %y : f32
+    %r = arith.mulf %t, %cap : f32
+    linalg.yield %r : f32
+  } -> tensor<8x12xf32>
+  %p = linalg.softmax dimension(1) ins(%capped : tensor<8x12xf32>) outs(%s0 : tensor<8x12xf32>) -> tensor<8x12xf32>
+  %o0 = tensor.empty() : tensor<8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<8x4xf32>) -> tensor<8x4xf32>
+  // expected-remark @+1 {{not fused: a score modification reads a tensor over both the query and the key axis (give it as a bias tensor instead)}}
+  %o = linalg.matmul ins(%p, %v : tensor<8x12xf32>, tensor<12x4xf32>) outs(%oz : tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %o : tensor<8x4xf32>
+}
+
+// -----
+
+#mkn_q = affine_map<(m, n, d) -> (m, d)>
+#mkn_k = affine_map<(m, n, d) -> (n, d)>
+#mkn_s = affine_map<(m, n, d) -> (m, n)>
+#mn = affine_map<(m, n) -> (m, n)>
+// CHECK-LABEL: func @no_score_mod_after_runtime_scale
+// CHECK-NOT: flash.attention
+// The op's run-time scale multiplies Q Kᵀ before anything else; a softcap of
+// the unscaled scores applied before it cannot be expressed.
+func.func @no_score_mod_after_runtime_scale(%q: tensor<8x4xf32>, %k: tensor<12x4xf32>, %v: tensor<12x4xf32>, %scale: f32) -> tensor<8x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %cap = arith.constant 5.0 : f32
+  %s0 = tensor.empty() : tensor<8x12xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<8x12xf32>) -> tensor<8x12xf32>
+  %s = linalg.matmul indexing_maps = [#mkn_q, #mkn_k, #mkn_s] ins(%q, %k : tensor<8x4xf32>, tensor<12x4xf32>) outs(%sz : tensor<8x12xf32>) -> tensor<8x12xf32>
+  %capped = linalg.generic {indexing_maps = [#mn, #mn], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<8x12xf32>) outs(%s0 : tensor<8x12xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %y = arith.divf %a, %cap : f32
+    %t = math.tanh %y : f32
+    %r = arith.mulf %t, %scale : f32
+    linalg.yield %r : f32
+  } -> tensor<8x12xf32>
+  %p = linalg.softmax dimension(1) ins(%capped : tensor<8x12xf32>) outs(%s0 : tensor<8x12xf32>) -> tensor<8x12xf32>
+  %o0 = tensor.empty() : tensor<8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<8x4xf32>) -> tensor<8x4xf32>
+  // expected-remark @+1 {{not fused: the scores are modified before a scale known only at run time is applied}}
+  %o = linalg.matmul ins(%p, %v : tensor<8x12xf32>, tensor<12x4xf32>) outs(%oz : tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %o : tensor<8x4xf32>
+}

@@ -5,6 +5,7 @@
 // the unfused numbers on the CPU.
 // RUN: flash-opt %s -split-input-file --flash-fuse-attention --canonicalize | FileCheck %s
 // RUN: flash-opt %s -split-input-file --flash-fuse-attention=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
+// RUN: flash-opt %s -split-input-file --flash-decompose-attention --canonicalize --flash-fuse-attention --canonicalize | FileCheck %s --check-prefix=ROUND
 // RUN: %python -m flash_mlir.fusion_check %s --expect fused | FileCheck %s --check-prefix=NUM
 // NUM-NOT: FAIL
 // NUM: fusion_check: 0 failure(s)
@@ -206,4 +207,240 @@ func.func @softcap_jax(%q: tensor<1x2x12x16xbf16>, %k: tensor<1x2x20x16xbf16>, %
     linalg.yield %r : bf16
   } -> tensor<1x2x12x16xbf16>
   return %ob : tensor<1x2x12x16xbf16>
+}
+
+// -----
+
+// torch-mlir of HF BLOOM's attention (two layers): the ALiBi tensor is
+// built once per model, `slopes[h] * key position` over [B, H, N] viewed as
+// [B*H, 1, N], and every layer adds it to its bmm scores (baddbmm, spelled
+// as bmm, a scale and an add) on the collapsed [B*H, M, N] batch before a
+// causal masked_fill (with -inf; HF fills finfo.min, which would average a
+// fully masked row) and a float32 softmax. Both layers fuse; the shared
+// ALiBi builder stays only as long as something else reads it (nothing
+// here).
+#bnj = affine_map<(b, h, j) -> (b, h, j)>
+#h3 = affine_map<(b, h, j) -> (h)>
+#id3 = affine_map<(x, m, n) -> (x, m, n)>
+#al = affine_map<(x, m, n) -> (x, 0, n)>
+#id4 = affine_map<(b, h, m, n) -> (b, h, m, n)>
+#mn4 = affine_map<(b, h, m, n) -> (m, n)>
+#id2 = affine_map<(m, n) -> (m, n)>
+// REMARK-COUNT-2: remark: fused attention: scale = 3.535534e-01, softmax = linalg.softmax (max-subtracted), mask = causal, bias = 0 tensor(s), score_mod = 1 computed term(s)
+// CHECK-LABEL: func @bloom_two_layers
+// CHECK-NOT: linalg.batch_matmul
+// CHECK-NOT: linalg.softmax
+// CHECK: flash.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 0.353553385 : f32} : tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32> -> tensor<1x4x8x8xf32> score_mod {
+// CHECK: tensor.extract %arg6[%{{.*}}] : tensor<2xf32>
+// CHECK: flash.yield
+// CHECK: flash.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 0.353553385 : f32} : tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32> -> tensor<1x4x8x8xf32> score_mod {
+// CHECK: tensor.extract %arg6[%{{.*}}] : tensor<2xf32>
+// CHECK-NOT: linalg.
+// CHECK: return
+func.func @bloom_two_layers(%q1: tensor<4x8x8xf32>, %kt1: tensor<4x8x8xf32>, %v1: tensor<4x8x8xf32>, %q2: tensor<4x8x8xf32>, %kt2: tensor<4x8x8xf32>, %v2: tensor<4x8x8xf32>, %slopes: tensor<2xf32>) -> (tensor<4x8x8xf32>, tensor<4x8x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %alpha = arith.constant 0.35355339059327373 : f32
+  // build_alibi_tensor: slopes[h] * arange(N), [B, H, N] -> [B*H, 1, N].
+  %ea = tensor.empty() : tensor<2x2x8xf32>
+  %alibi3 = linalg.generic {indexing_maps = [#h3, #bnj], iterator_types = ["parallel", "parallel", "parallel"]} ins(%slopes : tensor<2xf32>) outs(%ea : tensor<2x2x8xf32>) {
+  ^bb0(%s: f32, %out: f32):
+    %j = linalg.index 2 : index
+    %j64 = arith.index_cast %j : index to i64
+    %jf = arith.sitofp %j64 : i64 to f32
+    %r = arith.mulf %s, %jf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x8xf32>
+  %alibi2 = tensor.collapse_shape %alibi3 [[0, 1], [2]] : tensor<2x2x8xf32> into tensor<4x8xf32>
+  %alibi = tensor.expand_shape %alibi2 [[0], [1, 2]] output_shape [4, 1, 8] : tensor<4x8xf32> into tensor<4x1x8xf32>
+  // The causal mask, shared too.
+  %em = tensor.empty() : tensor<8x8xi1>
+  %hide = linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%em : tensor<8x8xi1>) {
+  ^bb0(%out: i1):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %c = arith.cmpi sgt, %j, %i : index
+    linalg.yield %c : i1
+  } -> tensor<8x8xi1>
+  %e3 = tensor.empty() : tensor<4x8x8xf32>
+  %e4 = tensor.empty() : tensor<2x2x8x8xf32>
+  // layer 1: baddbmm(alibi, q, kᵀ, beta=1, alpha=1/sqrt(D)).
+  %f1 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  %qk1 = linalg.batch_matmul ins(%q1, %kt1 : tensor<4x8x8xf32>, tensor<4x8x8xf32>) outs(%f1 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  %scaled1 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%qk1 : tensor<4x8x8xf32>) outs(%e3 : tensor<4x8x8xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = arith.mulf %a, %alpha : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8x8xf32>
+  %biased1 = linalg.generic {indexing_maps = [#id3, #al, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%scaled1, %alibi : tensor<4x8x8xf32>, tensor<4x1x8xf32>) outs(%e3 : tensor<4x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8x8xf32>
+  %view1 = tensor.expand_shape %biased1 [[0, 1], [2], [3]] output_shape [2, 2, 8, 8] : tensor<4x8x8xf32> into tensor<2x2x8x8xf32>
+  %masked1 = linalg.generic {indexing_maps = [#id4, #mn4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%view1, %hide : tensor<2x2x8x8xf32>, tensor<8x8xi1>) outs(%e4 : tensor<2x2x8x8xf32>) {
+  ^bb0(%a: f32, %c: i1, %out: f32):
+    %r = arith.select %c, %ninf, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x8x8xf32>
+  %sm1 = linalg.softmax dimension(3) ins(%masked1 : tensor<2x2x8x8xf32>) outs(%e4 : tensor<2x2x8x8xf32>) -> tensor<2x2x8x8xf32>
+  %p1 = tensor.collapse_shape %sm1 [[0, 1], [2], [3]] : tensor<2x2x8x8xf32> into tensor<4x8x8xf32>
+  %fo1 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  %o1 = linalg.batch_matmul ins(%p1, %v1 : tensor<4x8x8xf32>, tensor<4x8x8xf32>) outs(%fo1 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  // layer 2: baddbmm(alibi, q, kᵀ, beta=1, alpha=1/sqrt(D)).
+  %f2 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  %qk2 = linalg.batch_matmul ins(%q2, %kt2 : tensor<4x8x8xf32>, tensor<4x8x8xf32>) outs(%f2 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  %scaled2 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%qk2 : tensor<4x8x8xf32>) outs(%e3 : tensor<4x8x8xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = arith.mulf %a, %alpha : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8x8xf32>
+  %biased2 = linalg.generic {indexing_maps = [#id3, #al, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%scaled2, %alibi : tensor<4x8x8xf32>, tensor<4x1x8xf32>) outs(%e3 : tensor<4x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8x8xf32>
+  %view2 = tensor.expand_shape %biased2 [[0, 1], [2], [3]] output_shape [2, 2, 8, 8] : tensor<4x8x8xf32> into tensor<2x2x8x8xf32>
+  %masked2 = linalg.generic {indexing_maps = [#id4, #mn4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%view2, %hide : tensor<2x2x8x8xf32>, tensor<8x8xi1>) outs(%e4 : tensor<2x2x8x8xf32>) {
+  ^bb0(%a: f32, %c: i1, %out: f32):
+    %r = arith.select %c, %ninf, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x2x8x8xf32>
+  %sm2 = linalg.softmax dimension(3) ins(%masked2 : tensor<2x2x8x8xf32>) outs(%e4 : tensor<2x2x8x8xf32>) -> tensor<2x2x8x8xf32>
+  %p2 = tensor.collapse_shape %sm2 [[0, 1], [2], [3]] : tensor<2x2x8x8xf32> into tensor<4x8x8xf32>
+  %fo2 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  %o2 = linalg.batch_matmul ins(%p2, %v2 : tensor<4x8x8xf32>, tensor<4x8x8xf32>) outs(%fo2 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  return %o1, %o2 : tensor<4x8x8xf32>, tensor<4x8x8xf32>
+}
+
+// -----
+
+// torch-mlir of MosaicML MPT's non-causal ALiBi (build_alibi_bias with
+// full=True): float aranges of the key and query positions, `-|j - i|`
+// times a slope per head from a [H, 1, 1] tensor, added to the scores.
+#qk_q = affine_map<(b, h, m, n, d) -> (b, h, m, d)>
+#qk_k = affine_map<(b, h, m, n, d) -> (b, h, n, d)>
+#qk_s = affine_map<(b, h, m, n, d) -> (b, h, m, n)>
+#id4 = affine_map<(b, h, m, n) -> (b, h, m, n)>
+#hmn4 = affine_map<(b, h, m, n) -> (h, m, n)>
+#pv_p = affine_map<(b, h, m, d, n) -> (b, h, m, n)>
+#pv_v = affine_map<(b, h, m, d, n) -> (b, h, n, d)>
+#pv_o = affine_map<(b, h, m, d, n) -> (b, h, m, d)>
+#v1 = affine_map<(n) -> (n)>
+#mn_j = affine_map<(m, n) -> (n)>
+#mn_i = affine_map<(m, n) -> (m)>
+#mn = affine_map<(m, n) -> (m, n)>
+#s_h = affine_map<(h, m, n) -> (h, 0, 0)>
+#s_mn = affine_map<(h, m, n) -> (m, n)>
+#hmn = affine_map<(h, m, n) -> (h, m, n)>
+// REMARK: remark: fused attention: scale = 2.500000e-01, softmax = linalg.softmax (max-subtracted), mask = none, bias = 0 tensor(s), score_mod = 1 computed term(s)
+// CHECK-LABEL: func @mpt_alibi_full
+// CHECK-NOT: linalg.
+// CHECK: flash.attention %arg0, %arg1, %arg2 {scale = 2.500000e-01 : f32} : tensor<1x3x10x16xf32>, tensor<1x3x10x16xf32>, tensor<1x3x10x16xf32> -> tensor<1x3x10x16xf32> score_mod {
+// CHECK: math.absf
+// CHECK: tensor.extract %arg3[%{{.*}}, %{{.*}}, %{{.*}}] : tensor<3x1x1xf32>
+// CHECK: flash.yield
+// CHECK-NOT: linalg.
+func.func @mpt_alibi_full(%q: tensor<1x3x10x16xf32>, %k: tensor<1x3x10x16xf32>, %v: tensor<1x3x10x16xf32>, %slopes: tensor<3x1x1xf32>) -> tensor<1x3x10x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %one_minus_s = arith.constant -9.0 : f32
+  %minus_one = arith.constant -1.0 : f32
+  %e = tensor.empty() : tensor<1x3x10x10xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x3x10x10xf32>) -> tensor<1x3x10x10xf32>
+  %qk = linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<1x3x10x16xf32>, tensor<1x3x10x16xf32>) outs(%f : tensor<1x3x10x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<1x3x10x10xf32>
+  %scaled = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%qk : tensor<1x3x10x10xf32>) outs(%e : tensor<1x3x10x10xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %c = arith.constant 0.25 : f32
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<1x3x10x10xf32>
+  // torch.arange(1 - S, 1, dtype=float32)
+  %ea = tensor.empty() : tensor<10xf32>
+  %arange = linalg.generic {indexing_maps = [#v1], iterator_types = ["parallel"]} outs(%ea : tensor<10xf32>) {
+  ^bb0(%out: f32):
+    %n = linalg.index 0 : index
+    %n64 = arith.index_cast %n : index to i64
+    %nf = arith.sitofp %n64 : i64 to f32
+    %r = arith.addf %nf, %one_minus_s : f32
+    linalg.yield %r : f32
+  } -> tensor<10xf32>
+  // (arange.view(1, S) - arange.view(S, 1)).abs().mul(-1)
+  %ed = tensor.empty() : tensor<10x10xf32>
+  %diff = linalg.generic {indexing_maps = [#mn_j, #mn_i, #mn], iterator_types = ["parallel", "parallel"]} ins(%arange, %arange : tensor<10xf32>, tensor<10xf32>) outs(%ed : tensor<10x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.subf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<10x10xf32>
+  %abs = linalg.generic {indexing_maps = [#mn, #mn], iterator_types = ["parallel", "parallel"]} ins(%diff : tensor<10x10xf32>) outs(%ed : tensor<10x10xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = math.absf %a : f32
+    linalg.yield %r : f32
+  } -> tensor<10x10xf32>
+  %neg = linalg.generic {indexing_maps = [#mn, #mn], iterator_types = ["parallel", "parallel"]} ins(%abs : tensor<10x10xf32>) outs(%ed : tensor<10x10xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = arith.mulf %a, %minus_one : f32
+    linalg.yield %r : f32
+  } -> tensor<10x10xf32>
+  // alibi_bias * slopes.view(H, 1, 1)
+  %eh = tensor.empty() : tensor<3x10x10xf32>
+  %alibi = linalg.generic {indexing_maps = [#s_h, #s_mn, #hmn], iterator_types = ["parallel", "parallel", "parallel"]} ins(%slopes, %neg : tensor<3x1x1xf32>, tensor<10x10xf32>) outs(%eh : tensor<3x10x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.mulf %b, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<3x10x10xf32>
+  %biased = linalg.generic {indexing_maps = [#id4, #hmn4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%scaled, %alibi : tensor<1x3x10x10xf32>, tensor<3x10x10xf32>) outs(%e : tensor<1x3x10x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<1x3x10x10xf32>
+  %sm = linalg.softmax dimension(3) ins(%biased : tensor<1x3x10x10xf32>) outs(%e : tensor<1x3x10x10xf32>) -> tensor<1x3x10x10xf32>
+  %eo = tensor.empty() : tensor<1x3x10x16xf32>
+  %fo = linalg.fill ins(%zero : f32) outs(%eo : tensor<1x3x10x16xf32>) -> tensor<1x3x10x16xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%sm, %v : tensor<1x3x10x10xf32>, tensor<1x3x10x16xf32>) outs(%fo : tensor<1x3x10x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<1x3x10x16xf32>
+  return %o : tensor<1x3x10x16xf32>
+}
+
+// -----
+
+// The decomposition of a grouped attention with softcap and ALiBi (as
+// --flash-decompose-attention spells it: the region cloned into the scores'
+// generic on the (b, kv head, group, i, j) space) fuses back into the same
+// op: the slope index kv head * G + group reads as h again.
+// ROUND-LABEL: func @decomposed_round_trip
+// ROUND-NOT: linalg.
+// ROUND: flash.attention %arg0, %arg1, %arg2 {causal, scale = 1.250000e-01 : f32} : tensor<2x4x33x16xf32>, tensor<2x2x47x16xf32>, tensor<2x2x47x16xf32> -> tensor<2x4x33x16xf32> score_mod {
+// ROUND-NEXT: ^bb0(%[[S:.*]]: f32, %{{.*}}: index, %[[H:.*]]: index, %[[I:.*]]: index, %[[J:.*]]: index):
+// ROUND-NEXT: %[[T:.*]] = math.tanh %[[S]] : f32
+// ROUND-NEXT: %[[C:.*]] = arith.mulf %[[T]], %{{.*}} : f32
+// ROUND-NEXT: %[[SLOPE:.*]] = tensor.extract %arg3[%[[H]]] : tensor<4xf32>
+// ROUND-NEXT: %[[D:.*]] = arith.subi %[[J]], %[[I]] : index
+// ROUND: flash.yield
+// ROUND-NOT: linalg.
+// CHECK-LABEL: func @decomposed_round_trip
+func.func @decomposed_round_trip(%q: tensor<2x4x33x16xf32>, %k: tensor<2x2x47x16xf32>, %v: tensor<2x2x47x16xf32>, %alibi: tensor<4xf32>) -> tensor<2x4x33x16xf32> {
+  %o = flash.attention %q, %k, %v {causal} : tensor<2x4x33x16xf32>, tensor<2x2x47x16xf32>, tensor<2x2x47x16xf32> -> tensor<2x4x33x16xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %cap = arith.constant 2.0 : f32
+    %x = arith.divf %s, %cap : f32
+    %t = math.tanh %x : f32
+    %capped = arith.mulf %t, %cap : f32
+    %slope = tensor.extract %alibi[%h] : tensor<4xf32>
+    %rel = arith.subi %j, %i : index
+    %rel64 = arith.index_cast %rel : index to i64
+    %relf = arith.sitofp %rel64 : i64 to f32
+    %term = arith.mulf %slope, %relf : f32
+    %biased = arith.addf %capped, %term : f32
+    flash.yield %biased : f32
+  }
+  return %o : tensor<2x4x33x16xf32>
 }

@@ -213,8 +213,8 @@ static LogicalResult takeModified(Expr *x, double factor, ScoreTerms &t,
   if (!dependsOnScores(x))
     return fail("the softmax input does not depend on Q Kᵀ");
   if (t.runtimeScale)
-    return fail("the scores are modified after a scale known only at run "
-                "time");
+    return fail("the scores are modified before a scale known only at run "
+                "time is applied");
   Expr *leaf = nullptr;
   std::optional<double> scale;
   bool twoScores = false;

@@ -326,6 +326,22 @@ Expr *Interpreter::bodyOp(Operation *op, Body &body) {
                  {}});
   if (matchPattern(op, m_Constant()))
     return scalar(op->getResult(0));
+  // A tensor from outside the body read at affine indices (a score_mod's
+  // slope per head, once decomposed) is a leaf like an operand.
+  if (auto extract = dyn_cast<tensor::ExtractOp>(op);
+      extract && extract.getTensor().getParentBlock() != body.op.getBlock()) {
+    SmallVector<AffineExpr> at;
+    for (Value index : extract.getIndices()) {
+      Expr *e = bodyValue(index, body);
+      if (!e)
+        return nullptr;
+      if (e->kind != Expr::Index)
+        return fail("a tensor is read at an index that is not affine in the "
+                    "attention's indices");
+      at.push_back(e->index);
+    }
+    return leaf(extract.getTensor(), AffineMap::get(rank, 0, at, ctx));
+  }
   SmallVector<Expr *, 3> args;
   for (Value operand : op->getOperands()) {
     Expr *a = bodyValue(operand, body);

@@ -40,6 +40,10 @@ private:
     return failure();
   }
   Value index(AffineExpr e);
+  /// An expression of P's dims as one of the region's (b, h, i, j).
+  AffineExpr inRegion(AffineExpr e) {
+    return simplifyAffineExpr(e.replaceDims(fromP), 4, 0);
+  }
   FailureOr<Value> toF32(Value v);
   Value toI64(Value v);
   FailureOr<Value> emitOp(Expr *e, Type hint);
@@ -140,12 +144,12 @@ FailureOr<Value> ScoreModEmitter::emit(Expr *e, Type hint) {
     v = e->value;
     break;
   case Expr::Index:
-    v = index(e->index.replaceDims(fromP));
+    v = index(inRegion(e->index));
     break;
   case Expr::Leaf: {
     SmallVector<Value> at;
     for (AffineExpr r : e->map.getResults())
-      at.push_back(index(r.replaceDims(fromP)));
+      at.push_back(index(inRegion(r)));
     v = tensor::ExtractOp::create(b, loc, e->value, at).getResult();
     break;
   }
