@@ -430,6 +430,10 @@ def main(argv=None):
                         "a dQ nest and a dK/dV nest)")
     p.add_argument("--no-tile", action="store_true",
                    help="run flash.attention through the naive decomposition")
+    p.add_argument("--outputs",
+                   help="compare only these results (comma-separated, e.g. dv): at a huge "
+                        "scale dQ and dK are the float64 reference's own rounding times the "
+                        "scale, which no f32 program reproduces")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--emit", action="store_true", help="print the program and stop")
     p.add_argument("--keep", help="write the program to this path")
@@ -479,7 +483,10 @@ def main(argv=None):
     got = parse_outputs(run_program(program, args.passes, args.keep), results)
     all_ok = True
     lines = []
+    only = set(args.outputs.split(",")) if args.outputs else None
     for name, shape, et, _ in results:
+        if only is not None and name not in only:
+            continue
         ok, msg = compare(name, got[name], want[name].reshape(shape), TOLERANCE[et])
         all_ok &= ok
         lines.append(msg)

@@ -6,6 +6,12 @@
 // RUN: flash-opt %s --flash-gpu-pipeline="chip=sm_90a format=isa block-rows=64 threads=128" | FileCheck %s
 // RUN: flash-opt %s --flash-gpu-pipeline="chip=sm_90a format=bin block-rows=64 threads=128" -o /dev/null
 // RUN: flash-opt %s --flash-gpu-pipeline="chip=sm_80 format=bin" -o /dev/null
+// flash_mlir.gpu_module reads the kernels back as launch entries (how
+// score_mod_check runs them on the H200): the function's memrefs in order, the
+// slopes a rank-1 one, grid (query blocks, heads, batch) and shared memory.
+// RUN: flash-opt %s --flash-gpu-pipeline="chip=sm_90a format=isa block-rows=64 threads=128" | %python -m flash_mlir.gpu_module - --describe | FileCheck %s --check-prefix=ENTRY
+// ENTRY: alibi: entry alibi_kernel, grid [2, 4, 1], block [128, 1, 1], shared 16384 B, memref ranks [4, 4, 4, 1, 4], PTX {{[0-9]+}} lines
+// ENTRY: softcap: entry softcap_kernel, grid [2, 4, 1], block [128, 1, 1], shared 16384 B, memref ranks [4, 4, 4, 4], PTX {{[0-9]+}} lines
 
 // CHECK: .visible .entry alibi_kernel(
 // CHECK: ld.global.b32

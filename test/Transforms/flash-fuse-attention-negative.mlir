@@ -350,3 +350,33 @@ func.func @no_score_mod_after_runtime_scale(%q: tensor<8x4xf32>, %k: tensor<12x4
   %o = linalg.matmul ins(%p, %v : tensor<8x12xf32>, tensor<12x4xf32>) outs(%oz : tensor<8x4xf32>) -> tensor<8x4xf32>
   return %o : tensor<8x4xf32>
 }
+
+// -----
+
+#mkn_q = affine_map<(m, n, d) -> (m, d)>
+#mkn_k = affine_map<(m, n, d) -> (n, d)>
+#mkn_s = affine_map<(m, n, d) -> (m, n)>
+#mn = affine_map<(m, n) -> (m, n)>
+// CHECK-LABEL: func @no_probabilities_used_elsewhere_after_scaling
+// CHECK-NOT: flash.attention
+// As @no_probabilities_used_elsewhere with a scale between Q Kᵀ and the
+// softmax: every op from Q Kᵀ on serves only the attention, however far
+// from Q Kᵀ it is.
+func.func @no_probabilities_used_elsewhere_after_scaling(%q: tensor<8x4xf32>, %k: tensor<12x4xf32>, %v: tensor<12x4xf32>) -> (tensor<8x4xf32>, tensor<8x12xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %s0 = tensor.empty() : tensor<8x12xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%s0 : tensor<8x12xf32>) -> tensor<8x12xf32>
+  %s = linalg.matmul indexing_maps = [#mkn_q, #mkn_k, #mkn_s] ins(%q, %k : tensor<8x4xf32>, tensor<12x4xf32>) outs(%sz : tensor<8x12xf32>) -> tensor<8x12xf32>
+  %scaled = linalg.generic {indexing_maps = [#mn, #mn], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<8x12xf32>) outs(%s0 : tensor<8x12xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %r = arith.mulf %a, %half : f32
+    linalg.yield %r : f32
+  } -> tensor<8x12xf32>
+  %p = linalg.softmax dimension(1) ins(%scaled : tensor<8x12xf32>) outs(%s0 : tensor<8x12xf32>) -> tensor<8x12xf32>
+  %o0 = tensor.empty() : tensor<8x4xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%o0 : tensor<8x4xf32>) -> tensor<8x4xf32>
+  // expected-remark @+1 {{not fused: an intermediate (linalg.softmax) has users outside the attention}}
+  %o = linalg.matmul ins(%p, %v : tensor<8x12xf32>, tensor<12x4xf32>) outs(%oz : tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %o, %p : tensor<8x4xf32>, tensor<8x12xf32>
+}

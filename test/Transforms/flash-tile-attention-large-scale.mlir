@@ -12,8 +12,12 @@
 // exponent is then off by the rounding of m', up to 2^-24 |m'|, which
 // cancels in O and the LSE only while exp2 stays in range. With scale = 1e10
 // (c = 1.44e10) it overflowed: P = inf, O = NaN, LSE = inf. Scales with
-// c > 2^10 are applied to the scores before the row max, as with a bias, so
-// that the max score's exponent is exactly 0.
+// c > 2^10 are applied to the scores before the row max, in natural units:
+// the max is then one of the scores as rounded (its exponent exactly 0), each
+// exponent is exp2((x - m) log2 e), subtracted first, and the LSE is m + ln l,
+// which the backward's P = exp(scale s - LSE) recomputes without overflow
+// (rounded apart, c m and LSE log2 e differed by about 1e3;
+// test/Integration/attention-backward-large-scale.mlir).
 
 // CHECK-LABEL: func @large_scale
 // CHECK: scf.forall
@@ -22,16 +26,17 @@
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: arith.mulf
 // CHECK-NEXT: arith.addf
-// The scores scaled first ...
+// The scores scaled first, in natural units ...
 // CHECK: linalg.generic
 // CHECK-NEXT: ^bb0
-// CHECK-NEXT: %[[C:.*]] = arith.constant 1.44269507E+10 : f32
+// CHECK-NEXT: %[[C:.*]] = arith.constant 1.000000e+10 : f32
 // CHECK-NEXT: arith.mulf %{{.*}}, %[[C]] : f32
 // CHECK-NEXT: linalg.yield
-// ... then their max, and P = exp2(x - m') without a multiply.
+// ... then their max, and P = exp2((x - m') log2 e).
 // CHECK: arith.maximumf
-// CHECK-NOT: arith.mulf
-// CHECK: arith.subf %{{.*}}, %{{.*}} fastmath<contract> : f32
+// CHECK: %[[D:.*]] = arith.subf %{{.*}}, %{{.*}} fastmath<contract> : f32
+// CHECK-NEXT: %[[L:.*]] = arith.constant 1.44269502 : f32
+// CHECK-NEXT: arith.mulf %[[D]], %[[L]] : f32
 // CHECK-NEXT: math.exp2
 // CHECK: scf.yield
 func.func @large_scale(%q: tensor<1x2x64x16xf32>) -> tensor<1x2x64x16xf32> {

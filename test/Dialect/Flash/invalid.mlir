@@ -334,3 +334,13 @@ func.func @yield_outside(%s: f32) -> f32 {
   // expected-error @+1 {{expects parent op 'flash.attention'}}
   flash.yield %s : f32
 }
+
+// -----
+
+func.func @score_mod_empty_block(%q: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{expects the score_mod region to end in flash.yield}}
+  %o = flash.attention %q, %q, %q : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x16xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+  }
+  return %o : tensor<8x16xf32>
+}

@@ -314,7 +314,7 @@ static LogicalResult verifyScoreMod(AttentionOp op) {
                           "index, index, index, index) for the score and its "
                           "(b, h, i, j), got ")
            << body.getNumArguments() << " argument(s)";
-  if (!isa<YieldOp>(body.getTerminator()))
+  if (body.empty() || !isa<YieldOp>(body.back()))
     return op.emitOpError("expects the score_mod region to end in flash.yield");
   for (Operation &inner : body.without_terminator())
     if (!isMemoryEffectFree(&inner))

@@ -193,11 +193,19 @@ std::optional<double> mlir::flash::detail::scaledScoreFactor(Expr *e) {
   return std::nullopt;
 }
 
-/// Visits every node of `e` (shared nodes once per path) before its args.
-static void walkExpr(Expr *e, function_ref<void(Expr *)> fn) {
+/// Visits every node of `e` once (the trees share nodes), each before its
+/// args.
+static void walkExpr(Expr *e, function_ref<void(Expr *)> fn,
+                     llvm::SmallPtrSetImpl<Expr *> &seen) {
+  if (!seen.insert(e).second)
+    return;
   fn(e);
   for (Expr *arg : e->args)
-    walkExpr(arg, fn);
+    walkExpr(arg, fn, seen);
+}
+static void walkExpr(Expr *e, function_ref<void(Expr *)> fn) {
+  llvm::SmallPtrSet<Expr *, 32> seen;
+  walkExpr(e, fn, seen);
 }
 
 /// Takes `x`, a function of the scores that parseScores has no structure
@@ -730,12 +738,21 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
     m.chain = interp.visited;
     m.chain.insert(qk);
     m.probs = pOperand->get();
+    // The chain's ops that read Q Kᵀ, transitively (the interpreter visits
+    // consumers before producers, so this iterates to a fixpoint).
     llvm::SmallPtrSet<Operation *, 16> fromScores = {qk};
-    for (Operation *op : m.chain)
-      if (llvm::any_of(op->getOperands(), [&](Value v) {
-            return fromScores.contains(v.getDefiningOp());
-          }))
-        fromScores.insert(op);
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (Operation *op : m.chain)
+        if (!fromScores.contains(op) &&
+            llvm::any_of(op->getOperands(), [&](Value v) {
+              return fromScores.contains(v.getDefiningOp());
+            }))
+        {
+          fromScores.insert(op);
+          grew = true;
+        }
+    }
     for (Operation *op : m.chain) {
       // Fills are cheap and often shared between inits; they stay if used.
       if (isa<linalg::FillOp>(op) || !fromScores.contains(op))

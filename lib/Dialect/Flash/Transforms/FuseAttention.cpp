@@ -127,6 +127,23 @@ LogicalResult fuse(RewriterBase &rewriter, AttentionMatch &m, bool report,
 
 /// flash.attention on [B*H, S, D] operands collapsed from [B, H, S, D]
 /// (torch-mlir's 3-D batch matmuls) -> the rank-4 op on the sources.
+/// The score_mod of a rank-3 op read h as the collapsed B*H index (and b as
+/// 0); on the rank-4 op of `query`'s [B, H, ...] that index is b * H + h.
+static void rebaseHeadIndex(RewriterBase &rewriter, AttentionOp op,
+                            Value query) {
+  Block &body = op.getScoreMod().front();
+  BlockArgument batch = body.getArgument(1), head = body.getArgument(2);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(&body);
+  Location loc = op.getLoc();
+  Value heads = tensor::DimOp::create(rewriter, loc, query, 1);
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value offset = arith::MulIOp::create(rewriter, loc, batch, heads);
+  Value collapsed = arith::AddIOp::create(rewriter, loc, offset, head);
+  rewriter.replaceAllUsesExcept(head, collapsed, collapsed.getDefiningOp());
+  rewriter.replaceAllUsesExcept(batch, zero, offset.getDefiningOp());
+}
+
 struct FoldCollapsedBatch : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AttentionOp op,
@@ -170,6 +187,8 @@ struct FoldCollapsedBatch : OpRewritePattern<AttentionOp> {
                                      op.getScaleAttr(), op.getCausalAttr(),
                                      op.getWindowAttr());
     fused.takeScoreModFrom(rewriter, op);
+    if (fused.hasScoreMod())
+      rebaseHeadIndex(rewriter, fused, sources[0]);
     SmallVector<Value> results;
     for (auto [old, now] : llvm::zip(op->getResults(), fused->getResults())) {
       SmallVector<ReassociationIndices> r = {{0, 1}};

@@ -103,6 +103,8 @@ FailureOr<Value> ScoreModEmitter::toF32(Value v) {
 Value ScoreModEmitter::toI64(Value v) {
   if (v.getType().isIndex())
     return arith::IndexCastOp::create(b, loc, b.getI64Type(), v);
+  if (v.getType().isInteger(1))
+    return arith::ExtUIOp::create(b, loc, b.getI64Type(), v);
   if (v.getType().getIntOrFloatBitWidth() < 64)
     return arith::ExtSIOp::create(b, loc, b.getI64Type(), v);
   return v;
@@ -204,10 +206,18 @@ FailureOr<Value> ScoreModEmitter::emitOp(Expr *e, Type hint) {
         .getResult();
   }
   if (name == "arith.cmpi") {
-    FailureOr<Value> lhs = emit(e->args[0], b.getIndexType());
-    FailureOr<Value> rhs = emit(e->args[1], b.getIndexType());
-    if (failed(lhs) || failed(rhs))
+    // A constant takes the other side's type (an i1 `true`, an i64 bound).
+    bool constFirst = e->args[0]->kind == Expr::Const;
+    Expr *known = e->args[constFirst ? 1 : 0];
+    Expr *other = e->args[constFirst ? 0 : 1];
+    FailureOr<Value> first = emit(known, b.getIndexType());
+    if (failed(first))
       return failure();
+    FailureOr<Value> second = emit(other, first->getType());
+    if (failed(second))
+      return failure();
+    FailureOr<Value> lhs = constFirst ? second : first;
+    FailureOr<Value> rhs = constFirst ? first : second;
     if (lhs->getType() != rhs->getType()) {
       *lhs = toI64(*lhs);
       *rhs = toI64(*rhs);
@@ -246,7 +256,9 @@ FailureOr<Value> ScoreModEmitter::emitOp(Expr *e, Type hint) {
     if (!v->getType().isIntOrIndex())
       return fail("a score modification converts a float to a float as if "
                   "it were an integer");
-    Value i = toI64(*v);
+    // Index arithmetic becomes i64 (as frontends' index_cast spells it); an
+    // integer read from a tensor keeps its width, and so its sign.
+    Value i = v->getType().isIndex() ? toI64(*v) : *v;
     if (name == "arith.sitofp")
       return arith::SIToFPOp::create(b, loc, f32, i).getResult();
     return arith::UIToFPOp::create(b, loc, f32, i).getResult();

@@ -43,8 +43,6 @@ using namespace mlir::flash::detail;
 namespace {
 constexpr double kLog2e = 1.4426950408889634;
 constexpr double kLn2 = 0.6931471805599453;
-/// The largest scale * log2(e) applied in the exponent (see keyBlockStep).
-constexpr double kMaxExponentScale = 1024.0;
 
 /// Builds the loop nest of one rank-4 attention op.
 class AttentionTiler : TilerBase {
@@ -80,6 +78,13 @@ private:
 
   /// runtime_scale * log2(e), when the scale comes at run time.
   Value runtimeScaleLog2;
+  /// A constant scale with |scale log2(e)| above kMaxExponentScale keeps the
+  /// scores, the running max and the LSE in natural units, each exponent
+  /// exp2((s - m) log2(e)) taken after the subtraction: m is then one of
+  /// the scores as rounded, and the LSE (m + ln l) is what the backward's
+  /// exp(scale s - LSE) needs to recompute P without an exp overflow (at
+  /// scale 1e10, c m and c s rounded apart differed by about 1e3).
+  bool naturalUnits = false;
   /// Whether the score_mod region reads tensors (at clamped indices), and
   /// the last query and key index (M - 1, N - 1) it may read then.
   bool scoreModReadsTensors = false;
@@ -168,7 +173,8 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
   // in range (|m'| < 2^30: a shift below 64), which holds for scores below
   // 2^20 when c <= 2^10. A larger scale (1e10: the shift overflowed exp2 to
   // inf, O = NaN) is applied to the scores before the max instead, so that
-  // the max's exponent is exactly 0.
+  // the max's exponent is exactly 0. Such a scale also keeps the scores and
+  // the running max in natural units (see naturalUnits).
   bool scaleInExponent = biasArg < 0 && !op.hasScoreMod() && scale > 0 &&
                          scale * kLog2e <= kMaxExponentScale;
   auto contract = arith::FastMathFlags::contract;
@@ -204,14 +210,20 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
             Value log2e = arith::ConstantOp::create(
                 nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e)));
             s = arith::MulFOp::create(nb, nl, s, log2e);
+          } else if (naturalUnits) {
+            s = arith::MulFOp::create(
+                nb, nl, s,
+                arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(scale)));
           } else if (!scaleInExponent) {
             s = arith::MulFOp::create(nb, nl, s, scaleLog2(nb, nl));
           }
           if (biasArg >= 0) {
-            Value log2e = arith::ConstantOp::create(
-                nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e)));
-            Value bias = arith::MulFOp::create(
-                nb, nl, extendToF32(nb, nl, a[biasArg]), log2e);
+            Value bias = extendToF32(nb, nl, a[biasArg]);
+            if (!naturalUnits)
+              bias = arith::MulFOp::create(
+                  nb, nl, bias,
+                  arith::ConstantOp::create(
+                      nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e))));
             s = arith::AddFOp::create(nb, nl, s, bias);
           }
           Value hidden;
@@ -268,8 +280,13 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
     Value empty =
         arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, rowRef, ninf);
     Value ref = arith::SelectOp::create(nb, nl, empty, zero, rowRef);
-    return math::Exp2Op::create(
-        nb, nl, arith::SubFOp::create(nb, nl, x, ref, contract));
+    Value d = arith::SubFOp::create(nb, nl, x, ref, contract);
+    if (naturalUnits)
+      d = arith::MulFOp::create(
+          nb, nl, d,
+          arith::ConstantOp::create(
+              nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e))));
+    return math::Exp2Op::create(nb, nl, d);
   };
   // alpha = exp2(m - m'), m' = max(m, rowmax S).
   Value alpha = generic({m, rowMax}, empty({br}, f32), {id(1), id(1), id(1)},
@@ -330,6 +347,8 @@ SmallVector<Value> AttentionTiler::keyBlockLoop(Value lb, Value ub,
 
 SmallVector<Value> AttentionTiler::build() {
   Value q = op.getQuery(), k = op.getKey();
+  naturalUnits = !op.getRuntimeScale() && !op.hasScoreMod() &&
+                 std::fabs(op.getEffectiveScale() * kLog2e) > kMaxExponentScale;
   if (Value scale = op.getRuntimeScale())
     runtimeScaleLog2 = arith::MulFOp::create(
         b, loc, scale,
@@ -435,9 +454,13 @@ SmallVector<Value> AttentionTiler::build() {
     tiles.push_back(
         generic({m, l}, empty({br}, f32), {id(1), id(1), id(1)}, {kPar},
                 [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                  Value ln2 = arith::ConstantOp::create(
-                      nb, nl, nb.getF32FloatAttr(static_cast<float>(kLn2)));
-                  Value mNat = arith::MulFOp::create(nb, nl, a[0], ln2);
+                  Value mNat = a[0];
+                  if (!naturalUnits)
+                    mNat = arith::MulFOp::create(
+                        nb, nl, mNat,
+                        arith::ConstantOp::create(
+                            nb, nl,
+                            nb.getF32FloatAttr(static_cast<float>(kLn2))));
                   return arith::AddFOp::create(
                       nb, nl, mNat, math::LogOp::create(nb, nl, a[1]));
                 }));

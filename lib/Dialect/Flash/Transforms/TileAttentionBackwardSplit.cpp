@@ -43,6 +43,7 @@ using namespace mlir::flash::detail;
 namespace {
 constexpr double kLog2e = 1.4426950408889634;
 
+
 class SplitBackwardTiler : TilerBase {
 public:
   /// dQ nest: `br` query rows x `bc` keys per step; dK/dV nest: `kvRows`
@@ -141,16 +142,27 @@ Value SplitBackwardTiler::probabilities(Value scores, Value lse,
   }
   maps.push_back(id(2));
   float factor = op.getEffectiveScale() * kLog2e;
+  // A scale past the forward's kMaxExponentScale: the forward kept the max
+  // and the LSE in natural units, so P = exp2((scale s + bias - LSE) log2 e)
+  // subtracts first (c s and LSE log2 e rounded apart differ by about 1e3 at
+  // scale 1e10, past exp2's range).
+  bool natural = std::fabs(factor) > kMaxExponentScale;
   return generic(
       ins, empty({tr, tc}, f32), maps, {kPar, kPar},
       [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
         auto cst = [&](float v) {
           return arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(v));
         };
-        Value s = arith::MulFOp::create(nb, nl, a[0], cst(factor));
+        Value s = arith::MulFOp::create(
+            nb, nl, a[0], cst(natural ? op.getEffectiveScale() : factor));
         if (biasArg >= 0)
-          s = math::FmaOp::create(nb, nl, extendToF32(nb, nl, a[biasArg]),
-                                  cst(kLog2e), s);
+          s = natural ? arith::AddFOp::create(nb, nl, s,
+                                              extendToF32(nb, nl, a[biasArg]))
+                            .getResult()
+                      : math::FmaOp::create(nb, nl,
+                                            extendToF32(nb, nl, a[biasArg]),
+                                            cst(kLog2e), s)
+                            .getResult();
         Value i = arith::AddIOp::create(
             nb, nl, rowStart, linalg::IndexOp::create(nb, nl, queryLoop));
         Value j = arith::AddIOp::create(
@@ -160,8 +172,14 @@ Value SplitBackwardTiler::probabilities(Value scores, Value lse,
         Value hidden = buildHiddenScore(
             nb, nl, i, j, keySeq, diagonal, op.getCausal(), windowSize,
             maskArg >= 0 ? a[maskArg] : Value(), lseValue);
-        Value e = math::Exp2Op::create(
-            nb, nl, math::FmaOp::create(nb, nl, lseValue, cst(-kLog2e), s));
+        Value exponent =
+            natural ? arith::MulFOp::create(
+                          nb, nl, arith::SubFOp::create(nb, nl, s, lseValue),
+                          cst(kLog2e))
+                          .getResult()
+                    : math::FmaOp::create(nb, nl, lseValue, cst(-kLog2e), s)
+                          .getResult();
+        Value e = math::Exp2Op::create(nb, nl, exponent);
         return arith::SelectOp::create(nb, nl, hidden, cst(0.0f), e);
       });
 }

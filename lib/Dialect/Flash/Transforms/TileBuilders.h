@@ -23,6 +23,12 @@
 
 namespace mlir::flash::detail {
 
+/// The largest |scale * log2(e)| that the tiled forward applies in the
+/// exponent, and above which it keeps the scores, the running max and the
+/// LSE in natural units (TileAttention.cpp); the backward recomputes P
+/// accordingly (TileAttentionBackwardSplit.cpp).
+constexpr double kMaxExponentScale = 1024.0;
+
 /// The slice of `source` at `offsets`/`sizes` (shape `sliceShape`), padded at
 /// the high end to the static `padded` shape with `padValue` (zero when
 /// null).
