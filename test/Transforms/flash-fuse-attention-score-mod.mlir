@@ -444,3 +444,119 @@ func.func @decomposed_round_trip(%q: tensor<2x4x33x16xf32>, %k: tensor<2x2x47x16
   }
   return %o : tensor<2x4x33x16xf32>
 }
+
+// -----
+
+// torch-mlir of HF T5's relative position bias (bidirectional, 32 buckets,
+// max distance 128): the bucket of j - i is integer arithmetic with a log
+// (not affine), gathered from the learned [buckets, H] table by
+// nn.Embedding, permuted to [1, H, M, N] and added to the unscaled scores.
+// The bucket computation and the gather become the region; no [M, N] bucket
+// tensor or [1, H, M, N] bias is built.
+// REMARK: remark: fused attention: scale = 1.000000e+00, softmax = linalg.softmax (max-subtracted), mask = none, bias = 0 tensor(s), score_mod = 1 computed term(s)
+// CHECK-LABEL: func @t5_relative_bias
+// CHECK-NOT: linalg.
+// CHECK: flash.attention %arg0, %arg1, %arg2 {scale = 1.000000e+00 : f32} : tensor<2x4x12x8xf32>, tensor<2x4x20x8xf32>, tensor<2x4x20x8xf32> -> tensor<2x4x12x8xf32> score_mod {
+// CHECK: math.absi
+// CHECK: math.log
+// CHECK: arith.fptosi
+// CHECK: arith.minsi
+// CHECK: %[[BUCKET:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CHECK: tensor.extract %arg3[%[[BUCKET]], %{{.*}}] : tensor<32x4xf32>
+// CHECK: flash.yield
+// CHECK-NOT: linalg.
+#qk_q = affine_map<(b, h, m, n, d) -> (b, h, m, d)>
+#qk_k = affine_map<(b, h, m, n, d) -> (b, h, n, d)>
+#qk_s = affine_map<(b, h, m, n, d) -> (b, h, m, n)>
+#id4 = affine_map<(b, h, m, n) -> (b, h, m, n)>
+#mn4 = affine_map<(b, h, m, n) -> (m, n)>
+#pv_p = affine_map<(b, h, m, d, n) -> (b, h, m, n)>
+#pv_v = affine_map<(b, h, m, d, n) -> (b, h, n, d)>
+#pv_o = affine_map<(b, h, m, d, n) -> (b, h, m, d)>
+#mn = affine_map<(m, n) -> (m, n)>
+func.func @t5_relative_bias(%q: tensor<2x4x12x8xf32>, %k: tensor<2x4x20x8xf32>, %v: tensor<2x4x20x8xf32>, %table: tensor<32x4xf32>) -> tensor<2x4x12x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c0_i64 = arith.constant 0 : i64
+  %c16_i64 = arith.constant 16 : i64
+  %c8_i64 = arith.constant 8 : i64
+  %c15_i64 = arith.constant 15 : i64
+  %c8_f = arith.constant 8.0 : f32
+  %log16 = arith.constant 2.7725887222397811 : f32
+  %e = tensor.empty() : tensor<2x4x12x20xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x4x12x20xf32>) -> tensor<2x4x12x20xf32>
+  %qk = linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x4x12x8xf32>, tensor<2x4x20x8xf32>) outs(%f : tensor<2x4x12x20xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x12x20xf32>
+  // memory_position - context_position
+  %ei = tensor.empty() : tensor<12x20xi64>
+  %rp = linalg.generic {indexing_maps = [#mn], iterator_types = ["parallel", "parallel"]} outs(%ei : tensor<12x20xi64>) {
+  ^bb0(%out: i64):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %i64 = arith.index_cast %i : index to i64
+    %j64 = arith.index_cast %j : index to i64
+    %r = arith.subi %j64, %i64 : i64
+    linalg.yield %r : i64
+  } -> tensor<12x20xi64>
+  // (relative_position > 0).to(long) * num_buckets
+  %pos = linalg.generic {indexing_maps = [#mn, #mn], iterator_types = ["parallel", "parallel"]} ins(%rp : tensor<12x20xi64>) outs(%ei : tensor<12x20xi64>) {
+  ^bb0(%x: i64, %out: i64):
+    %gt = arith.cmpi sgt, %x, %c0_i64 : i64
+    %g = arith.extui %gt : i1 to i64
+    %r = arith.muli %g, %c16_i64 : i64
+    linalg.yield %r : i64
+  } -> tensor<12x20xi64>
+  %abs = linalg.generic {indexing_maps = [#mn, #mn], iterator_types = ["parallel", "parallel"]} ins(%rp : tensor<12x20xi64>) outs(%ei : tensor<12x20xi64>) {
+  ^bb0(%x: i64, %out: i64):
+    %r = math.absi %x : i64
+    linalg.yield %r : i64
+  } -> tensor<12x20xi64>
+  // max_exact + (log(rp / max_exact) / log(max_distance / max_exact) * (num_buckets - max_exact)).to(long), clamped
+  %large = linalg.generic {indexing_maps = [#mn, #mn], iterator_types = ["parallel", "parallel"]} ins(%abs : tensor<12x20xi64>) outs(%ei : tensor<12x20xi64>) {
+  ^bb0(%x: i64, %out: i64):
+    %xf = arith.sitofp %x : i64 to f32
+    %d = arith.divf %xf, %c8_f : f32
+    %l = math.log %d : f32
+    %n = arith.divf %l, %log16 : f32
+    %s = arith.mulf %n, %c8_f : f32
+    %t = arith.fptosi %s : f32 to i64
+    %a = arith.addi %t, %c8_i64 : i64
+    %r = arith.minsi %a, %c15_i64 : i64
+    linalg.yield %r : i64
+  } -> tensor<12x20xi64>
+  %buckets = linalg.generic {indexing_maps = [#mn, #mn, #mn, #mn], iterator_types = ["parallel", "parallel"]} ins(%pos, %abs, %large : tensor<12x20xi64>, tensor<12x20xi64>, tensor<12x20xi64>) outs(%ei : tensor<12x20xi64>) {
+  ^bb0(%p: i64, %x: i64, %lg: i64, %out: i64):
+    %small = arith.cmpi slt, %x, %c8_i64 : i64
+    %w = arith.select %small, %x, %lg : i64
+    %r = arith.addi %p, %w : i64
+    linalg.yield %r : i64
+  } -> tensor<12x20xi64>
+  // relative_attention_bias(buckets).permute([2, 0, 1]).unsqueeze(0)
+  %eb = tensor.empty() : tensor<1x4x12x20xf32>
+  %bias = linalg.generic {indexing_maps = [affine_map<(b, h, m, n) -> (m, n)>, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%buckets : tensor<12x20xi64>) outs(%eb : tensor<1x4x12x20xf32>) {
+  ^bb0(%bk: i64, %out: f32):
+    %h = linalg.index 1 : index
+    %bi = arith.index_cast %bk : i64 to index
+    %r = tensor.extract %table[%bi, %h] : tensor<32x4xf32>
+    linalg.yield %r : f32
+  } -> tensor<1x4x12x20xf32>
+  // T5 does not scale the scores.
+  %biased = linalg.generic {indexing_maps = [#id4, affine_map<(b, h, m, n) -> (0, h, m, n)>, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%qk, %bias : tensor<2x4x12x20xf32>, tensor<1x4x12x20xf32>) outs(%e : tensor<2x4x12x20xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x12x20xf32>
+  %sm = linalg.softmax dimension(3) ins(%biased : tensor<2x4x12x20xf32>) outs(%e : tensor<2x4x12x20xf32>) -> tensor<2x4x12x20xf32>
+  %eo = tensor.empty() : tensor<2x4x12x8xf32>
+  %fo = linalg.fill ins(%zero : f32) outs(%eo : tensor<2x4x12x8xf32>) -> tensor<2x4x12x8xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%sm, %v : tensor<2x4x12x20xf32>, tensor<2x4x20x8xf32>) outs(%fo : tensor<2x4x12x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x12x8xf32>
+  return %o : tensor<2x4x12x8xf32>
+}

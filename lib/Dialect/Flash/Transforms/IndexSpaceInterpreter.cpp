@@ -309,9 +309,13 @@ Expr *Interpreter::bodyValue(Value v, Body &body) {
 }
 
 bool mlir::flash::detail::isScoreModOperation(Operation *op) {
+  // Integer arithmetic that is not affine in the indices (T5's bucketed
+  // relative positions) is rebuilt as it is.
   return isa<math::TanhOp, math::AbsFOp, math::LogOp, math::SqrtOp,
              arith::MinimumFOp, arith::MinNumFOp, arith::SIToFPOp,
-             arith::UIToFPOp, math::AbsIOp, arith::MinSIOp, arith::MaxSIOp>(op);
+             arith::UIToFPOp, arith::FPToSIOp, math::AbsIOp, arith::MinSIOp,
+             arith::MaxSIOp, arith::AddIOp, arith::SubIOp, arith::MulIOp,
+             arith::ExtUIOp, arith::ExtSIOp, arith::IndexCastOp>(op);
 }
 
 Expr *Interpreter::bodyOp(Operation *op, Body &body) {
@@ -331,16 +335,20 @@ Expr *Interpreter::bodyOp(Operation *op, Body &body) {
   if (auto extract = dyn_cast<tensor::ExtractOp>(op);
       extract && extract.getTensor().getParentBlock() != body.op.getBlock()) {
     SmallVector<AffineExpr> at;
+    SmallVector<Expr *, 3> indices;
     for (Value index : extract.getIndices()) {
       Expr *e = bodyValue(index, body);
       if (!e)
         return nullptr;
-      if (e->kind != Expr::Index)
-        return fail("a tensor is read at an index that is not affine in the "
-                    "attention's indices");
-      at.push_back(e->index);
+      indices.push_back(e);
+      if (e->kind == Expr::Index)
+        at.push_back(e->index);
     }
-    return leaf(extract.getTensor(), AffineMap::get(rank, 0, at, ctx));
+    if (at.size() == indices.size())
+      return leaf(extract.getTensor(), AffineMap::get(rank, 0, at, ctx));
+    // A gather at computed indices (an embedding table of T5's buckets).
+    return make({Expr::Op, extract.getTensor(), {}, 0, {}, "tensor.extract", 0,
+                 indices});
   }
   SmallVector<Expr *, 3> args;
   for (Value operand : op->getOperands()) {

@@ -234,10 +234,15 @@ FailureOr<Value> ScoreModEmitter::emitOp(Expr *e, Type hint) {
     if (failed(cond) || failed(yes) || failed(no))
       return failure();
     if (yes->getType() != no->getType()) {
-      yes = toF32(*yes);
-      no = toF32(*no);
-      if (failed(yes) || failed(no))
-        return failure();
+      if (yes->getType().isIntOrIndex() && no->getType().isIntOrIndex()) {
+        yes = toI64(*yes);
+        no = toI64(*no);
+      } else {
+        yes = toF32(*yes);
+        no = toF32(*no);
+        if (failed(yes) || failed(no))
+          return failure();
+      }
     }
     return arith::SelectOp::create(b, loc, *cond, *yes, *no).getResult();
   }
@@ -263,7 +268,46 @@ FailureOr<Value> ScoreModEmitter::emitOp(Expr *e, Type hint) {
       return arith::SIToFPOp::create(b, loc, f32, i).getResult();
     return arith::UIToFPOp::create(b, loc, f32, i).getResult();
   }
-  if (name == "math.absi" || name == "arith.minsi" || name == "arith.maxsi") {
+  if (name == "tensor.extract") {
+    SmallVector<Value> at;
+    for (Expr *arg : e->args) {
+      FailureOr<Value> v = emit(arg, b.getIndexType());
+      if (failed(v))
+        return failure();
+      if (!v->getType().isIntOrIndex())
+        return fail("a score modification reads a tensor at a float index");
+      at.push_back(v->getType().isIndex()
+                       ? *v
+                       : arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                                    *v)
+                             .getResult());
+    }
+    return tensor::ExtractOp::create(b, loc, e->value, at).getResult();
+  }
+  if (name == "arith.extui" || name == "arith.extsi" ||
+      name == "arith.index_cast") {
+    FailureOr<Value> v = emit(e->args[0], b.getI64Type());
+    if (failed(v))
+      return failure();
+    if (!v->getType().isIntOrIndex())
+      return fail("a score modification casts a float as an integer");
+    if (name == "arith.index_cast")
+      return v->getType().isIndex()
+                 ? *v
+                 : arith::IndexCastOp::create(b, loc, b.getIndexType(), *v)
+                       .getResult();
+    if (name == "arith.extui" && !v->getType().isIndex())
+      return arith::ExtUIOp::create(b, loc, b.getI64Type(), *v).getResult();
+    return toI64(*v);
+  }
+  if (name == "arith.fptosi") {
+    FailureOr<Value> v = emitF32(e->args[0]);
+    if (failed(v))
+      return failure();
+    return arith::FPToSIOp::create(b, loc, b.getI64Type(), *v).getResult();
+  }
+  if (name == "math.absi" || name == "arith.minsi" || name == "arith.maxsi" ||
+      name == "arith.addi" || name == "arith.subi" || name == "arith.muli") {
     SmallVector<Value> operands;
     for (Expr *arg : e->args) {
       FailureOr<Value> v = emit(arg, b.getI64Type());
