@@ -124,6 +124,19 @@ void WarpRegisterTiles::analyze(bool wgmma) {
         changed = true;
       }
   }
+  // Tiles that cannot fit a lane's registers (255 of 32 bits) even twice
+  // over would only spill: a D = 512 backward on one warp holds 512 words of
+  // dQ per lane, and LLVM took seconds to unroll it. Such blocks keep their
+  // tiles in shared memory (or are rejected by its limit).
+  int64_t words = 0;
+  for (Value tile : tiles) {
+    auto type = cast<MemRefType>(tile.getType());
+    words += type.getNumElements() * type.getElementTypeBitWidth() / 32;
+  }
+  if (words > 2 * 255 * 32 * warps) {
+    tiles.clear();
+    return;
+  }
   if (wgmma && !tiles.empty() && !canUseWgmma())
     swizzled.clear();
 }
