@@ -89,6 +89,12 @@ flash::compileAttentionKernels(ModuleOp module, StringRef outputDir,
                           "by the kernel manifest yet; compile it with "
                           "flash-opt --flash-gpu-pipeline");
   }
+  for (AttentionBackwardOp op : backwardOps)
+    if (op.hasScoreMod())
+      return op.emitError("flash-compile: a score modification (score_mod: "
+                          "softcap, ALiBi, a computed bias) is not described "
+                          "by the kernel manifest yet; compile it with "
+                          "flash-opt --flash-gpu-pipeline");
   // Kernels are named after their function, numbered when it has several.
   llvm::DenseMap<Operation *, int> perFunction;
   for (AttentionOp op : ops)

@@ -228,7 +228,7 @@ def build_program(args, ops):
         body = (fwd + "\n"
                 f"    %dq, %dk, %dv = flash.attention_backward %q, %k, %v, %o, %do, %lse{opt}"
                 f"{attrs_text(args)}\n"
-                f"        : {qkv_types}, {o_type}, {lse_type}\n"
+                f"        : {qkv_types}, {o_type}, {lse_type}{mod}\n"
                 f"    return %dq, %dk, %dv : {q.type}, {k.type}, {v.type}")
     result_types = ", ".join(r[3] for r in results)
     lines = [
@@ -410,10 +410,10 @@ def main(argv=None):
                         "function argument) instead of an attribute (forward)")
     p.add_argument("--window", type=int, help="sliding window: keys j >= i + N - M - W")
     p.add_argument("--softcap", type=float,
-                   help="score_mod: each scaled score s becomes c tanh(s / c) (forward)")
+                   help="score_mod: each scaled score s becomes c tanh(s / c)")
     p.add_argument("--alibi", action="store_true",
                    help="score_mod: add slope[h] (j - i), one f32 slope per query head "
-                        "read from a tensor argument (forward)")
+                        "read from a tensor argument")
     p.add_argument("--bias", help="bias shape, e.g. 1x4x77x33 or 77x33")
     p.add_argument("--bias-dtype", choices=["f32", "f16", "bf16"], default="f32")
     p.add_argument("--mask", help="i1 mask shape, broadcastable to [B,Hq,M,N]")
@@ -450,9 +450,6 @@ def main(argv=None):
     if args.runtime_scale and args.mode != "fwd":
         p.error("--runtime-scale is for the forward (flash.attention_backward "
                 "takes a constant scale)")
-    if (args.softcap is not None or args.alibi) and args.mode != "fwd":
-        p.error("--softcap and --alibi are for the forward (flash.attention_backward "
-                "has no score_mod)")
     if args.file:
         from flash_mlir.fusion_check import check_chunks  # it imports this module
         failures = check_chunks(args.file, '--flash-cpu-pipeline="tile=false"', args.passes,
@@ -475,7 +472,9 @@ def main(argv=None):
         want = {"o": o_ref, "lse": lse_ref}
     else:
         dq, dk, dv = reference.attention_backward(full["q"], full["k"], full["v"],
-                                                  full["do"], o=o_ref, **common)
+                                                  full["do"], o=o_ref, **common,
+                                                  softcap=args.softcap,
+                                                  alibi=full.get("alibi"))
         want = {"dq": dq, "dk": dk, "dv": dv}
 
     if not args.no_tile:

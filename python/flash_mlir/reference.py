@@ -73,11 +73,11 @@ def attention(q, k, v, scale=None, causal=False, bias=None, mask=None,
 
 
 def attention_backward(q, k, v, do, scale=None, causal=False, bias=None,
-                       mask=None, window=None, o=None):
+                       mask=None, window=None, o=None, softcap=None, alibi=None):
     """Returns (dQ, dK, dV) in float64, the gradient of attention()."""
     if scale is None:
         scale = default_scale(q.shape[-1])
-    s = _scores(q, k, scale, causal, bias, mask, window)
+    s = _scores(q, k, scale, causal, bias, mask, window, softcap, alibi)
     p, _ = _softmax(s)
     b, hq, m, d = q.shape
     hkv, n = k.shape[1], k.shape[2]
@@ -92,6 +92,10 @@ def attention_backward(q, k, v, do, scale=None, causal=False, bias=None,
     dp = np.einsum("bhmd,bhnd->bhmn", do, v_rep)
     di = (do * o).sum(axis=-1, keepdims=True)
     ds = p * (dp - di)
+    if softcap is not None:
+        # d/ds c tanh(s / c) = 1 - tanh(s / c)^2 at the scaled scores.
+        raw = scale * np.einsum("bhmd,bhnd->bhmn", q.astype(np.float64), k_rep)
+        ds = ds * (1.0 - np.tanh(raw / softcap) ** 2)
     dq = scale * np.einsum("bhmn,bhnd->bhmd", ds, k_rep)
     dk_rep = scale * np.einsum("bhmn,bhmd->bhnd", ds, q.astype(np.float64))
     dk = dk_rep.reshape(b, hkv, group, n, d).sum(axis=2)

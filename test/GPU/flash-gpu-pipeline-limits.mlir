@@ -2,12 +2,15 @@
 // well under a second (fuzzer finding F3, docs/Fuzzing.md): threads above
 // CUDA's 1024 per block (they were accepted and written as .maxntid 1025 or
 // 4096), threads = 0, and block sizes past 2^16 (2^31 ran out of time and
-// memory in the mapping).
+// memory in the mapping), and blocks of part of a warp (one thread took 28 s
+// to compile the backward in flash-compile: the fuzzer's --seed 5000 run).
 // RUN: not flash-opt %s --flash-gpu-pipeline="chip=sm_80 threads=1025" 2>&1 | FileCheck %s --check-prefix=THREADS
 // RUN: not flash-opt %s --flash-gpu-pipeline="chip=sm_90a threads=4096" 2>&1 | FileCheck %s --check-prefix=THREADS
 // RUN: not flash-opt %s --flash-gpu-pipeline="chip=sm_80 threads=0" 2>&1 | FileCheck %s --check-prefix=THREADS
 // RUN: %python %S/../Inputs/expect_exit.py 1 flash-opt %s --flash-gpu-pipeline="chip=sm_80 threads=1025"
-// THREADS: error: flash-map-tiles-to-gpu: threads must be between 1 and 1024 (CUDA's limit per block), not
+// RUN: not flash-opt %s --flash-gpu-pipeline="chip=sm_80 threads=1" 2>&1 | FileCheck %s --check-prefix=THREADS
+// RUN: not flash-opt %s --flash-gpu-pipeline="chip=sm_80 threads=33" 2>&1 | FileCheck %s --check-prefix=THREADS
+// THREADS: error: flash-map-tiles-to-gpu: threads must be a multiple of 32 (whole warps) between 32 and 1024 (CUDA's limit per block), not
 // RUN: not flash-opt %s --flash-gpu-pipeline="chip=sm_80 block-rows=2147483648" 2>&1 | FileCheck %s --check-prefix=BLOCKS
 // RUN: not flash-opt %s --flash-gpu-pipeline="chip=sm_90a block-cols=4611686018427387904" 2>&1 | FileCheck %s --check-prefix=BLOCKS
 // RUN: %python %S/../Inputs/expect_exit.py 1 flash-opt %s --flash-gpu-pipeline="chip=sm_80 block-rows=2147483648"

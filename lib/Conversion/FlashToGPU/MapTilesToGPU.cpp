@@ -674,11 +674,13 @@ struct FlashMapTilesToGPUPass
         foralls.push_back(forall);
     });
     // CUDA launches at most 1024 threads per block; a larger .maxntid makes
-    // a kernel that never runs.
-    if (threads <= 0 || threads > 1024) {
+    // a kernel that never runs. Below a whole warp every distributed loop
+    // runs on fewer lanes than the hardware has (and LLVM took 28 s to
+    // unroll the one-thread backward's), so blocks are whole warps.
+    if (threads <= 0 || threads > 1024 || threads % 32 != 0) {
       emitError(getOperation().getLoc(),
-                "flash-map-tiles-to-gpu: threads must be between 1 and 1024 "
-                "(CUDA's limit per block), not ")
+                "flash-map-tiles-to-gpu: threads must be a multiple of 32 (whole "
+                "warps) between 32 and 1024 (CUDA's limit per block), not ")
           << static_cast<int64_t>(threads);
       return signalPassFailure();
     }

@@ -220,7 +220,7 @@ func.func @backward_mask(%q: tensor<1x2x8x16xf16>, %lse: tensor<1x2x8xf32>, %m: 
 
 func.func @backward_result_type(%q: tensor<1x2x8x16xf16>, %lse: tensor<1x2x8xf32>) {
   // expected-error @+1 {{failed to verify that all of {query, grad_query} have same type}}
-  %r:3 = "flash.attention_backward"(%q, %q, %q, %q, %q, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0>}> : (tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>)
+  %r:3 = "flash.attention_backward"(%q, %q, %q, %q, %q, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0>}> ({}) : (tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>)
   return
 }
 
@@ -331,7 +331,7 @@ func.func @score_mod_yield_type(%q: tensor<8x16xf32>) -> tensor<8x16xf32> {
 // -----
 
 func.func @yield_outside(%s: f32) -> f32 {
-  // expected-error @+1 {{expects parent op 'flash.attention'}}
+  // expected-error @+1 {{expects parent op to be one of 'flash.attention, flash.attention_backward'}}
   flash.yield %s : f32
 }
 
@@ -343,4 +343,16 @@ func.func @score_mod_empty_block(%q: tensor<8x16xf32>) -> tensor<8x16xf32> {
   ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
   }
   return %o : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @backward_score_mod_not_differentiable(%q: tensor<1x2x8x16xf32>, %lse: tensor<1x2x8xf32>) -> tensor<1x2x8x16xf32> {
+  %dq, %dk, %dv = flash.attention_backward %q, %q, %q, %q, %q, %lse : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    // expected-error @+1 {{'math.floor' op is applied to the score in the score_mod of flash.attention_backward, which has no derivative rule for it}}
+    %f = math.floor %s : f32
+    flash.yield %f : f32
+  }
+  return %dq : tensor<1x2x8x16xf32>
 }

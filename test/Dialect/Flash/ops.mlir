@@ -102,3 +102,22 @@ func.func @score_mod(%q: tensor<1x2x8x16xf16>, %slopes: tensor<2xf32>) -> tensor
   }
   return %o : tensor<1x2x8x16xf16>
 }
+
+// The backward takes the forward's region.
+// CHECK-LABEL: func @backward_score_mod
+// CHECK: %grad_query, %grad_key, %grad_value = flash.attention_backward {{.*}} : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8xf32> score_mod {
+// CHECK-NEXT: ^bb0(%[[S:.*]]: f32, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index):
+// CHECK: math.tanh
+// CHECK: flash.yield
+func.func @backward_score_mod(%q: tensor<1x2x8x16xf16>, %lse: tensor<1x2x8xf32>) -> tensor<1x2x8x16xf16> {
+  %dq, %dk, %dv = flash.attention_backward %q, %q, %q, %q, %q, %lse : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %c = arith.constant 0.2 : f32
+    %x = arith.mulf %s, %c : f32
+    %t = math.tanh %x : f32
+    %cap = arith.constant 5.0 : f32
+    %r = arith.mulf %t, %cap : f32
+    flash.yield %r : f32
+  }
+  return %dq : tensor<1x2x8x16xf16>
+}

@@ -6,11 +6,14 @@
 
 #include "flash/Dialect/Flash/IR/FlashOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -264,12 +267,12 @@ Value AttentionOp::buildScale(OpBuilder &b) {
                                    b.getF32FloatAttr(getEffectiveScale()));
 }
 
-Value AttentionOp::buildScoreMod(OpBuilder &b, Value score,
+Value mlir::flash::buildScoreMod(OpBuilder &b, Region &scoreMod, Value score,
                                  ValueRange indices) {
-  if (!hasScoreMod())
+  if (scoreMod.empty())
     return score;
   assert(indices.size() == 4 && "score_mod takes (b, h, i, j)");
-  Block &body = getScoreMod().front();
+  Block &body = scoreMod.front();
   IRMapping map;
   map.map(body.getArgument(0), score);
   for (auto [arg, index] : llvm::zip(body.getArguments().drop_front(), indices))
@@ -277,6 +280,15 @@ Value AttentionOp::buildScoreMod(OpBuilder &b, Value score,
   for (Operation &op : body.without_terminator())
     b.clone(op, map);
   return map.lookupOrDefault(body.getTerminator()->getOperand(0));
+}
+
+static void nameScoreModArguments(Region &region,
+                                  OpAsmSetValueNameFn setNameFn) {
+  if (region.empty())
+    return;
+  static constexpr StringLiteral names[] = {"s", "b", "h", "i", "j"};
+  for (auto [arg, name] : llvm::zip(region.getArguments(), names))
+    setNameFn(arg, name);
 }
 
 void AttentionOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
@@ -287,11 +299,18 @@ void AttentionOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 
 void AttentionOp::getAsmBlockArgumentNames(Region &region,
                                            OpAsmSetValueNameFn setNameFn) {
-  if (region.empty())
-    return;
-  static constexpr StringLiteral names[] = {"s", "b", "h", "i", "j"};
-  for (auto [arg, name] : llvm::zip(region.getArguments(), names))
-    setNameFn(arg, name);
+  nameScoreModArguments(region, setNameFn);
+}
+
+void AttentionBackwardOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getGradQuery(), "grad_query");
+  setNameFn(getGradKey(), "grad_key");
+  setNameFn(getGradValue(), "grad_value");
+}
+
+void AttentionBackwardOp::getAsmBlockArgumentNames(
+    Region &region, OpAsmSetValueNameFn setNameFn) {
+  nameScoreModArguments(region, setNameFn);
 }
 
 void AttentionOp::takeScoreModFrom(RewriterBase &rewriter, AttentionOp from) {
@@ -299,23 +318,30 @@ void AttentionOp::takeScoreModFrom(RewriterBase &rewriter, AttentionOp from) {
                               getScoreMod().end());
 }
 
+void AttentionBackwardOp::takeScoreModFrom(RewriterBase &rewriter,
+                                           AttentionBackwardOp from) {
+  rewriter.inlineRegionBefore(from.getScoreMod(), getScoreMod(),
+                              getScoreMod().end());
+}
+
 /// The region is `^bb0(%s: f32, %b, %h, %i, %j: index)` ending in
 /// flash.yield, and computes without side effects.
-static LogicalResult verifyScoreMod(AttentionOp op) {
-  if (!op.hasScoreMod())
+static LogicalResult verifyScoreMod(Operation *op, Region &scoreMod) {
+  if (scoreMod.empty())
     return success();
-  Block &body = op.getScoreMod().front();
-  Builder b(op.getContext());
+  Block &body = scoreMod.front();
+  Builder b(op->getContext());
   SmallVector<Type> want = {b.getF32Type(), b.getIndexType(),
                             b.getIndexType(), b.getIndexType(),
                             b.getIndexType()};
   if (body.getArgumentTypes() != TypeRange(want))
-    return op.emitOpError("expects a score_mod region with arguments (f32, "
-                          "index, index, index, index) for the score and its "
-                          "(b, h, i, j), got ")
+    return op->emitOpError("expects a score_mod region with arguments (f32, "
+                           "index, index, index, index) for the score and its "
+                           "(b, h, i, j), got ")
            << body.getNumArguments() << " argument(s)";
   if (body.empty() || !isa<YieldOp>(body.back()))
-    return op.emitOpError("expects the score_mod region to end in flash.yield");
+    return op->emitOpError(
+        "expects the score_mod region to end in flash.yield");
   for (Operation &inner : body.without_terminator())
     if (!isMemoryEffectFree(&inner))
       return inner.emitOpError("has side effects, which a score_mod region of "
@@ -323,11 +349,157 @@ static LogicalResult verifyScoreMod(AttentionOp op) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// The score_mod's derivative (forward mode)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Forward-mode differentiation of a score_mod body in its score argument:
+/// each value that depends on the score gets a tangent; the rest (indices,
+/// tensors and scalars from above, integer arithmetic) are constants.
+class ScoreModDerivative {
+public:
+  explicit ScoreModDerivative(Block &body) : body(body) {}
+
+  /// The first operation that depends on the score and has no rule.
+  Operation *firstUndifferentiable() {
+    DenseSet<Value> live = {body.getArgument(0)};
+    for (Operation &op : body.without_terminator()) {
+      if (llvm::none_of(op.getOperands(),
+                        [&](Value v) { return live.contains(v); }))
+        continue;
+      if (!hasRule(&op))
+        return &op;
+      for (Value r : op.getResults())
+        live.insert(r);
+    }
+    return nullptr;
+  }
+
+  /// Clones the body at `b` with `score` and `indices`, and returns the
+  /// tangent of the yielded value (0 when it does not depend on the score).
+  Value build(OpBuilder &b, Value score, ValueRange indices) {
+    Location loc = body.getParentOp()->getLoc();
+    IRMapping map;
+    map.map(body.getArgument(0), score);
+    for (auto [arg, index] :
+         llvm::zip(body.getArguments().drop_front(), indices))
+      map.map(arg, index);
+    DenseMap<Value, Value> tangent; // original value -> new tangent
+    tangent[body.getArgument(0)] = constant(b, loc, 1.0);
+    for (Operation &op : body.without_terminator()) {
+      Operation *clone = b.clone(op, map);
+      if (llvm::none_of(op.getOperands(),
+                        [&](Value v) { return tangent.count(v); }))
+        continue;
+      auto dx = [&](unsigned i) -> Value {
+        auto it = tangent.find(op.getOperand(i));
+        return it == tangent.end() ? constant(b, loc, 0.0) : it->second;
+      };
+      auto x = [&](unsigned i) { return clone->getOperand(i); };
+      tangent[op.getResult(0)] = rule(b, loc, &op, clone, x, dx);
+    }
+    Value yielded = body.getTerminator()->getOperand(0);
+    auto it = tangent.find(yielded);
+    return it == tangent.end() ? constant(b, loc, 0.0) : it->second;
+  }
+
+private:
+  static bool hasRule(Operation *op) {
+    return isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
+               arith::NegFOp, arith::MaximumFOp, arith::MinimumFOp,
+               arith::MaxNumFOp, arith::MinNumFOp, arith::SelectOp,
+               arith::ExtFOp, arith::TruncFOp, math::TanhOp, math::ExpOp,
+               math::Exp2Op, math::LogOp, math::SqrtOp, math::AbsFOp>(op) &&
+           op->getNumResults() == 1 && op->getResult(0).getType().isF32();
+  }
+
+  static Value constant(OpBuilder &b, Location loc, double c) {
+    return arith::ConstantOp::create(b, loc,
+                                     b.getF32FloatAttr(static_cast<float>(c)));
+  }
+
+  static Value rule(OpBuilder &b, Location loc, Operation *op,
+                    Operation *clone, function_ref<Value(unsigned)> x,
+                    function_ref<Value(unsigned)> dx) {
+    auto mul = [&](Value l, Value r) {
+      return arith::MulFOp::create(b, loc, l, r).getResult();
+    };
+    auto add = [&](Value l, Value r) {
+      return arith::AddFOp::create(b, loc, l, r).getResult();
+    };
+    auto sub = [&](Value l, Value r) {
+      return arith::SubFOp::create(b, loc, l, r).getResult();
+    };
+    Value y = clone->getResult(0);
+    return llvm::TypeSwitch<Operation *, Value>(op)
+        .Case<arith::AddFOp>([&](auto) { return add(dx(0), dx(1)); })
+        .Case<arith::SubFOp>([&](auto) { return sub(dx(0), dx(1)); })
+        .Case<arith::MulFOp>(
+            [&](auto) { return add(mul(dx(0), x(1)), mul(x(0), dx(1))); })
+        .Case<arith::DivFOp>([&](auto) {
+          // (dx0 - y dx1) / x1
+          return arith::DivFOp::create(b, loc, sub(dx(0), mul(y, dx(1))), x(1))
+              .getResult();
+        })
+        .Case<arith::NegFOp>([&](auto) {
+          return arith::NegFOp::create(b, loc, dx(0)).getResult();
+        })
+        .Case<arith::MaximumFOp, arith::MaxNumFOp>([&](auto) {
+          Value first = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE,
+                                              x(0), x(1));
+          return arith::SelectOp::create(b, loc, first, dx(0), dx(1))
+              .getResult();
+        })
+        .Case<arith::MinimumFOp, arith::MinNumFOp>([&](auto) {
+          Value first = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE,
+                                              x(0), x(1));
+          return arith::SelectOp::create(b, loc, first, dx(0), dx(1))
+              .getResult();
+        })
+        .Case<arith::SelectOp>([&](auto) {
+          return arith::SelectOp::create(b, loc, x(0), dx(1), dx(2))
+              .getResult();
+        })
+        .Case<arith::ExtFOp, arith::TruncFOp>([&](auto) { return dx(0); })
+        .Case<math::TanhOp>([&](auto) {
+          return mul(sub(constant(b, loc, 1.0), mul(y, y)), dx(0));
+        })
+        .Case<math::ExpOp>([&](auto) { return mul(y, dx(0)); })
+        .Case<math::Exp2Op>([&](auto) {
+          return mul(mul(y, constant(b, loc, 0.6931471805599453)), dx(0));
+        })
+        .Case<math::LogOp>([&](auto) {
+          return arith::DivFOp::create(b, loc, dx(0), x(0)).getResult();
+        })
+        .Case<math::SqrtOp>([&](auto) {
+          return arith::DivFOp::create(b, loc, dx(0),
+                                       mul(constant(b, loc, 2.0), y))
+              .getResult();
+        })
+        .Case<math::AbsFOp>([&](auto) {
+          Value sign =
+              math::CopySignOp::create(b, loc, constant(b, loc, 1.0), x(0));
+          return mul(sign, dx(0));
+        });
+  }
+
+  Block &body;
+};
+} // namespace
+
+Value AttentionBackwardOp::buildScoreModDerivative(OpBuilder &b, Value score,
+                                                   ValueRange indices) {
+  if (!hasScoreMod())
+    return arith::ConstantOp::create(b, getLoc(), b.getF32FloatAttr(1.0f));
+  return ScoreModDerivative(getScoreMod().front()).build(b, score, indices);
+}
+
 LogicalResult AttentionOp::verify() {
   if (getRuntimeScale() && getScale())
     return emitOpError("takes a scale attribute or a runtime_scale operand, "
                        "not both");
-  if (failed(verifyScoreMod(*this)))
+  if (failed(verifyScoreMod(*this, getScoreMod())))
     return failure();
   FailureOr<AttentionSizes> s = verifyAttention(*this, getOutput().getType());
   if (failed(s))
@@ -345,6 +517,14 @@ LogicalResult AttentionOp::verify() {
 float AttentionBackwardOp::getEffectiveScale() { return effectiveScale(*this); }
 
 LogicalResult AttentionBackwardOp::verify() {
+  if (failed(verifyScoreMod(*this, getScoreMod())))
+    return failure();
+  if (hasScoreMod())
+    if (Operation *op = ScoreModDerivative(getScoreMod().front())
+                            .firstUndifferentiable())
+      return op->emitOpError("is applied to the score in the score_mod of "
+                             "flash.attention_backward, which has no "
+                             "derivative rule for it");
   FailureOr<AttentionSizes> s = verifyAttention(*this, getOutput().getType());
   if (failed(s))
     return failure();
@@ -457,6 +637,7 @@ mlir::flash::normalizeToRank4(RewriterBase &rewriter, AttentionBackwardOp op) {
       rewriter, loc, TypeRange{q.getType(), k.getType(), v.getType()}, q, k, v,
       o, gradO, lse, op.getBias(), op.getMask(), op.getScaleAttr(),
       op.getCausalAttr(), op.getWindowAttr());
+  newOp.takeScoreModFrom(rewriter, op);
   replaceWithCollapsed(rewriter, op, newOp, count);
   return newOp;
 }

@@ -55,8 +55,8 @@ struct GroupedProblem {
   /// The forward's scale when it is known only at run time (`scale` is
   /// then unused).
   Value runtimeScale = {};
-  /// The forward whose score_mod rewrites the scaled scores (null without).
-  AttentionOp scoreMod = {};
+  /// The score_mod region that rewrites the scaled scores (null without).
+  Region *scoreMod = nullptr;
 };
 
 class NaiveBuilder {
@@ -245,12 +245,39 @@ public:
     return {p.batch, p.kvHeads, p.group, p.querySeq};
   }
 
-  /// S = scale * Q Kᵀ + bias, with causal and mask positions set to -inf.
-  Value maskedScores(Value q5, Value k) {
+  /// The rank-4 indices (b, h = kv head * G + group, i, j) of the grouped
+  /// score space (b, kv head, group, i, j), inside a generic's body.
+  SmallVector<Value> scoreIndices(OpBuilder &nb, Location loc) {
+    Value group = getValueOrCreateConstantIndexOp(nb, loc, p.group);
+    Value head = arith::AddIOp::create(
+        nb, loc,
+        arith::MulIOp::create(nb, loc, linalg::IndexOp::create(nb, loc, 1),
+                              group),
+        linalg::IndexOp::create(nb, loc, 2));
+    return {linalg::IndexOp::create(nb, loc, 0), head,
+            linalg::IndexOp::create(nb, loc, 3),
+            linalg::IndexOp::create(nb, loc, 4)};
+  }
+
+  /// Q Kᵀ over the grouped score space, unscaled.
+  Value rawScores(Value q5, Value k) {
     SmallVector<IteratorType> iters(5, kPar);
     iters.push_back(kRed);
-    Value s = contract(q5, map(6, {0, 1, 2, 3, 5}), k, map(6, {0, 1, 4, 5}),
-                       scoreSizes(), map(6, {0, 1, 2, 3, 4}), iters);
+    return contract(q5, map(6, {0, 1, 2, 3, 5}), k, map(6, {0, 1, 4, 5}),
+                    scoreSizes(), map(6, {0, 1, 2, 3, 4}), iters);
+  }
+
+  /// The scale as a value inside a body.
+  Value scaleValue(OpBuilder &nb, Location loc) {
+    return p.runtimeScale ? p.runtimeScale
+                          : arith::ConstantOp::create(
+                                nb, loc, nb.getF32FloatAttr(p.scale))
+                                .getResult();
+  }
+
+  /// S = mod(scale * Q Kᵀ) + bias, with causal and mask positions set to
+  /// -inf, from the raw scores `s`.
+  Value maskedScores(Value s) {
 
     SmallVector<Value> ins = {s};
     SmallVector<AffineMap> maps = {identity(5)};
@@ -281,29 +308,9 @@ public:
     return generic(
         ins, init, maps, SmallVector<IteratorType>(5, kPar),
         [&](OpBuilder &nb, Location loc, ValueRange a) -> Value {
-          Value scale =
-              p.runtimeScale
-                  ? p.runtimeScale
-                  : arith::ConstantOp::create(nb, loc,
-                                              nb.getF32FloatAttr(p.scale))
-                        .getResult();
-          Value v = arith::MulFOp::create(nb, loc, a[0], scale);
-          if (p.scoreMod) {
-            // (b, kv head, group, i, j) -> (b, h = kv head * G + group, i, j)
-            Value group =
-                getValueOrCreateConstantIndexOp(nb, loc, p.group);
-            Value head = arith::AddIOp::create(
-                nb, loc,
-                arith::MulIOp::create(nb, loc,
-                                      linalg::IndexOp::create(nb, loc, 1),
-                                      group),
-                linalg::IndexOp::create(nb, loc, 2));
-            v = p.scoreMod.buildScoreMod(
-                nb, v,
-                {linalg::IndexOp::create(nb, loc, 0), head,
-                 linalg::IndexOp::create(nb, loc, 3),
-                 linalg::IndexOp::create(nb, loc, 4)});
-          }
+          Value v = arith::MulFOp::create(nb, loc, a[0], scaleValue(nb, loc));
+          if (p.scoreMod)
+            v = buildScoreMod(nb, *p.scoreMod, v, scoreIndices(nb, loc));
           if (biasArg >= 0)
             v = arith::AddFOp::create(nb, loc, v,
                                       extendToF32(nb, loc, a[biasArg]));
@@ -416,11 +423,10 @@ template <typename OpTy> GroupedProblem makeProblem(OpBuilder &b, OpTy op) {
                    op.getWindow(),
                    op.getBias(),
                    op.getMask()};
-  if constexpr (std::is_same_v<OpTy, AttentionOp>) {
+  if constexpr (std::is_same_v<OpTy, AttentionOp>)
     p.runtimeScale = op.getRuntimeScale();
-    if (op.hasScoreMod())
-      p.scoreMod = op;
-  }
+  if (op.hasScoreMod())
+    p.scoreMod = &op.getScoreMod();
   p.batch = pickDim(b, loc, {{q, 0}, {k, 0}, {v, 0}});
   p.queryHeads = pickDim(b, loc, {{q, 1}});
   p.kvHeads = pickDim(b, loc, {{k, 1}, {v, 1}});
@@ -454,7 +460,7 @@ LogicalResult mlir::flash::decomposeAttention(RewriterBase &rewriter,
   Type elementType = op.getQuery().getType().getElementType();
 
   Value q5 = nb.expandHeads(op.getQuery(), 1);
-  Value scores = nb.maskedScores(q5, op.getKey());
+  Value scores = nb.maskedScores(nb.rawScores(q5, op.getKey()));
   Value rowMax =
       nb.rowReduce(scores, -std::numeric_limits<double>::infinity(), true);
   Value e = nb.expMinusRow(scores, rowMax, 0.0);
@@ -527,7 +533,8 @@ LogicalResult mlir::flash::decomposeAttentionBackward(RewriterBase &rewriter,
   Value k = op.getKey(), v = op.getValue();
 
   // P recomputed from the saved log-sum-exp; fully masked rows give P = 0.
-  Value scores = nb.maskedScores(q5, k);
+  Value raw = nb.rawScores(q5, k);
+  Value scores = nb.maskedScores(raw);
   Value probs =
       nb.expMinusRow(scores, lse5, std::numeric_limits<double>::infinity());
 
@@ -551,16 +558,28 @@ LogicalResult mlir::flash::decomposeAttentionBackward(RewriterBase &rewriter,
   // Di[b,hk,g,m] = sum_dv dO O
   Value rowDot = nb.contract(do5, nb.identity(5), o5, nb.identity(5),
                              nb.rowSizes(), nb.map(5, {0, 1, 2, 3}), par4red);
-  // dS = P (dP - Di)
+  // dS = P (dP - Di), times mod'(scale S) with a score_mod.
   Value dsInit =
       tensor::EmptyOp::create(rewriter, p.loc, nb.scoreSizes(), p.f32);
+  SmallVector<Value> dsIns = {probs, gradP, rowDot};
+  SmallVector<AffineMap> dsMaps = {nb.identity(5), nb.identity(5),
+                                   nb.map(5, {0, 1, 2, 3})};
+  if (op.hasScoreMod()) {
+    dsIns.push_back(raw);
+    dsMaps.push_back(nb.identity(5));
+  }
+  dsMaps.push_back(nb.identity(5));
   Value gradS = nb.generic(
-      {probs, gradP, rowDot}, dsInit,
-      {nb.identity(5), nb.identity(5), nb.map(5, {0, 1, 2, 3}), nb.identity(5)},
-      SmallVector<IteratorType>(5, kPar),
+      dsIns, dsInit, dsMaps, SmallVector<IteratorType>(5, kPar),
       [&](OpBuilder &b, Location loc, ValueRange a) -> Value {
         Value diff = arith::SubFOp::create(b, loc, a[1], a[2]);
-        return arith::MulFOp::create(b, loc, a[0], diff);
+        Value ds = arith::MulFOp::create(b, loc, a[0], diff);
+        if (!op.hasScoreMod())
+          return ds;
+        Value scaled = arith::MulFOp::create(b, loc, a[3], nb.scaleValue(b, loc));
+        Value slope = op.buildScoreModDerivative(b, scaled,
+                                                 nb.scoreIndices(b, loc));
+        return arith::MulFOp::create(b, loc, ds, slope);
       });
   // dQ[b,hk,g,m,d] = scale sum_n dS K
   SmallVector<OpFoldResult> dqSizes = nb.rowSizes();

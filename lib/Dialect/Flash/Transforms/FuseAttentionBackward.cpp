@@ -222,7 +222,8 @@ LogicalResult fuseJoint(RewriterBase &rewriter, const AttentionMatch &m,
   rewriter.setInsertionPoint(probsDef);
   if (m.hasScoreMod()) {
     reason = "the scores are modified (score_mod: softcap, ALiBi, a computed "
-             "bias), which flash.attention_backward does not take yet";
+             "bias), whose gradient the training-graph fusion does not "
+             "match yet";
     return failure();
   }
   if (m.runtimeScale) {
@@ -398,7 +399,8 @@ LogicalResult SplitFusion::rewrite(RewriterBase &rewriter, bool report,
   rewriter.setInsertionPoint(probsDef);
   if (m.hasScoreMod()) {
     reason = "the scores are modified (score_mod: softcap, ALiBi, a computed "
-             "bias), which flash.attention_backward does not take yet";
+             "bias), whose gradient the training-graph fusion does not "
+             "match yet";
     return failure();
   }
   if (m.runtimeScale) {

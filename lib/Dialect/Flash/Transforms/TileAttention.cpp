@@ -87,7 +87,7 @@ private:
   bool naturalUnits = false;
   /// Whether the score_mod region reads tensors (at clamped indices), and
   /// the last query and key index (M - 1, N - 1) it may read then.
-  bool scoreModReadsTensors = false;
+  bool clampScoreModIndices = false;
   Value lastQuery, lastKey;
 
   /// Row i sees keys from i + windowStart = i + N - M - window, the window
@@ -202,7 +202,7 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
                                       .getResult();
             s = arith::MulFOp::create(nb, nl, s, natural);
             Value i = queryIndex(), j = keyIndex();
-            if (scoreModReadsTensors) {
+            if (clampScoreModIndices) {
               i = arith::MinSIOp::create(nb, nl, i, lastQuery);
               j = arith::MinSIOp::create(nb, nl, j, lastKey);
             }
@@ -371,15 +371,7 @@ SmallVector<Value> AttentionTiler::build() {
     outs.push_back(tensor::EmptyOp::create(b, loc, type, dynamicSizes));
   }
   diagonal = sub(keySeq, querySeq);
-  scoreModReadsTensors =
-      op.getScoreMod()
-          .walk([](Operation *inner) {
-            return llvm::any_of(inner->getOperandTypes(),
-                                llvm::IsaPred<TensorType>)
-                       ? WalkResult::interrupt()
-                       : WalkResult::advance();
-          })
-          .wasInterrupted();
+  clampScoreModIndices = scoreModReadsTensors(op.getScoreMod());
   if (std::optional<int64_t> window = op.getWindow())
     windowStart =
         sub(diagonal, buildClampedWindow(b, loc, *window, querySeq, keySeq));

@@ -49,8 +49,21 @@ private:
   }
   SmallVector<Value> queryBlockStep(Value qb, Value head, ValueRange carried);
 
+  /// (b, h, i, j) for the score_mod, i and j clamped to the last row and
+  /// column when the region reads tensors.
+  SmallVector<Value> scoreModIndices(OpBuilder &nb, Location nl, Value head,
+                                     Value i, Value j) {
+    if (clampScoreModIndices) {
+      i = arith::MinSIOp::create(nb, nl, i, lastQuery);
+      j = arith::MinSIOp::create(nb, nl, j, lastKey);
+    }
+    return {batchIdx, head, i, j};
+  }
+
   AttentionBackwardOp op;
   int64_t br, bc;
+  bool clampScoreModIndices = false;
+  Value lastQuery, lastKey;
 
   Value rowDot, querySeq, keySeq, diagonal, group;
   /// The window clamped to M + N (null without a window).
@@ -113,12 +126,14 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
         Value s = arith::MulFOp::create(
             nb, nl, a[0],
             arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(scale)));
-        if (biasArg >= 0)
-          s = arith::AddFOp::create(nb, nl, s, extendToF32(nb, nl, a[biasArg]));
         Value i = arith::AddIOp::create(nb, nl, rowStart,
                                         linalg::IndexOp::create(nb, nl, 0));
         Value j = arith::AddIOp::create(nb, nl, keyStart,
                                         linalg::IndexOp::create(nb, nl, 1));
+        if (op.hasScoreMod())
+          s = op.buildScoreMod(nb, s, scoreModIndices(nb, nl, head, i, j));
+        if (biasArg >= 0)
+          s = arith::AddFOp::create(nb, nl, s, extendToF32(nb, nl, a[biasArg]));
         Value lse = a[1];
         Value hidden = buildHiddenScore(
             nb, nl, i, j, keySeq, diagonal, op.getCausal(), windowSize,
@@ -134,13 +149,32 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
                    gradV);
   Value gradP = contract(Contraction::GradProbs, gradOutTile, map(3, {0, 2}), valueTile, map(3, {1, 2}),
                          zeros({b.getIndexAttr(br), b.getIndexAttr(bc)}));
-  Value gradS = generic({probs, gradP, rowDotTile}, empty({br, bc}, f32),
-                        {id(2), id(2), map(2, {0}), id(2)}, {kPar, kPar},
-                        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                          Value diff =
-                              arith::SubFOp::create(nb, nl, a[1], a[2]);
-                          return arith::MulFOp::create(nb, nl, a[0], diff);
-                        });
+  SmallVector<Value> dsIns = {probs, gradP, rowDotTile};
+  SmallVector<AffineMap> dsMaps = {id(2), id(2), map(2, {0})};
+  if (op.hasScoreMod()) {
+    // dS also takes mod'(scale S) at the tile's scores.
+    dsIns.push_back(scores);
+    dsMaps.push_back(id(2));
+  }
+  dsMaps.push_back(id(2));
+  Value gradS = generic(
+      dsIns, empty({br, bc}, f32), dsMaps, {kPar, kPar},
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value diff = arith::SubFOp::create(nb, nl, a[1], a[2]);
+        Value ds = arith::MulFOp::create(nb, nl, a[0], diff);
+        if (!op.hasScoreMod())
+          return ds;
+        Value s = arith::MulFOp::create(
+            nb, nl, a[3],
+            arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(scale)));
+        Value i = arith::AddIOp::create(nb, nl, rowStart,
+                                        linalg::IndexOp::create(nb, nl, 0));
+        Value j = arith::AddIOp::create(nb, nl, keyStart,
+                                        linalg::IndexOp::create(nb, nl, 1));
+        Value slope = op.buildScoreModDerivative(
+            nb, s, scoreModIndices(nb, nl, head, i, j));
+        return arith::MulFOp::create(nb, nl, ds, slope);
+      });
   Value gradSRounded = rounded(gradS);
   // dK += dSᵀ Q; dQ rows += dS K (both scaled once at the end).
   gradK =
@@ -172,6 +206,11 @@ SmallVector<Value> BackwardTiler::build() {
   querySeq = dim(q, 2);
   keySeq = dim(k, 2);
   diagonal = sub(keySeq, querySeq);
+  clampScoreModIndices = scoreModReadsTensors(op.getScoreMod());
+  if (clampScoreModIndices) {
+    lastQuery = sub(querySeq, idx(1));
+    lastKey = sub(keySeq, idx(1));
+  }
   if (std::optional<int64_t> window = op.getWindow())
     windowSize = buildClampedWindow(b, loc, *window, querySeq, keySeq);
   group = b.createOrFold<arith::DivUIOp>(loc, heads, kvHeads);

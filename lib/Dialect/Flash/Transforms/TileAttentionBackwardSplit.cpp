@@ -87,19 +87,52 @@ private:
 
   /// dS = P (dP - D) in the element type (the tensor-core operand), with D
   /// read along loop `queryLoop`.
+  /// With a score_mod also times mod'(scale S) at the tile's `scores`.
   Value softmaxGradient(Value probs, Value gradProbs, Value rowDot,
-                        unsigned queryLoop) {
+                        unsigned queryLoop, Value scores, Value head,
+                        Value rowStart) {
     auto type = cast<RankedTensorType>(probs.getType());
-    return generic({probs, gradProbs, rowDot},
-                   empty(type.getShape(), elementType),
-                   {id(2), id(2), map(2, {queryLoop}), id(2)}, {kPar, kPar},
-                   [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                     Value diff = arith::SubFOp::create(nb, nl, a[1], a[2]);
-                     Value ds = arith::MulFOp::create(nb, nl, a[0], diff);
-                     if (elementType != f32)
-                       ds = arith::TruncFOp::create(nb, nl, elementType, ds);
-                     return ds;
-                   });
+    SmallVector<Value> ins = {probs, gradProbs, rowDot};
+    SmallVector<AffineMap> maps = {id(2), id(2), map(2, {queryLoop})};
+    if (op.hasScoreMod()) {
+      ins.push_back(scores);
+      maps.push_back(id(2));
+    }
+    maps.push_back(id(2));
+    return generic(
+        ins, empty(type.getShape(), elementType), maps, {kPar, kPar},
+        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value diff = arith::SubFOp::create(nb, nl, a[1], a[2]);
+          Value ds = arith::MulFOp::create(nb, nl, a[0], diff);
+          if (op.hasScoreMod()) {
+            Value s = arith::MulFOp::create(
+                nb, nl, a[3],
+                arith::ConstantOp::create(
+                    nb, nl, nb.getF32FloatAttr(op.getEffectiveScale())));
+            Value slope = op.buildScoreModDerivative(
+                nb, s, scoreModIndices(nb, nl, head, rowStart, queryLoop));
+            ds = arith::MulFOp::create(nb, nl, ds, slope);
+          }
+          if (elementType != f32)
+            ds = arith::TruncFOp::create(nb, nl, elementType, ds);
+          return ds;
+        });
+  }
+  /// (b, h, i, j) of a score tile's element inside a generic whose loop
+  /// `queryLoop` runs over the query rows from `rowStart` (the other over
+  /// the keys from keyStart); i and j clamped to the last row and column
+  /// when the region reads tensors.
+  SmallVector<Value> scoreModIndices(OpBuilder &nb, Location nl, Value head,
+                                     Value rowStart, unsigned queryLoop) {
+    Value i = arith::AddIOp::create(
+        nb, nl, rowStart, linalg::IndexOp::create(nb, nl, queryLoop));
+    Value j = arith::AddIOp::create(
+        nb, nl, keyStart, linalg::IndexOp::create(nb, nl, 1 - queryLoop));
+    if (clampScoreModIndices) {
+      i = arith::MinSIOp::create(nb, nl, i, lastQuery);
+      j = arith::MinSIOp::create(nb, nl, j, lastKey);
+    }
+    return {batchIdx, head, i, j};
   }
   Value buildGradQuery(Value &rowDot);
   SmallVector<Value> buildGradKeyValue(Value rowDot);
@@ -113,6 +146,8 @@ private:
   Value windowSize;
   // Of the current parallel iteration and key block.
   Value batchIdx, keyStart, cols;
+  bool clampScoreModIndices = false;
+  Value lastQuery, lastKey;
 };
 } // namespace
 
@@ -146,7 +181,7 @@ Value SplitBackwardTiler::probabilities(Value scores, Value lse,
   // and the LSE in natural units, so P = exp2((scale s + bias - LSE) log2 e)
   // subtracts first (c s and LSE log2 e rounded apart differ by about 1e3 at
   // scale 1e10, past exp2's range).
-  bool natural = std::fabs(factor) > kMaxExponentScale;
+  bool natural = std::fabs(factor) > kMaxExponentScale || op.hasScoreMod();
   return generic(
       ins, empty({tr, tc}, f32), maps, {kPar, kPar},
       [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
@@ -155,6 +190,9 @@ Value SplitBackwardTiler::probabilities(Value scores, Value lse,
         };
         Value s = arith::MulFOp::create(
             nb, nl, a[0], cst(natural ? op.getEffectiveScale() : factor));
+        if (op.hasScoreMod())
+          s = op.buildScoreMod(nb, s,
+                               scoreModIndices(nb, nl, head, rowStart, queryLoop));
         if (biasArg >= 0)
           s = natural ? arith::AddFOp::create(nb, nl, s,
                                               extendToF32(nb, nl, a[biasArg]))
@@ -261,7 +299,8 @@ Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
     Value gradP = contract(Contraction::GradProbs, gradOutTile, map(3, {0, 2}), valueTile,
                            map(3, {1, 2}), zeros(br, bc));
     // dS = P (dP - D), in the element type (the tensor-core operand).
-    Value gradS = softmaxGradient(probs, gradP, blockRowDot, /*queryLoop=*/0);
+    Value gradS = softmaxGradient(probs, gradP, blockRowDot, /*queryLoop=*/0,
+                                  scores, head, rowStart);
     Value acc = contract(Contraction::GradQuery, gradS, map(3, {0, 2}), keyTile, map(3, {2, 1}),
                          keyLoop.getRegionIterArgs()[0]);
     scf::YieldOp::create(b, loc, acc);
@@ -368,8 +407,8 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot) {
                              map(3, {2, 1}), carried[1]);
       Value gradPT = contract(Contraction::GradProbsTransposed, valueTile, map(3, {0, 2}), gradOutTile,
                               map(3, {1, 2}), zeros(bc, br));
-      Value gradST =
-          softmaxGradient(probsT, gradPT, rowDotTile, /*queryLoop=*/1);
+      Value gradST = softmaxGradient(probsT, gradPT, rowDotTile,
+                                     /*queryLoop=*/1, scoresT, head, rowStart);
       Value gradK = contract(Contraction::GradKey, gradST, map(3, {0, 2}), queryTile, map(3, {2, 1}),
                              carried[0]);
       scf::YieldOp::create(b, loc, ValueRange{gradK, gradV});
@@ -410,6 +449,11 @@ SmallVector<Value> SplitBackwardTiler::build() {
   querySeq = dim(q, 2);
   keySeq = dim(k, 2);
   diagonal = sub(keySeq, querySeq);
+  clampScoreModIndices = scoreModReadsTensors(op.getScoreMod());
+  if (clampScoreModIndices) {
+    lastQuery = sub(querySeq, idx(1));
+    lastKey = sub(keySeq, idx(1));
+  }
   if (std::optional<int64_t> window = op.getWindow())
     windowSize = buildClampedWindow(b, loc, *window, querySeq, keySeq);
   group = b.createOrFold<arith::DivUIOp>(loc, heads, kvHeads);

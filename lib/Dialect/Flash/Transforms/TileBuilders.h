@@ -29,6 +29,20 @@ namespace mlir::flash::detail {
 /// accordingly (TileAttentionBackwardSplit.cpp).
 constexpr double kMaxExponentScale = 1024.0;
 
+/// Whether a score_mod region reads tensors (the tiled forms then clamp the
+/// indices they pass it to the last row and column, so that the padded rows
+/// and columns of a tile read in bounds).
+inline bool scoreModReadsTensors(Region &scoreMod) {
+  return scoreMod
+      .walk([](Operation *inner) {
+        return llvm::any_of(inner->getOperandTypes(),
+                            llvm::IsaPred<TensorType>)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 /// The slice of `source` at `offsets`/`sizes` (shape `sliceShape`), padded at
 /// the high end to the static `padded` shape with `padValue` (zero when
 /// null).

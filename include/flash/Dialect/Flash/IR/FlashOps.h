@@ -14,6 +14,14 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace mlir::flash {
+/// The value of a score_mod region (see flash.attention) at `score` and the
+/// rank-4 indices (b, h, i, j): its body cloned at `b`'s insertion point;
+/// `score` itself for an empty region.
+Value buildScoreMod(OpBuilder &b, Region &scoreMod, Value score,
+                    ValueRange indices);
+} // namespace mlir::flash
+
 #define GET_OP_CLASSES
 #include "flash/Dialect/Flash/IR/FlashOps.h.inc"
 

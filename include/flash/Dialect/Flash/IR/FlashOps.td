@@ -12,6 +12,18 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/OpAsmInterface.td"
 include "mlir/IR/OpBase.td"
 
+defvar scoreModDeclarations = [{
+    /// Whether the op rewrites its scores with a `score_mod` region.
+    bool hasScoreMod() { return !getScoreMod().empty(); }
+    /// The modified score of the scaled score `score` at the rank-4 indices
+    /// `indices` (b, h, i, j): the region's body cloned at `b`'s insertion
+    /// point. `score` itself without a region.
+    ::mlir::Value buildScoreMod(::mlir::OpBuilder &b, ::mlir::Value score,
+                                ::mlir::ValueRange indices) {
+      return ::mlir::flash::buildScoreMod(b, getScoreMod(), score, indices);
+    }
+}];
+
 def Flash_AttentionOp : Flash_Op<"attention",
     [Pure, AttrSizedOperandSegments,
      DeclareOpInterfaceMethods<OpAsmOpInterface,
@@ -116,23 +128,16 @@ def Flash_AttentionOp : Flash_Op<"attention",
     (`score_mod` $score_mod^)?
   }];
 
-  let extraClassDeclaration = [{
+  let extraClassDeclaration = !strconcat([{
     /// The scale applied to the scores: the attribute, or 1/sqrt(D) (1 for
     /// D = 0). Not defined with a run-time scale.
     float getEffectiveScale();
     /// The scale as an f32 value: the run-time operand, or a constant of
     /// the effective scale created at `b`'s insertion point.
     ::mlir::Value buildScale(::mlir::OpBuilder &b);
-    /// Whether the op rewrites its scores with a `score_mod` region.
-    bool hasScoreMod() { return !getScoreMod().empty(); }
-    /// The modified score of the scaled score `score` at the rank-4 indices
-    /// `indices` (b, h, i, j): the region's body cloned at `b`'s insertion
-    /// point. `score` itself without a region.
-    ::mlir::Value buildScoreMod(::mlir::OpBuilder &b, ::mlir::Value score,
-                                ::mlir::ValueRange indices);
     /// Moves `from`'s score_mod region (if any) into this op's.
     void takeScoreModFrom(::mlir::RewriterBase &rewriter, AttentionOp from);
-  }];
+  }], scoreModDeclarations);
 
   let hasVerifier = 1;
   let hasCanonicalizer = 1;
@@ -140,6 +145,8 @@ def Flash_AttentionOp : Flash_Op<"attention",
 
 def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     [Pure, AttrSizedOperandSegments,
+     DeclareOpInterfaceMethods<OpAsmOpInterface,
+        ["getAsmResultNames", "getAsmBlockArgumentNames"]>,
      AllTypesMatch<["query", "grad_query"]>,
      AllTypesMatch<["key", "grad_key"]>,
      AllTypesMatch<["value", "grad_value"]>,
@@ -161,6 +168,14 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     contributions of every query head of its group. Shapes, ranks and
     attributes follow `flash.attention`; the gradients have the types of Q,
     K and V. `bias` receives no gradient.
+
+    With a `score_mod` region (that of the forward: `T = mod(scale Q Kᵀ)`,
+    then the bias and masks, `P = exp(T - LSE)`), the score gradient is
+    `dS = P * (dO Vᵀ - rowsum(dO * O)) * mod'(scale Q Kᵀ)`: the region must
+    be differentiable in its score argument through the operations it
+    applies to it (arith's float arithmetic, selects, casts, and math's
+    tanh, exp, exp2, log, sqrt and absf); the values it reads otherwise
+    (indices, tensors, scalars from above) are constants of the derivative.
 
     Example:
 
@@ -189,6 +204,7 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     AnyRankedTensor:$grad_key,
     AnyRankedTensor:$grad_value
   );
+  let regions = (region MaxSizedRegion<1>:$score_mod);
 
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $output `,` $grad_output `,` $lse
@@ -196,21 +212,31 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     (`mask` `(` $mask^ `:` type($mask) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `,`
     type($output) `,` type($lse)
+    (`score_mod` $score_mod^)?
   }];
 
-  let extraClassDeclaration = [{
+  let extraClassDeclaration = !strconcat([{
     /// The scale applied to the scores: the attribute, or 1/sqrt(D) (1 for
     /// D = 0).
     float getEffectiveScale();
-  }];
+    /// d mod(s) / ds at the scaled score `score` and indices (b, h, i, j),
+    /// built at `b`'s insertion point (forward-mode through the region).
+    ::mlir::Value buildScoreModDerivative(::mlir::OpBuilder &b,
+                                          ::mlir::Value score,
+                                          ::mlir::ValueRange indices);
+    /// Moves `from`'s score_mod region (if any) into this op's.
+    void takeScoreModFrom(::mlir::RewriterBase &rewriter,
+                          AttentionBackwardOp from);
+  }], scoreModDeclarations);
 
   let hasVerifier = 1;
   let hasCanonicalizer = 1;
 }
 
 def Flash_YieldOp : Flash_Op<"yield",
-    [Pure, Terminator, HasParent<"AttentionOp">]> {
-  let summary = "The modified score of a flash.attention score_mod region";
+    [Pure, Terminator,
+     ParentOneOf<["AttentionOp", "AttentionBackwardOp"]>]> {
+  let summary = "The modified score of a score_mod region";
   let arguments = (ins F32:$value);
   let assemblyFormat = "$value attr-dict `:` type($value)";
 }
