@@ -11,6 +11,8 @@
 
 #include "flash/Driver/Driver.h"
 
+#include "KernelABI.h"
+
 #include "flash/Dialect/Flash/Transforms/Passes.h"
 #include "flash/Pipelines/Pipelines.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
@@ -81,20 +83,19 @@ flash::compileAttentionKernels(ModuleOp module, StringRef outputDir,
       return op.emitError("flash-compile: a scale known only at run time "
                           "(runtime_scale) is not supported by the GPU "
                           "kernels; give the scale as a constant");
-    // The manifest has no field for it, so neither the runtime nor the
-    // GPU check could tell such a kernel from plain attention.
-    if (op.hasScoreMod())
-      return op.emitError("flash-compile: a score modification (score_mod: "
-                          "softcap, ALiBi, a computed bias) is not described "
-                          "by the kernel manifest yet; compile it with "
-                          "flash-opt --flash-gpu-pipeline");
   }
+  auto checkScoreMod = [](Operation *op, Region &scoreMod) -> LogicalResult {
+    std::string why;
+    if (failed(driver::scoreModTensors(op, scoreMod, why)))
+      return op->emitError("flash-compile: ") << why;
+    return success();
+  };
+  for (AttentionOp op : ops)
+    if (failed(checkScoreMod(op, op.getScoreMod())))
+      return failure();
   for (AttentionBackwardOp op : backwardOps)
-    if (op.hasScoreMod())
-      return op.emitError("flash-compile: a score modification (score_mod: "
-                          "softcap, ALiBi, a computed bias) is not described "
-                          "by the kernel manifest yet; compile it with "
-                          "flash-opt --flash-gpu-pipeline");
+    if (failed(checkScoreMod(op, op.getScoreMod())))
+      return failure();
   // Kernels are named after their function, numbered when it has several.
   llvm::DenseMap<Operation *, int> perFunction;
   for (AttentionOp op : ops)

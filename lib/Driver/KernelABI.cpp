@@ -11,7 +11,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
 using namespace mlir::flash;
@@ -101,7 +103,77 @@ RankedTensorType generaliseRank4(Value v) {
   return generalise(cast<RankedTensorType>(v.getType()), true, 4);
 }
 
+/// The score_mod tensors as parameters mod0, mod1, ... of their own types.
+void addScoreModParams(SmallVectorImpl<Param> &params, ArrayRef<Value> tensors) {
+  for (auto [i, t] : llvm::enumerate(tensors))
+    params.push_back(
+        {"mod" + std::to_string(i), cast<RankedTensorType>(t.getType())});
+}
+
+/// Clones `from` into the empty region `to` of the kernel's op: the tensors
+/// it read become the kernel's parameters, its constant scalars are cloned
+/// into it.
+void cloneScoreMod(OpBuilder &b, Region &from, Region &to,
+                   ArrayRef<Value> tensors,
+                   function_ref<Value(StringRef)> arg) {
+  if (from.empty())
+    return;
+  llvm::SetVector<Value> above;
+  getUsedValuesDefinedAbove(from, above);
+  IRMapping map;
+  for (auto [i, t] : llvm::enumerate(tensors))
+    map.map(t, arg("mod" + std::to_string(i)));
+  from.cloneInto(&to, map);
+  // The rest are constant scalars (scoreModTensors checked): cloned in.
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&to.front());
+  for (Value v : above) {
+    if (map.contains(v))
+      continue;
+    Value copy = b.clone(*v.getDefiningOp())->getResult(0);
+    v.replaceUsesWithIf(copy, [&](OpOperand &use) {
+      return to.isAncestor(use.getOwner()->getParentRegion());
+    });
+  }
+}
+
 } // namespace
+
+FailureOr<SmallVector<Value>>
+driver::scoreModTensors(Operation *op, Region &scoreMod, std::string &why) {
+  SmallVector<Value> tensors;
+  llvm::SetVector<Value> above;
+  getUsedValuesDefinedAbove(scoreMod, above);
+  for (Value v : above) {
+    if (matchPattern(v, m_Constant()) && !isa<ShapedType>(v.getType()))
+      continue;
+    if (isa<RankedTensorType>(v.getType()) && !matchPattern(v, m_Constant())) {
+      tensors.push_back(v);
+      continue;
+    }
+    llvm::raw_string_ostream os(why);
+    os << "the score_mod reads " << v.getType()
+       << (matchPattern(v, m_Constant()) ? " constant" : " value")
+       << " from outside the op; a kernel takes constant scalars and tensors "
+          "(as parameters mod0, mod1, ...)";
+    return failure();
+  }
+  return tensors;
+}
+
+json::Value driver::describeScoreMod(Region &scoreMod) {
+  if (scoreMod.empty())
+    return nullptr;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  OpPrintingFlags flags;
+  flags.useLocalScope();
+  for (Operation &op : scoreMod.front()) {
+    op.print(os, flags);
+    os << "; ";
+  }
+  return text;
+}
 
 /// func @name(q, k, v, [bias], [mask], o, [lse]) writing o and lse in place.
 OwningOpRef<ModuleOp>
@@ -111,6 +183,10 @@ driver::buildKernelModule(AttentionOp op, StringRef name,
                  {"k", generaliseRank4(op.getKey())},
                  {"v", generaliseRank4(op.getValue())}});
   addBroadcastParams(params, op.getBias(), op.getMask());
+  std::string why;
+  SmallVector<Value> modTensors =
+      *scoreModTensors(op, op.getScoreMod(), why); // checked by the driver
+  addScoreModParams(params, modTensors);
   size_t firstOutput = params.size();
   params.push_back({"o", generaliseRank4(op.getOutput())});
   if (Value lse = op.getLse())
@@ -119,11 +195,14 @@ driver::buildKernelModule(AttentionOp op, StringRef name,
   return buildModule(op.getLoc(), name, params, firstOutput,
                      [&](OpBuilder &b, function_ref<Value(StringRef)> arg,
                          TypeRange types) -> Operation * {
-                       return AttentionOp::create(
+                       auto kernelOp = AttentionOp::create(
                            b, op.getLoc(), types, arg("q"), arg("k"), arg("v"),
                            arg("bias"), arg("mask"), /*runtime_scale=*/Value(),
                            b.getF32FloatAttr(op.getEffectiveScale()),
                            op.getCausalAttr(), op.getWindowAttr());
+                       cloneScoreMod(b, op.getScoreMod(),
+                                     kernelOp.getScoreMod(), modTensors, arg);
+                       return kernelOp;
                      });
 }
 
@@ -139,6 +218,10 @@ driver::buildBackwardKernelModule(AttentionBackwardOp op, StringRef name,
                  {"do", generaliseRank4(op.getGradOutput())},
                  {"lse", generalise(op.getLse().getType(), false, 3)}});
   addBroadcastParams(params, op.getBias(), op.getMask());
+  std::string why;
+  SmallVector<Value> modTensors =
+      *scoreModTensors(op, op.getScoreMod(), why); // checked by the driver
+  addScoreModParams(params, modTensors);
   size_t firstOutput = params.size();
   params.append({{"dq", generaliseRank4(op.getQuery())},
                  {"dk", generaliseRank4(op.getKey())},
@@ -146,12 +229,15 @@ driver::buildBackwardKernelModule(AttentionBackwardOp op, StringRef name,
   return buildModule(op.getLoc(), name, params, firstOutput,
                      [&](OpBuilder &b, function_ref<Value(StringRef)> arg,
                          TypeRange types) -> Operation * {
-                       return AttentionBackwardOp::create(
+                       auto kernelOp = AttentionBackwardOp::create(
                            b, op.getLoc(), types, arg("q"), arg("k"), arg("v"),
                            arg("o"), arg("do"), arg("lse"), arg("bias"),
                            arg("mask"),
                            b.getF32FloatAttr(op.getEffectiveScale()),
                            op.getCausalAttr(), op.getWindowAttr());
+                       cloneScoreMod(b, op.getScoreMod(),
+                                     kernelOp.getScoreMod(), modTensors, arg);
+                       return kernelOp;
                      });
 }
 

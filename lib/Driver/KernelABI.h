@@ -41,6 +41,15 @@ OwningOpRef<ModuleOp> buildBackwardKernelModule(AttentionBackwardOp op,
                                                 StringRef name,
                                                 SmallVectorImpl<Param> &params);
 
+/// The tensors that `op`'s score_mod region reads from above, which become
+/// kernel parameters `mod0`, `mod1`, ... (constant scalars are cloned into
+/// the kernel). Fails, with `why`, on any other value from above.
+FailureOr<SmallVector<Value>> scoreModTensors(Operation *op, Region &scoreMod,
+                                              std::string &why);
+
+/// The score_mod region as the manifest prints it (one line), or null.
+llvm::json::Value describeScoreMod(Region &scoreMod);
+
 /// A kernel parameter in a manifest.
 llvm::json::Object describeParam(const Param &p);
 

@@ -59,6 +59,7 @@ void describeAttention(llvm::json::Object &manifest, AttentionLikeOp op) {
       op.getWindow() ? json::Value(*op.getWindow()) : json::Value(nullptr);
   manifest["has_bias"] = static_cast<bool>(op.getBias());
   manifest["has_mask"] = static_cast<bool>(op.getMask());
+  manifest["score_mod"] = describeScoreMod(op.getScoreMod());
 }
 
 } // namespace mlir::flash::driver

@@ -260,6 +260,11 @@ def main(argv=None):
     for kernel in load_all(args.directory):
         if wanted and kernel.name not in wanted:
             continue
+        if kernel.manifest.get("score_mod"):
+            # Its region is not something this reference evaluates.
+            print(f"SKIP {kernel.name}: a score_mod kernel (python -m "
+                  "flash_mlir.score_mod_check checks those)")
+            continue
         worst, lines, kernel_ok = 0.0, [], True
         for ci, case in enumerate(cases):
             for layout in layouts:

@@ -209,7 +209,7 @@ def classify(text, passes, rc, err, out_ok):
     if passes and m and not m.group(1).startswith("flash.") and "error:" not in err[:m.start()]:
         # The input verified; after a pass an op's verifier fails: the pass
         # built invalid IR (a flash op's errors are the passes' diagnostics).
-        return "INVALID"
+        return up or "INVALID"
     if LOCATED.search(err) or OPTION_ERROR.search(err):
         return "error"
     return "UNLOCATED"

@@ -4,6 +4,10 @@ float32 torch reference, timed beside FlexAttention with the same score_mod and
 SDPA's FlashAttention-2 backend on plain attention, in one run.
 
     python3 -m flash_mlir.score_mod_check DIR     # DIR: flash_mlir.gpu_module --out
+    python3 -m flash_mlir.score_mod_check DIR --flash-compile   # DIR: flash-compile -o
+
+With --flash-compile the kernels are flash-compile's (its tile choice, manifests with
+the slopes as parameter mod0), launched through runtime.Kernel by name.
 
 The shapes are those the example was compiled for (static): B 4, H 16, S 2048,
 D 128, bf16. Prints one line per kernel and a markdown table; exit 1 when a
@@ -30,6 +34,8 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dir")
     p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--flash-compile", action="store_true",
+                   help="DIR holds flash-compile's kernels and manifests")
     args = p.parse_args(argv)
 
     torch.manual_seed(0)
@@ -79,14 +85,24 @@ def main(argv=None):
     rows = []
     for kind in ("plain", "softcap", "plain_causal", "alibi_causal"):
         path = os.path.join(args.dir, kind + ".json")
-        with open(path) as f:
-            entry = json.load(f)
-        launch = runtime.Launch(entry, args.dir, kind)
         o = torch.empty_like(q)
-        operands = [q, k, v] + ([slopes] if kind == "alibi_causal" else []) + [o]
-        tensors = {f"arg{i}": t for i, t in enumerate(operands)}
-        stream = torch.cuda.current_stream().cuda_stream
-        run = lambda: launch(stream, tensors)  # noqa: E731
+        if args.flash_compile:
+            kernel = runtime.Kernel.load(path)
+            tensors = {"q": q, "k": k, "v": v, "o": o}
+            if kind == "alibi_causal":
+                tensors["mod0"] = slopes
+            run = lambda: kernel(**tensors)  # noqa: E731
+            print(f"{kind}: flash-compile tiles {kernel.manifest['block_rows']}x"
+                  f"{kernel.manifest['block_cols']}, {kernel.manifest['registers']} "
+                  f"registers, {kernel.manifest['spill_bytes']} spill bytes")
+        else:
+            with open(path) as f:
+                entry = json.load(f)
+            launch = runtime.Launch(entry, args.dir, kind)
+            operands = [q, k, v] + ([slopes] if kind == "alibi_causal" else []) + [o]
+            tensors = {f"arg{i}": t for i, t in enumerate(operands)}
+            stream = torch.cuda.current_stream().cuda_stream
+            run = lambda: launch(stream, tensors)  # noqa: E731
         run()
         torch.cuda.synchronize()
         want = reference(kind)

@@ -9,9 +9,12 @@
 // - @cmpi_bool: an i1 comparison with a constant `true` inside a computed bias
 //   (the constant takes the i1 type, and is not sign-extended).
 // - @deep_dag: y_{k+1} = y_k + tanh(y_k) over 34 levels fuses without walking
-//   the shared nodes once per path (it hung).
+//   the shared nodes once per path (it hung; so did the search for an
+//   exponential in it, Inputs/deep-dag-no-exp.mlir).
 // RUN: flash-opt %s -split-input-file --flash-fuse-attention --canonicalize | FileCheck %s
 // RUN: %python -m flash_mlir.fusion_check %s --expect fused | FileCheck %s --check-prefix=NUM
+// RUN: timeout 20 flash-opt %S/Inputs/deep-dag-no-exp.mlir --flash-tosa-to-attention -o /dev/null
+// RUN: timeout 20 flash-opt %S/Inputs/deep-dag-no-exp.mlir --flash-fuse-attention=report=true -o /dev/null
 // NUM-NOT: FAIL
 // NUM: fusion_check: 0 failure(s)
 

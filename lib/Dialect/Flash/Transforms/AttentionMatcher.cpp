@@ -34,11 +34,23 @@ static bool isScoreLeaf(const Expr *e) {
   return op && isMulAddContraction(op);
 }
 
-static bool dependsOnScores(const Expr *e) {
-  if (isScoreLeaf(e))
+/// Whether some node of `e` satisfies `pred`, each shared node visited once
+/// (the trees are DAGs: y + tanh(y) repeated is exponential as a tree).
+static bool anyNode(const Expr *e, function_ref<bool(const Expr *)> pred,
+                    llvm::SmallPtrSetImpl<const Expr *> &seen) {
+  if (!seen.insert(e).second)
+    return false;
+  if (pred(e))
     return true;
-  return llvm::any_of(e->args, dependsOnScores);
+  return llvm::any_of(e->args,
+                      [&](const Expr *a) { return anyNode(a, pred, seen); });
 }
+static bool anyNode(const Expr *e, function_ref<bool(const Expr *)> pred) {
+  llvm::SmallPtrSet<const Expr *, 32> seen;
+  return anyNode(e, pred, seen);
+}
+
+static bool dependsOnScores(const Expr *e) { return anyNode(e, isScoreLeaf); }
 
 /// The dimension of the op's source that dimension `dim` of `v` has the
 /// size of, through a transpose, a reshape that only adds or drops unit
@@ -435,11 +447,9 @@ mlir::flash::detail::matchAttention(linalg::LinalgOp pv, std::string &reason,
     looksLikeAttention |= softmaxLike;
     if (!softmaxLike) {
       // An exponential without normalisation, or no exponential at all.
-      std::function<bool(Expr *)> hasExp = [&](Expr *x) {
-        return isOp(x, "math.exp") || isOp(x, "math.exp2") ||
-               llvm::any_of(x->args, hasExp);
-      };
-      if (hasExp(probs)) {
+      if (anyNode(probs, [](const Expr *x) {
+            return isOp(x, "math.exp") || isOp(x, "math.exp2");
+          })) {
         looksLikeAttention = true;
         reason = "the exponentials are not normalised by their sum over the "
                  "key axis";
