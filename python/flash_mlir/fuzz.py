@@ -146,6 +146,20 @@ VERIFIER_ERROR = re.compile(r"error: '([a-z_]+\.[a-z_.]+)' op ")
 NEGATIVE_INDEX = re.compile(r"%([\w.$-]+) = arith\.constant -\d+ : index")
 
 
+SHAPE = re.compile(r"(?:tensor|memref)<((?:\d+x)+)")
+
+
+def _has_overflowing_shape(text):
+    """Whether a static shape of the text has 2^63 elements or more."""
+    for m in SHAPE.finditer(text):
+        count = 1
+        for d in m.group(1).rstrip("x").split("x"):
+            count *= int(d)
+        if count >= 2 ** 63:
+            return True
+    return False
+
+
 def upstream_label(text, passes, err):
     """Known upstream MLIR 22 bugs (docs/Fuzzing.md), reported apart."""
     for m in NEGATIVE_INDEX.finditer(text):
@@ -161,6 +175,11 @@ def upstream_label(text, passes, err):
         # The same verifier gap: a static output_shape entry for a dynamic
         # result dim crashes --expand-strided-metadata (mlir-opt alone too).
         return "upstream:expand-shape-output-shape"
+    if "to match the number of dynamic entries in 'static_strides'" in err and \
+            _has_overflowing_shape(text):
+        # expand-strided-metadata multiplies static strides past int64 (into
+        # the dynamic sentinel) for tensors of 2^63 elements or more.
+        return "upstream:stride-overflow"
     if "'func.constant' op reference to function with mismatched type" in err and \
             "pipeline" in passes:
         # one-shot-bufferize with function boundaries (in the CPU and GPU

@@ -120,16 +120,23 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
   }
   maps.push_back(id(2));
   float scale = op.getEffectiveScale();
+  // scale * S at the tile element's (i, j), inside a generic's body.
+  auto scaledScore = [&](OpBuilder &nb, Location nl, Value raw, Value &i,
+                         Value &j) -> Value {
+    Value s = arith::MulFOp::create(
+        nb, nl, raw,
+        arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(scale)));
+    i = arith::AddIOp::create(nb, nl, rowStart,
+                              linalg::IndexOp::create(nb, nl, 0));
+    j = arith::AddIOp::create(nb, nl, keyStart,
+                              linalg::IndexOp::create(nb, nl, 1));
+    return s;
+  };
   Value probs = generic(
       ins, empty({br, bc}, f32), maps, {kPar, kPar},
       [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        Value s = arith::MulFOp::create(
-            nb, nl, a[0],
-            arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(scale)));
-        Value i = arith::AddIOp::create(nb, nl, rowStart,
-                                        linalg::IndexOp::create(nb, nl, 0));
-        Value j = arith::AddIOp::create(nb, nl, keyStart,
-                                        linalg::IndexOp::create(nb, nl, 1));
+        Value i, j;
+        Value s = scaledScore(nb, nl, a[0], i, j);
         if (op.hasScoreMod())
           s = op.buildScoreMod(nb, s, scoreModIndices(nb, nl, head, i, j));
         if (biasArg >= 0)
@@ -164,13 +171,8 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
         Value ds = arith::MulFOp::create(nb, nl, a[0], diff);
         if (!op.hasScoreMod())
           return ds;
-        Value s = arith::MulFOp::create(
-            nb, nl, a[3],
-            arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(scale)));
-        Value i = arith::AddIOp::create(nb, nl, rowStart,
-                                        linalg::IndexOp::create(nb, nl, 0));
-        Value j = arith::AddIOp::create(nb, nl, keyStart,
-                                        linalg::IndexOp::create(nb, nl, 1));
+        Value i, j;
+        Value s = scaledScore(nb, nl, a[3], i, j);
         Value slope = op.buildScoreModDerivative(
             nb, s, scoreModIndices(nb, nl, head, i, j));
         return arith::MulFOp::create(nb, nl, ds, slope);
