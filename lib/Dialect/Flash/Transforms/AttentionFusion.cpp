@@ -507,26 +507,28 @@ static FailureOr<FusedAttention> buildFused(RewriterBase &rewriter,
   auto fused = AttentionOp::create(rewriter, loc, resultTypes, *q, *k, *v, bias,
                                    mask, runtimeScale, scaleAttr, causal,
                                    window);
+  // A rejected op goes with the scale product built for it (constant, then
+  // mul/div).
+  auto discard = [&] {
+    rewriter.eraseOp(fused);
+    if (Operation *product =
+            runtimeScale ? runtimeScale.getDefiningOp() : nullptr) {
+      Operation *constant = product->getOperand(0).getDefiningOp();
+      rewriter.eraseOp(product);
+      rewriter.eraseOp(constant);
+    }
+    return failure();
+  };
   {
     // Quietly: a rejected candidate is reported as a remark, not an error.
     ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
     if (failed(fused.verifyInvariants())) {
-      rewriter.eraseOp(fused);
-      // The scale product built for it, too (constant, then mul/div).
-      if (Operation *product =
-              runtimeScale ? runtimeScale.getDefiningOp() : nullptr) {
-        Operation *constant = product->getOperand(0).getDefiningOp();
-        rewriter.eraseOp(product);
-        rewriter.eraseOp(constant);
-      }
       reason = "the fused op would not verify";
-      return failure();
+      return discard();
     }
   }
-  if (m.hasScoreMod() && failed(buildScoreMod(rewriter, fused, m, reason))) {
-    rewriter.eraseOp(fused);
-    return failure();
-  }
+  if (m.hasScoreMod() && failed(buildScoreMod(rewriter, fused, m, reason)))
+    return discard();
   return FusedAttention{fused, qDims, kvDims, grouped};
 }
 

@@ -202,6 +202,23 @@ std::string describe(const AttentionMatch &m, const GradientMatch &g,
 }
 
 /// Both directions in one function.
+/// What the training-graph fusion cannot take from a matched forward.
+static LogicalResult checkTrainingForward(const AttentionMatch &m,
+                                          std::string &reason) {
+  if (m.hasScoreMod()) {
+    reason = "the scores are modified (score_mod: softcap, ALiBi, a computed "
+             "bias), whose gradient the training-graph fusion does not "
+             "match yet";
+    return failure();
+  }
+  if (m.runtimeScale) {
+    reason = "the scale is known only at run time (flash.attention_backward "
+             "takes a constant scale)";
+    return failure();
+  }
+  return success();
+}
+
 LogicalResult fuseJoint(RewriterBase &rewriter, const AttentionMatch &m,
                         const GradientMatch &g, bool report,
                         std::string &reason) {
@@ -220,17 +237,8 @@ LogicalResult fuseJoint(RewriterBase &rewriter, const AttentionMatch &m,
   // P's producer comes after everything the forward reads and before
   // everything the backward reads.
   rewriter.setInsertionPoint(probsDef);
-  if (m.hasScoreMod()) {
-    reason = "the scores are modified (score_mod: softcap, ALiBi, a computed "
-             "bias), whose gradient the training-graph fusion does not "
-             "match yet";
+  if (failed(checkTrainingForward(m, reason)))
     return failure();
-  }
-  if (m.runtimeScale) {
-    reason = "the scale is known only at run time (flash.attention_backward "
-             "takes a constant scale)";
-    return failure();
-  }
   FailureOr<FusedAttention> fwd =
       buildFusedAttention(rewriter, m, /*withLse=*/true, reason);
   if (failed(fwd))
@@ -397,17 +405,8 @@ LogicalResult SplitFusion::rewrite(RewriterBase &rewriter, bool report,
   // The backward's own view of Q, K, V, in the flash layout, unscaled;
   // checked before the forward changes.
   rewriter.setInsertionPoint(probsDef);
-  if (m.hasScoreMod()) {
-    reason = "the scores are modified (score_mod: softcap, ALiBi, a computed "
-             "bias), whose gradient the training-graph fusion does not "
-             "match yet";
+  if (failed(checkTrainingForward(m, reason)))
     return failure();
-  }
-  if (m.runtimeScale) {
-    reason = "the scale is known only at run time (flash.attention_backward "
-             "takes a constant scale)";
-    return failure();
-  }
   FailureOr<FusedAttention> fwd =
       buildFusedAttention(rewriter, m, /*withLse=*/true, reason);
   if (failed(fwd))

@@ -85,10 +85,7 @@ private:
   /// exp(scale s - LSE) needs to recompute P without an exp overflow (at
   /// scale 1e10, c m and c s rounded apart differed by about 1e3).
   bool naturalUnits = false;
-  /// Whether the score_mod region reads tensors (at clamped indices), and
-  /// the last query and key index (M - 1, N - 1) it may read then.
-  bool clampScoreModIndices = false;
-  Value lastQuery, lastKey;
+  ScoreModIndexClamp scoreModIndices;
 
   /// Row i sees keys from i + windowStart = i + N - M - window, the window
   /// clamped to M + N (null without a window).
@@ -201,12 +198,10 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
                                       nb, nl, nb.getF32FloatAttr(scale))
                                       .getResult();
             s = arith::MulFOp::create(nb, nl, s, natural);
-            Value i = queryIndex(), j = keyIndex();
-            if (clampScoreModIndices) {
-              i = arith::MinSIOp::create(nb, nl, i, lastQuery);
-              j = arith::MinSIOp::create(nb, nl, j, lastKey);
-            }
-            s = op.buildScoreMod(nb, s, {batchIdx, headIdx, i, j});
+            s = op.buildScoreMod(
+                nb, s,
+                scoreModIndices.indices(nb, nl, batchIdx, headIdx,
+                                        queryIndex(), keyIndex()));
             Value log2e = arith::ConstantOp::create(
                 nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e)));
             s = arith::MulFOp::create(nb, nl, s, log2e);
@@ -371,7 +366,7 @@ SmallVector<Value> AttentionTiler::build() {
     outs.push_back(tensor::EmptyOp::create(b, loc, type, dynamicSizes));
   }
   diagonal = sub(keySeq, querySeq);
-  clampScoreModIndices = scoreModReadsTensors(op.getScoreMod());
+  scoreModIndices.init(b, loc, op.getScoreMod(), querySeq, keySeq);
   if (std::optional<int64_t> window = op.getWindow())
     windowStart =
         sub(diagonal, buildClampedWindow(b, loc, *window, querySeq, keySeq));
@@ -395,8 +390,7 @@ SmallVector<Value> AttentionTiler::build() {
   // Key blocks the rows [rowStart, lastRow] can see, and among them the
   // blocks every row sees entirely (no mask needed).
   Value lastRow = sub(add(rowStart, rows), idx(1));
-  lastKey = sub(keySeq, idx(1));
-  lastQuery = sub(querySeq, idx(1));
+  Value lastKey = sub(keySeq, idx(1));
   auto lastVisible = [&](Value row) {
     return op.getCausal() ? min(add(row, diagonal), lastKey) : lastKey;
   };

@@ -49,21 +49,9 @@ private:
   }
   SmallVector<Value> queryBlockStep(Value qb, Value head, ValueRange carried);
 
-  /// (b, h, i, j) for the score_mod, i and j clamped to the last row and
-  /// column when the region reads tensors.
-  SmallVector<Value> scoreModIndices(OpBuilder &nb, Location nl, Value head,
-                                     Value i, Value j) {
-    if (clampScoreModIndices) {
-      i = arith::MinSIOp::create(nb, nl, i, lastQuery);
-      j = arith::MinSIOp::create(nb, nl, j, lastKey);
-    }
-    return {batchIdx, head, i, j};
-  }
-
   AttentionBackwardOp op;
   int64_t br, bc;
-  bool clampScoreModIndices = false;
-  Value lastQuery, lastKey;
+  ScoreModIndexClamp scoreModIndices;
 
   Value rowDot, querySeq, keySeq, diagonal, group;
   /// The window clamped to M + N (null without a window).
@@ -138,7 +126,7 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
         Value i, j;
         Value s = scaledScore(nb, nl, a[0], i, j);
         if (op.hasScoreMod())
-          s = op.buildScoreMod(nb, s, scoreModIndices(nb, nl, head, i, j));
+          s = op.buildScoreMod(nb, s, scoreModIndices.indices(nb, nl, batchIdx, head, i, j));
         if (biasArg >= 0)
           s = arith::AddFOp::create(nb, nl, s, extendToF32(nb, nl, a[biasArg]));
         Value lse = a[1];
@@ -174,7 +162,7 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
         Value i, j;
         Value s = scaledScore(nb, nl, a[3], i, j);
         Value slope = op.buildScoreModDerivative(
-            nb, s, scoreModIndices(nb, nl, head, i, j));
+            nb, s, scoreModIndices.indices(nb, nl, batchIdx, head, i, j));
         return arith::MulFOp::create(nb, nl, ds, slope);
       });
   Value gradSRounded = rounded(gradS);
@@ -208,11 +196,7 @@ SmallVector<Value> BackwardTiler::build() {
   querySeq = dim(q, 2);
   keySeq = dim(k, 2);
   diagonal = sub(keySeq, querySeq);
-  clampScoreModIndices = scoreModReadsTensors(op.getScoreMod());
-  if (clampScoreModIndices) {
-    lastQuery = sub(querySeq, idx(1));
-    lastKey = sub(keySeq, idx(1));
-  }
+  scoreModIndices.init(b, loc, op.getScoreMod(), querySeq, keySeq);
   if (std::optional<int64_t> window = op.getWindow())
     windowSize = buildClampedWindow(b, loc, *window, querySeq, keySeq);
   group = b.createOrFold<arith::DivUIOp>(loc, heads, kvHeads);

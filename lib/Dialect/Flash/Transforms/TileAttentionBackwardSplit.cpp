@@ -120,19 +120,14 @@ private:
   }
   /// (b, h, i, j) of a score tile's element inside a generic whose loop
   /// `queryLoop` runs over the query rows from `rowStart` (the other over
-  /// the keys from keyStart); i and j clamped to the last row and column
-  /// when the region reads tensors.
+  /// the keys from keyStart).
   SmallVector<Value> scoreModIndices(OpBuilder &nb, Location nl, Value head,
                                      Value rowStart, unsigned queryLoop) {
     Value i = arith::AddIOp::create(
         nb, nl, rowStart, linalg::IndexOp::create(nb, nl, queryLoop));
     Value j = arith::AddIOp::create(
         nb, nl, keyStart, linalg::IndexOp::create(nb, nl, 1 - queryLoop));
-    if (clampScoreModIndices) {
-      i = arith::MinSIOp::create(nb, nl, i, lastQuery);
-      j = arith::MinSIOp::create(nb, nl, j, lastKey);
-    }
-    return {batchIdx, head, i, j};
+    return scoreModClamp.indices(nb, nl, batchIdx, head, i, j);
   }
   Value buildGradQuery(Value &rowDot);
   SmallVector<Value> buildGradKeyValue(Value rowDot);
@@ -146,8 +141,7 @@ private:
   Value windowSize;
   // Of the current parallel iteration and key block.
   Value batchIdx, keyStart, cols;
-  bool clampScoreModIndices = false;
-  Value lastQuery, lastKey;
+  ScoreModIndexClamp scoreModClamp;
 };
 } // namespace
 
@@ -449,11 +443,7 @@ SmallVector<Value> SplitBackwardTiler::build() {
   querySeq = dim(q, 2);
   keySeq = dim(k, 2);
   diagonal = sub(keySeq, querySeq);
-  clampScoreModIndices = scoreModReadsTensors(op.getScoreMod());
-  if (clampScoreModIndices) {
-    lastQuery = sub(querySeq, idx(1));
-    lastKey = sub(keySeq, idx(1));
-  }
+  scoreModClamp.init(b, loc, op.getScoreMod(), querySeq, keySeq);
   if (std::optional<int64_t> window = op.getWindow())
     windowSize = buildClampedWindow(b, loc, *window, querySeq, keySeq);
   group = b.createOrFold<arith::DivUIOp>(loc, heads, kvHeads);

@@ -29,19 +29,43 @@ namespace mlir::flash::detail {
 /// accordingly (TileAttentionBackwardSplit.cpp).
 constexpr double kMaxExponentScale = 1024.0;
 
-/// Whether a score_mod region reads tensors (the tiled forms then clamp the
-/// indices they pass it to the last row and column, so that the padded rows
-/// and columns of a tile read in bounds).
-inline bool scoreModReadsTensors(Region &scoreMod) {
-  return scoreMod
-      .walk([](Operation *inner) {
-        return llvm::any_of(inner->getOperandTypes(),
-                            llvm::IsaPred<TensorType>)
-                   ? WalkResult::interrupt()
-                   : WalkResult::advance();
-      })
-      .wasInterrupted();
-}
+/// The (i, j) that a tiled form passes its score_mod region: clamped to the
+/// last row and column (M - 1, N - 1) when the region reads tensors, so that
+/// the padded rows and columns of a tile (whose scores are dropped) read in
+/// bounds; as they are otherwise.
+class ScoreModIndexClamp {
+public:
+  /// Builds the bounds at `b`'s insertion point (nothing when not needed).
+  void init(OpBuilder &b, Location loc, Region &scoreMod, Value querySeq,
+            Value keySeq) {
+    bool readsTensors =
+        scoreMod
+            .walk([](Operation *inner) {
+              return llvm::any_of(inner->getOperandTypes(),
+                                  llvm::IsaPred<TensorType>)
+                         ? WalkResult::interrupt()
+                         : WalkResult::advance();
+            })
+            .wasInterrupted();
+    if (!readsTensors)
+      return;
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    lastQuery = arith::SubIOp::create(b, loc, querySeq, one);
+    lastKey = arith::SubIOp::create(b, loc, keySeq, one);
+  }
+  /// (b, h, i, j) for the region, inside a generic's body.
+  SmallVector<Value> indices(OpBuilder &b, Location loc, Value batch,
+                             Value head, Value i, Value j) const {
+    if (lastQuery) {
+      i = arith::MinSIOp::create(b, loc, i, lastQuery);
+      j = arith::MinSIOp::create(b, loc, j, lastKey);
+    }
+    return {batch, head, i, j};
+  }
+
+private:
+  Value lastQuery, lastKey;
+};
 
 /// The slice of `source` at `offsets`/`sizes` (shape `sliceShape`), padded at
 /// the high end to the static `padded` shape with `padValue` (zero when
