@@ -62,6 +62,7 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
   options.threads = compile.threadsPerBlock ? compile.threadsPerBlock : 128;
   options.tensorCores = tensorCoreChoice(compile);
   options.asyncCopies = asyncCopies;
+  options.loadStages = loadStagesChoice(compile, /*backward=*/true);
   // No search over tile sizes here: tiles over the chip's shared memory are
   // the pipeline's error.
   if (runKernelPipeline(*module, options, /*tryingTiles=*/false) !=

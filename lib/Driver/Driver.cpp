@@ -33,12 +33,17 @@ flash::checkKernelCompileOptions(const KernelCompileOptions &options) {
       {"block-cols", options.blockCols},
       {"kv-block-rows", options.kvBlockRows},
       {"kv-block-cols", options.kvBlockCols},
-      {"threads-per-block", options.threadsPerBlock}};
+      {"threads-per-block", options.threadsPerBlock},
+      {"load-stages", options.loadStages}};
   for (auto [name, size] : sizes)
     if (size < 0)
       return (llvm::Twine("--") + name +
               " must be positive (or 0 to choose), not " + llvm::Twine(size))
           .str();
+  if (options.loadStages > 2)
+    return (llvm::Twine("--load-stages must be 1 or 2 (or 0 to choose), not ") +
+            llvm::Twine(options.loadStages))
+        .str();
   if (options.chip == Chip::Any)
     return "a kernel needs a chip (sm_80 or sm_90a)";
   if (options.tensorCores == TensorCores::Wgmma && options.chip != Chip::Sm90a)

@@ -48,6 +48,7 @@ void setPipelineOptions(FlashGpuPipelineOptions &options, const Config &config,
   options.threads = config.threads;
   options.tensorCores = tensorCoreChoice(compile);
   options.asyncCopies = asyncCopies;
+  options.loadStages = loadStagesChoice(compile, /*backward=*/false);
 }
 
 /// Builds the kernel of `op` with `config` up to its outlined launch; with

@@ -26,6 +26,20 @@ inline TensorCores tensorCoreChoice(const KernelCompileOptions &options) {
   return resolveTensorCores(options.tensorCores, options.chip);
 }
 
+/// The copies of each key-block tile: as asked; else two for sm_90a's
+/// forward (measured 4-10% faster at D = 64 and 2-4% causal, level at
+/// D = 128) and FlashAttention-2's one elsewhere: two copies push the
+/// backward's dK/dV kernel into spills and narrower steps, and an sm_80
+/// kernel's second copies (104 KiB at D = 128) would leave an A100 one CTA
+/// per SM and not launch at all on sm_86/sm_89 (99 KiB per block).
+/// docs/GPU-NOTES.md, 41.
+inline int64_t loadStagesChoice(const KernelCompileOptions &options,
+                                bool backward) {
+  if (options.loadStages)
+    return options.loadStages;
+  return !backward && options.chip == Chip::Sm90a ? 2 : 1;
+}
+
 /// One gpu.launch_func of a kernel module.
 struct Launch {
   std::string entry, kernelModule;

@@ -59,6 +59,7 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.tensorCores = options.tensorCores;
   mapping.registerTiles = options.registerTiles;
   mapping.asyncCopies = options.asyncCopies;
+  mapping.loadStages = options.loadStages;
   pm.addNestedPass<func::FuncOp>(flash::createFlashMapTilesToGPUPass(mapping));
   pm.addNestedPass<func::FuncOp>(flash::createFlashGpuFastExp2Pass());
   pm.addNestedPass<func::FuncOp>(flash::createConvertFlashGPUToLLVMPass());

@@ -2,21 +2,23 @@
 cuDNN backends) in the same run.
 
     python -m flash_mlir.bench DIR [--seqs 1024,2048,4096,8192,16384]
-        [--kernels K1,K2] [--flex] [--plot FILE.png]
+        [--kernels K1,K2] [--flex] [--plot FILE.png] [--against DIR2]
 
 FlashAttention's benchmark convention: 16k tokens in total (batch =
 16384 / seq), model width 2048 (heads = 2048 / D), forward FLOPs
 4 * B * H * seq^2 * D, halved for causal. For each kernel whose dtype, D and
 causal flag fit, times ours, SDPA-FA2 and SDPA-cuDNN with CUDA events
-(the GPU brought to working clocks first; three rounds that interleave the
-three; per round a warm-up and the median of up to five runs over three
-rotating input sets; the median of the rounds) and prints TFLOP/s and the
-ratios. The table is also written as markdown to --markdown.
+(the GPU brought to working clocks first; three rounds that interleave
+them, each starting one further along the list; per round a warm-up and the
+median of up to five runs over three rotating input sets; the median of the
+rounds) and prints TFLOP/s and the ratios. The table is also written as markdown to --markdown.
 
 A backward kernel (flash-compile's @f_backward next to its forward @f,
 which returns the LSE) is timed as forward + backward against SDPA-FA2's
 forward + backward through autograd, and its backward alone; FLOPs 2.5x
-the forward's for the backward. --memory N measures the peak extra memory
+the forward's for the backward. --against DIR2 also times the kernels of
+the same names in DIR2 (another build) in the same rounds: an A/B of two
+compilers' kernels that clock drift between runs cannot blur. --memory N measures the peak extra memory
 of our forward + backward (and FA2's) for B = 1, H = 16 and sequence
 lengths up to N, to show that it grows linearly in N.
 """
@@ -51,6 +53,14 @@ def time_ms(fn, inputs, warmup=2, reps=10, budget_ms=4000.0):
         if sum(times) > budget_ms and len(times) >= 3:
             break
     return statistics.median(times)
+
+
+def rotated(fns, r):
+    """Round r's order: each function takes each place in turn, so that what
+    runs before it (cuDNN at full power lowers the clocks of what follows)
+    weighs on all alike."""
+    r %= len(fns)
+    return fns[r:] + fns[:r]
 
 
 def warm_up_gpu(seconds=2.0):
@@ -99,7 +109,7 @@ def fa2_training(causal, scale):
     return run
 
 
-def bench_training(forward, backward, seqs, rows):
+def bench_training(forward, backward, seqs, rows, alternative=None):
     man = backward.manifest
     dtype, d, causal = DTYPES[man["dtype"]], man["head_dim"], man["causal"]
     for seq in seqs:
@@ -128,9 +138,16 @@ def bench_training(forward, backward, seqs, rows):
         fns = [("ours", ours_training(forward, backward), 3.5),
                ("fa2", fa2_training(causal, man["scale"]), 3.5),
                ("ours_bwd", ours_backward, 2.5), ("fa2_bwd", fa2_backward, 2.5)]
+        if alternative:
+            alt_forward, alt_backward = alternative
+
+            def alt_bwd(t):
+                alt_backward(**t)
+            fns += [("alt", ours_training(alt_forward, alt_backward), 3.5),
+                    ("alt_bwd", alt_bwd, 2.5)]
         samples = {name: [] for name, _, _ in fns}
-        for _ in range(ROUNDS):
-            for name, fn, _ in fns:
+        for r in range(ROUNDS):
+            for name, fn, _ in rotated(fns, r):
                 samples[name].append(time_ms(fn, inputs, warmup=1, reps=5,
                                              budget_ms=1500.0))
         tf = {name: factor * flops / (statistics.median(samples[name]) * 1e-3) / 1e12
@@ -139,6 +156,9 @@ def bench_training(forward, backward, seqs, rows):
                f"{seq} | {tf['ours']:.1f} | {tf['fa2']:.1f} | {tf['ours'] / tf['fa2']:.3f} | "
                f"{tf['ours_bwd']:.1f} | {tf['fa2_bwd']:.1f} | "
                f"{tf['ours_bwd'] / tf['fa2_bwd']:.3f} |")
+        if alternative:
+            row += (f" {tf['alt']:.1f} | {tf['alt'] / tf['ours']:.3f} | "
+                    f"{tf['alt_bwd']:.1f} | {tf['alt_bwd'] / tf['ours_bwd']:.3f} |")
         print(row, flush=True)
         rows.append(row)
 
@@ -244,6 +264,9 @@ def main(argv=None):
     p.add_argument("--memory", type=int, default=0,
                    help="also measure fwd+bwd peak extra memory up to this seq")
     p.add_argument("--kernels", help="comma-separated kernel names to time")
+    p.add_argument("--against", metavar="DIR2",
+                   help="also time DIR2's kernels of the same names (B) in the "
+                   "same rounds, with B / ours")
     p.add_argument("--flex", action="store_true",
                    help="also time FlexAttention (torch.compile'd flex_attention)")
     p.add_argument("--plot", help="draw TFLOP/s against sequence length per "
@@ -254,14 +277,17 @@ def main(argv=None):
     seqs = [int(s) for s in args.seqs.split(",")]
     rows = []
     header = ("| kernel | dtype | D | causal | seq | ours TFLOP/s | SDPA FA2 | SDPA cuDNN "
-              "| ours / FA2 | ours / cuDNN |" + (" FlexAttention |" if args.flex else ""))
-    columns = 11 if args.flex else 10
+              "| ours / FA2 | ours / cuDNN |" + (" FlexAttention |" if args.flex else "")
+              + (" B TFLOP/s | B / ours |" if args.against else ""))
+    columns = 10 + bool(args.flex) + 2 * bool(args.against)
     print(header)
     print("|" + "---|" * columns)
     warm_up_gpu()
     kernels = [k for k in load_all(args.directory, general=False)
                if wanted is None or k.name in wanted]
     by_name = {k.name: k for k in kernels}
+    other = ({k.name: k for k in load_all(args.against, general=False)}
+             if args.against else {})
     training = [(by_name.get(k.name[:-len("_backward")]), k) for k in kernels
                 if k.backward and k.name.endswith("_backward")]
     for kernel in kernels:
@@ -294,9 +320,17 @@ def main(argv=None):
                    ("cudnn", sdpa(SDPBackend.CUDNN_ATTENTION, causal, man["scale"]))]
             if args.flex:
                 fns.append(("flex", flex(seq, causal, man["scale"])))
+            alt = other.get(kernel.name)
+            if alt is not None:
+                def alternative(q, k, v, o, alt=alt):
+                    if lse is None:
+                        alt(q=q, k=k, v=v, o=o)
+                    else:
+                        alt(q=q, k=k, v=v, o=o, lse=lse)
+                fns.append(("alt", alternative))
             samples = {name: [] for name, _ in fns}
-            for _ in range(ROUNDS):
-                for name, fn in fns:
+            for r in range(ROUNDS):
+                for name, fn in rotated(fns, r):
                     if samples[name] is None:
                         continue
                     try:
@@ -318,24 +352,31 @@ def main(argv=None):
                    f"{seq} | {fmt(result['ours'])} | {fmt(result['fa2'])} | "
                    f"{fmt(result['cudnn'])} | {ratio(result['ours'], result['fa2'])} | "
                    f"{ratio(result['ours'], result['cudnn'])} |"
-                   + (f" {fmt(result['flex'])} |" if args.flex else ""))
+                   + (f" {fmt(result['flex'])} |" if args.flex else "")
+                   + (f" {fmt(result.get('alt'))} | {ratio(result.get('alt'), result['ours'])} |"
+                      if args.against else ""))
             print(row, flush=True)
             rows.append(row)
             curves.setdefault(kernel.name, {})[seq] = result
     if args.plot:
         plot(curves, args.plot)
     train_header = ("| backward | dtype | D | causal | seq | ours fwd+bwd TFLOP/s | "
-                    "FA2 fwd+bwd | ours / FA2 | ours bwd | FA2 bwd | ours / FA2 bwd |")
+                    "FA2 fwd+bwd | ours / FA2 | ours bwd | FA2 bwd | ours / FA2 bwd |"
+                    + (" B fwd+bwd | B / ours | B bwd | B / ours bwd |" if args.against
+                       else ""))
+    train_columns = 11 + 4 * bool(args.against)
     train_rows = []
     if training:
         print()
         print(train_header)
-        print("|" + "---|" * 11)
+        print("|" + "---|" * train_columns)
     for forward, backward in training:
         if forward is None or not forward.manifest.get("has_lse"):
             print(f"   {backward.name}: no forward with LSE next to it", file=sys.stderr)
             continue
-        bench_training(forward, backward, seqs, train_rows)
+        pair = (other.get(forward.name), other.get(backward.name))
+        bench_training(forward, backward, seqs, train_rows,
+                       pair if all(pair) else None)
     if args.memory:
         for forward, backward in training:
             if forward is not None and backward.manifest["dtype"] == "bf16" and \
@@ -345,7 +386,7 @@ def main(argv=None):
         with open(args.markdown, "w") as f:
             f.write(header + "\n|" + "---|" * columns + "\n" + "\n".join(rows) + "\n")
             if train_rows:
-                f.write("\n" + train_header + "\n|" + "---|" * 11 + "\n"
+                f.write("\n" + train_header + "\n|" + "---|" * train_columns + "\n"
                         + "\n".join(train_rows) + "\n")
     return 0
 

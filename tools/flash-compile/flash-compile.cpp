@@ -72,6 +72,12 @@ static opt<int64_t> threads("threads-per-block", cl::init(0),
                             cl::desc("Threads per CTA (0: choose)"),
                             cl::cat(flashCategory));
 
+static opt<int64_t> loadStages(
+    "load-stages", cl::init(0),
+    cl::desc("Shared-memory copies of each tile loaded per key block: 1 "
+             "(FlashAttention-2's schedule) or 2 (every tile one block ahead; "
+             "0: choose)"),
+    cl::cat(flashCategory));
 static opt<TensorCores> tensorCores("tensor-cores", cl::init(TensorCores::Auto),
                                     cl::desc("Tile contractions on tensor "
                                              "cores"),
@@ -102,6 +108,7 @@ int main(int argc, char **argv) {
   options.kvBlockCols = kvBlockColsOption;
   options.threadsPerBlock = threads;
   options.tensorCores = tensorCores;
+  options.loadStages = loadStages;
   options.ptxas = ptxas;
   if (std::string error = flash::checkKernelCompileOptions(options);
       !error.empty()) {

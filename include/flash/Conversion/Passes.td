@@ -41,7 +41,12 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
       dynamic shared memory (rows padded against ldmatrix bank conflicts);
       with `async-copies` (default) they are loaded with 16-byte cp.async,
       zero-filling ragged rows, K one key block ahead; such a kernel requires
-      contiguous 16-byte aligned rows and traps at entry otherwise;
+      contiguous 16-byte aligned rows and traps at entry otherwise. With
+      `load-stages=2` every tile loaded in a key-block loop (K and V) gets a
+      second copy and is loaded one whole iteration ahead into the copy the
+      previous iteration read (chosen by the parity of the iteration), with
+      one wait and one barrier per iteration; where the copies would pass
+      the chip's shared memory the loop keeps the one-copy schedule;
     - what is left (element copies, and every op of a nest the warp mapping
       does not take) is the portable SIMT mapping: each `scf.parallel` and
       `memref.copy` distributed over the block's threads and followed by
@@ -81,7 +86,13 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
            "Load global tiles into shared memory with 16-byte cp.async "
            "copies (zero-filling ragged rows), waited for just before their "
            "first reader, K one key block ahead; the kernel then requires "
-           "contiguous 16-byte aligned rows (trap at entry otherwise)">
+           "contiguous 16-byte aligned rows (trap at entry otherwise)">,
+    Option<"loadStages", "load-stages", "int64_t", "1",
+           "With async-copies, copies of each tile loaded in a key-block "
+           "loop: 1 (K one block ahead, V at the top of its iteration, two "
+           "barriers per iteration: FlashAttention-2's schedule) or 2 (every "
+           "tile one iteration ahead into alternating copies, one barrier "
+           "per iteration) where the copies fit the chip's shared memory">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

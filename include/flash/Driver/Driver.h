@@ -33,6 +33,9 @@ struct KernelCompileOptions {
   /// Backward: key rows per dK/dV CTA and query rows per dK/dV step.
   int64_t kvBlockRows = 0, kvBlockCols = 0;
   TensorCores tensorCores = TensorCores::Auto;
+  /// Shared-memory copies of each tile loaded in a key-block loop (1 or 2;
+  /// 0 lets the driver choose). See --flash-map-tiles-to-gpu's load-stages.
+  int64_t loadStages = 0;
   /// ptxas used to make cubins and to measure registers and spills; when it
   /// cannot be run, PTX and manifests are written without them.
   std::string ptxas = "/usr/local/cuda/bin/ptxas";

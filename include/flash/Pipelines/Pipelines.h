@@ -73,6 +73,11 @@ struct FlashGpuPipelineOptions
                      "must then be contiguous and 16-byte aligned (the "
                      "kernel traps otherwise)"),
       llvm::cl::init(true)};
+  PassOptions::Option<int64_t> loadStages{
+      *this, "load-stages",
+      llvm::cl::desc("Copies of each tile loaded in a key-block loop (1 or "
+                     "2; see --flash-map-tiles-to-gpu)"),
+      llvm::cl::init(1)};
 };
 
 /// Tiles flash.attention, bufferizes (outputs written in place into

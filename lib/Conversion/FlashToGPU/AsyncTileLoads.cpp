@@ -8,6 +8,8 @@
 #include "TileContraction.h"
 #include "WarpRegisterTiles.h"
 
+#include "flash/Conversion/Passes.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -228,6 +230,170 @@ static void pipelineLoop(scf::ForOp loop, ArrayRef<scf::ExecuteRegionOp> issued,
     pipelined.insert(e.branch);
 }
 
+/// The `memref.view` of the dynamic shared memory that `shared` (a tile's
+/// workgroup view, maybe a padded subview of it) was carved as.
+static memref::ViewOp carvedViewOf(Value shared) {
+  while (shared) {
+    if (auto view = shared.getDefiningOp<memref::ViewOp>())
+      return view;
+    auto viewLike = shared.getDefiningOp<ViewLikeOpInterface>();
+    shared = viewLike ? viewLike.getViewSource() : Value();
+  }
+  return nullptr;
+}
+
+/// Whether `op` comes before `loop` in a block that holds it (so that its
+/// value is available anywhere in the loop).
+static bool dominatesLoop(Operation *op, scf::ForOp loop) {
+  Operation *ancestor = op->getBlock()->findAncestorOpInBlock(*loop);
+  return ancestor && op->isBeforeInBlock(ancestor);
+}
+
+static int64_t nestingDepth(Operation *op) {
+  int64_t depth = 0;
+  while ((op = op->getParentOp()))
+    ++depth;
+  return depth;
+}
+
+/// Every tile loaded in a key-block loop gets `stages` = 2 copies in shared
+/// memory, used in turn: the tiles of iteration j + 1 are issued at the top
+/// of iteration j, once the block is past iteration j - 1 (the last reader of
+/// that copy), so each load has a whole iteration to land and the loop has
+/// one wait and one barrier per iteration instead of two (FlashAttention-3's
+/// two K/V stages, with cp.async). The copy of iteration j is chosen by the
+/// parity of j - lb: its view is recomputed at the top of the body, so a load
+/// issued for iteration j + 1 (the view's slice cloned for j + 1) writes the
+/// other copy. The second copies are placed from `extraStart` on (shared by
+/// the launch's loops, which run one after the other); `extraEnd` grows to
+/// cover them. Returns false, changing nothing, when the loop's tiles are
+/// not all plain carved loads read after their load, or when the copies
+/// would pass `limit` bytes.
+static bool multiBufferLoop(scf::ForOp loop,
+                            ArrayRef<scf::ExecuteRegionOp> issued,
+                            ArrayRef<TileLoad> loads, int64_t extraStart,
+                            int64_t &extraEnd, int64_t limit,
+                            llvm::SmallPtrSetImpl<Operation *> &pipelined) {
+  Block *body = loop.getBody();
+  struct Entry {
+    scf::ExecuteRegionOp branch;
+    memref::ViewOp view;
+    int64_t shift, copyShift;
+  };
+  SmallVector<Entry> entries;
+  int64_t offset = extraStart;
+  for (auto [constBranch, load] : llvm::zip(issued, loads)) {
+    scf::ExecuteRegionOp branch = constBranch;
+    if (branch->getBlock() != body)
+      continue;
+    memref::ViewOp view = carvedViewOf(load.shared);
+    std::optional<int64_t> shift =
+        view ? getConstantIntValue(view.getByteShift()) : std::nullopt;
+    auto type = view ? view.getType() : MemRefType();
+    if (!shift || !type.hasStaticShape() || !dominatesLoop(view, loop))
+      return false;
+    // Every reader of the tile in the body comes after its load.
+    llvm::DenseSet<Value> addresses = addressesOf(load);
+    for (Operation &op : *body) {
+      if (&op == branch.getOperation())
+        break;
+      if (&op != load.validRows && readsTile(&op, addresses) &&
+          !isMemoryEffectFree(&op))
+        return false;
+    }
+    int64_t bytes = type.getNumElements() *
+                    llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+    offset = llvm::alignTo(offset, 1024);
+    entries.push_back({branch, view, *shift, offset});
+    offset += bytes;
+  }
+  if (entries.empty() || offset > limit)
+    return false;
+  extraEnd = std::max(extraEnd, offset);
+
+  Location loc = loop.getLoc();
+  auto idx = [&](OpBuilder &b, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  // The top of the body: the copies of iteration j are in (and every thread
+  // is past iteration j - 1); then the views of this iteration's copies.
+  Value token;
+  {
+    // cp.async.wait_group counts groups: any token does as the operand.
+    OpBuilder before(loop);
+    token = nvgpu::DeviceAsyncCreateGroupOp::create(
+        before, loc, nvgpu::DeviceAsyncTokenType::get(loop.getContext()), {});
+  }
+  OpBuilder b = OpBuilder::atBlockBegin(body);
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, token, b.getI32IntegerAttr(0));
+  if (auto barrier = dyn_cast<gpu::BarrierOp>(*b.getInsertionPoint()))
+    b.setInsertionPointAfter(barrier);
+  else
+    gpu::BarrierOp::create(b, loc);
+  Value relative =
+      arith::SubIOp::create(b, loc, loop.getInductionVar(), loop.getLowerBound());
+  Value parity = arith::RemUIOp::create(b, loc, relative, idx(b, 2));
+  for (Entry &e : entries) {
+    Value shift = arith::AddIOp::create(
+        b, loc, idx(b, e.shift),
+        arith::MulIOp::create(b, loc, parity, idx(b, e.copyShift - e.shift)));
+    Value view = memref::ViewOp::create(b, loc, e.view.getType(),
+                                        e.view.getSource(), shift,
+                                        e.view.getSizes());
+    // The views, addresses and descriptors made from the tile before the
+    // loop, made again from this iteration's copy for the body's uses.
+    IRMapping map;
+    map.map(e.view.getResult(), view);
+    SmallVector<Operation *> derived;
+    SmallVector<Value> work = {e.view.getResult()};
+    llvm::SmallPtrSet<Operation *, 16> seen;
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      for (Operation *user : v.getUsers())
+        if (isMemoryEffectFree(user) && user->getNumRegions() == 0 &&
+            dominatesLoop(user, loop) && seen.insert(user).second) {
+          derived.push_back(user);
+          llvm::append_range(work, user->getResults());
+        }
+    }
+    // Outer blocks first (an op there cannot use one nested deeper), then
+    // block order.
+    llvm::sort(derived, [](Operation *x, Operation *y) {
+      if (x->getBlock() != y->getBlock())
+        return nestingDepth(x) < nestingDepth(y);
+      return x->isBeforeInBlock(y);
+    });
+    SmallVector<Value> originals = {e.view.getResult()};
+    for (Operation *op : derived) {
+      b.clone(*op, map);
+      llvm::append_range(originals, op->getResults());
+    }
+    for (Value original : originals)
+      original.replaceUsesWithIf(map.lookup(original), [&](OpOperand &use) {
+        return loop->isProperAncestor(use.getOwner());
+      });
+  }
+  // Next iteration's tiles into the other copies, issued now (measured
+  // faster than after S = Q Kᵀ: docs/GPU-NOTES.md, 41).
+  Value next =
+      arith::AddIOp::create(b, loc, loop.getInductionVar(), loop.getStep());
+  for (const Entry &e : entries)
+    issueFor(b, loop, e.branch, next);
+  // The first iteration's, before the loop: once the block is past whatever
+  // ran before (the copies may share bytes with an earlier loop's tiles).
+  {
+    OpBuilder before(loop);
+    gpu::BarrierOp::create(before, loc);
+    for (const Entry &e : entries)
+      issueFor(before, loop, e.branch, loop.getLowerBound());
+  }
+  for (const Entry &e : entries) {
+    pipelined.insert(e.branch);
+    e.branch->erase();
+  }
+  return true;
+}
+
 /// The memref a chain of views starts from (a kernel argument).
 static Value rootOf(Value v) {
   while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
@@ -260,7 +426,8 @@ static Value rowsAreAligned(OpBuilder &b, Location loc, Value memref,
   return arith::AndIOp::create(b, loc, ok, isMultiple(ptr, 16));
 }
 
-void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads) {
+void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
+                               int64_t stages, int64_t sharedLimit) {
   SmallVector<TileLoad> loads;
   launch.getBody().walk([&](memref::CopyOp copy) {
     if (auto load = matchTileLoad(copy))
@@ -384,8 +551,19 @@ void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads) {
     if (auto loop = dyn_cast<scf::ForOp>(branch->getParentOp());
         loop && !llvm::is_contained(loops, loop))
       loops.push_back(loop);
+  auto carved = launch->getAttrOfType<IntegerAttr>(flash::kSharedMemoryBytesAttr);
+  int64_t extraStart = llvm::alignTo(carved ? carved.getInt() : 0, 1024);
+  int64_t extraEnd = extraStart;
   for (scf::ForOp loop : loops)
-    pipelineLoop(loop, issued, loads, pipelined);
+    if (stages < 2 || !multiBufferLoop(loop, issued, loads, extraStart,
+                                       extraEnd, sharedLimit, pipelined))
+      pipelineLoop(loop, issued, loads, pipelined);
+  if (extraEnd > extraStart) {
+    OpBuilder b(launch);
+    launch->setAttr(flash::kSharedMemoryBytesAttr, b.getI64IntegerAttr(extraEnd));
+    launch.getDynamicSharedMemorySizeMutable().assign(
+        arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(extraEnd)));
+  }
 
   // Elsewhere each load is waited for (then a barrier, for the other
   // threads' bytes) just before the first op of its block that reads the

@@ -20,7 +20,12 @@ namespace mlir::flash {
 /// FlashAttention-2's schedule (a tile read early loaded one iteration
 /// ahead). The kernel then requires contiguous, 16-byte aligned rows in
 /// every loaded tensor, checked at entry (trap otherwise).
-void lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads);
+///
+/// With `stages` = 2 the tiles loaded in a key-block loop instead get two
+/// copies each, used in turn, all issued one iteration ahead, where the
+/// copies fit `sharedLimit` bytes (the launch's shared-memory size grows).
+void lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
+                         int64_t stages, int64_t sharedLimit);
 
 } // namespace mlir::flash
 

@@ -43,10 +43,11 @@ namespace {
 class TileMapper {
 public:
   TileMapper(scf::ForallOp forall, Chip chip, int64_t threads,
-             TensorCores tensorCores, bool registerTiles, bool asyncCopies)
+             TensorCores tensorCores, bool registerTiles, bool asyncCopies,
+             int64_t loadStages)
       : forall(forall), loc(forall.getLoc()), chip(chip), threads(threads),
         tensorCores(tensorCores), registerTiles(registerTiles),
-        asyncCopies(asyncCopies) {}
+        asyncCopies(asyncCopies), loadStages(loadStages) {}
 
   LogicalResult run();
 
@@ -67,6 +68,7 @@ private:
   int64_t threads;
   TensorCores tensorCores;
   bool registerTiles, asyncCopies;
+  int64_t loadStages;
 };
 } // namespace
 
@@ -152,7 +154,8 @@ LogicalResult TileMapper::run() {
       launch->setAttr("flash.wgmma", start.getUnitAttr());
   }
   if (asyncCopies)
-    flash::lowerAsyncTileLoads(launch, threads);
+    flash::lowerAsyncTileLoads(launch, threads, loadStages,
+                               flash::maxSharedMemoryPerBlock(chip));
   if (failed(lowerLinalg(launch)))
     return failure();
 
@@ -696,7 +699,7 @@ struct FlashMapTilesToGPUPass
     }
     for (scf::ForallOp forall : foralls)
       if (failed(TileMapper(forall, chip, threads, cores, registerTiles,
-                            asyncCopies)
+                            asyncCopies, loadStages)
                      .run()))
         return signalPassFailure();
   }
