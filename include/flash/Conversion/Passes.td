@@ -107,6 +107,34 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
   ];
 }
 
+def FlashGpuAsyncMmaPass : Pass<"flash-gpu-async-mma"> {
+  let summary = "Let each warpgroup MMA run under the code that follows it";
+  let description = [{
+    Makes every `flashgpu.warpgroup_mma` async (issue and commit only) and
+    waits for it with a `flashgpu.warpgroup_mma_wait` just before the first
+    op of its block that needs it done:
+
+    - an op that uses its result (or one nested in it does);
+    - an op that may write shared memory or lets other threads do so: a
+      `gpu.barrier`, a cp.async, a store to workgroup memory, any op whose
+      memory effects are unknown (the next tiles overwrite what the MMA
+      reads);
+    - the block's terminator (a wait never crosses a loop iteration or a
+      region).
+
+    The wait also returns the MMA's A fragments when they are in registers
+    (P in P V): the first use of those, too, waits; it counts as
+    `pending` the MMAs issued after this one that are waited for later
+    (wgmma groups complete in issue order). Code between an MMA and its wait
+    runs while the tensor cores work: in a key-block loop pipelined as
+    FlashAttention-3 does (S = Q Kᵀ of block j and P V of block j - 1
+    issued, then the softmax of block j), the softmax overlaps P V. Run
+    after `--flash-map-tiles-to-gpu` and before `--flash-gpu-fast-exp2`
+    (the intrinsic call it makes has unknown effects).
+  }];
+  let dependentDialects = ["::mlir::flashgpu::FlashGPUDialect"];
+}
+
 def FlashGpuFastExp2Pass : Pass<"flash-gpu-fast-exp2"> {
   let summary = "Put the online softmax's exp2 on the MUFU fast path";
   let description = [{

@@ -115,8 +115,10 @@ struct LowerWarpgroupMma : OpRewritePattern<WarpgroupMmaOp> {
              << (op.getBKMajor() ? 0 : 1) << ";\n";
       }
     }
-    text << "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned "
-            "0;\n}";
+    text << "wgmma.commit_group.sync.aligned;\n";
+    if (!op.getAsync())
+      text << "wgmma.wait_group.sync.aligned 0;\n";
+    text << "}";
 
     SmallVector<Type> fields(outputs, rewriter.getF32Type());
     auto resultType =
@@ -138,6 +140,60 @@ struct LowerWarpgroupMma : OpRewritePattern<WarpgroupMmaOp> {
   }
 };
 
+/// wgmma.wait_group as an asm block whose outputs are tied to its inputs
+/// (every value of every operand): the values the MMAs were writing (or
+/// reading) are defined, for LLVM, only once the wait is done.
+struct LowerWarpgroupMmaWait : OpRewritePattern<WarpgroupMmaWaitOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(WarpgroupMmaWaitOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<Value> operands;
+    SmallVector<Type> fields;
+    std::string constraints;
+    llvm::raw_string_ostream cons(constraints);
+    for (Value vector : op.getValues()) {
+      auto type = cast<VectorType>(vector.getType());
+      for (int64_t i = 0; i < type.getNumElements(); ++i) {
+        operands.push_back(vector::ExtractOp::create(rewriter, loc, vector,
+                                                     ArrayRef<int64_t>{i}));
+        fields.push_back(type.getElementType());
+      }
+    }
+    char kind = 'r';
+    for (auto [i, type] : llvm::enumerate(fields))
+      cons << (i ? "," : "") << "=" << (type.isF32() ? 'f' : kind);
+    for (size_t i = 0; i < fields.size(); ++i)
+      cons << "," << i;
+    cons << ",~{memory}";
+    std::string asmText = llvm::formatv(
+        "wgmma.wait_group.sync.aligned {0};", op.getPending());
+    auto resultType =
+        LLVM::LLVMStructType::getLiteral(rewriter.getContext(), fields);
+    auto asmOp = LLVM::InlineAsmOp::create(
+        rewriter, loc, resultType, operands, asmText, constraints,
+        /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::TailCallKind::None,
+        LLVM::AsmDialectAttr::get(rewriter.getContext(),
+                                  LLVM::AsmDialect::AD_ATT),
+        /*operand_attrs=*/ArrayAttr());
+    SmallVector<Value> results;
+    int64_t field = 0;
+    for (Value vector : op.getValues()) {
+      auto type = cast<VectorType>(vector.getType());
+      SmallVector<Value> elements;
+      for (int64_t i = 0; i < type.getNumElements(); ++i)
+        elements.push_back(LLVM::ExtractValueOp::create(
+            rewriter, loc, asmOp.getResult(0), ArrayRef<int64_t>{field++}));
+      results.push_back(
+          vector::FromElementsOp::create(rewriter, loc, type, elements));
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
 struct ConvertFlashGPUToLLVMPass
     : flash::impl::ConvertFlashGPUToLLVMPassBase<ConvertFlashGPUToLLVMPass> {
   void runOnOperation() override {
@@ -151,5 +207,5 @@ struct ConvertFlashGPUToLLVMPass
 } // namespace
 
 void mlir::flash::populateFlashGPUToLLVMPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerWarpgroupMma>(patterns.getContext());
+  patterns.add<LowerWarpgroupMma, LowerWarpgroupMmaWait>(patterns.getContext());
 }

@@ -103,3 +103,28 @@ func.func @a_rows_with_registers(%acc: vector<64xf32>, %p: vector<16xi32>, %b: i
   %o = flashgpu.warpgroup_mma acc(%acc) a_regs(%p : vector<16xi32>) b_desc(%b) {n = 128 : i64, k_steps = 4 : i64, slices = 1 : i64, element_type = f16, a_rows = 64 : i64, b_rows = 64 : i64} : vector<64xf32>
   return %o : vector<64xf32>
 }
+
+// -----
+
+func.func @async_result_used_directly(%a: i32, %b: i32) -> vector<8xf32> {
+  // expected-error @+1 {{is async: its result may only be used by flashgpu.warpgroup_mma_wait, not by func.return}}
+  %s = flashgpu.warpgroup_mma a_desc(%a) b_desc(%b) {n = 16 : i64, k_steps = 4 : i64, slices = 1 : i64, element_type = bf16, a_rows = 64 : i64, b_rows = 16 : i64, b_k_major, async} : vector<8xf32>
+  return %s : vector<8xf32>
+}
+
+// -----
+
+func.func @wait_without_async_mma(%v: vector<8xf32>) -> vector<8xf32> {
+  // expected-error @+1 {{returns no async flashgpu.warpgroup_mma result}}
+  %w = flashgpu.warpgroup_mma_wait %v {pending = 0 : i64} : vector<8xf32>
+  return %w : vector<8xf32>
+}
+
+// -----
+
+func.func @wait_negative_pending(%a: i32, %b: i32) -> vector<8xf32> {
+  %s = flashgpu.warpgroup_mma a_desc(%a) b_desc(%b) {n = 16 : i64, k_steps = 4 : i64, slices = 1 : i64, element_type = bf16, a_rows = 64 : i64, b_rows = 16 : i64, b_k_major, async} : vector<8xf32>
+  // expected-error @+1 {{attribute 'pending' failed to satisfy constraint}}
+  %w = flashgpu.warpgroup_mma_wait %s {pending = -1 : i64} : vector<8xf32>
+  return %w : vector<8xf32>
+}

@@ -14,3 +14,14 @@ func.func @pv(%acc: vector<128xf32>, %p: vector<32xi32>, %b: i32) -> vector<128x
   %o = flashgpu.warpgroup_mma acc(%acc) a_regs(%p : vector<32xi32>) b_desc(%b) {n = 128 : i64, k_steps = 4 : i64, slices = 2 : i64, element_type = f16, b_rows = 64 : i64} : vector<128xf32>
   return %o : vector<128xf32>
 }
+
+// An async P V and the wait that returns its accumulators and keeps its A
+// fragments (P) alive.
+// CHECK-LABEL: func.func @pv_async
+// CHECK: %[[O:.*]] = flashgpu.warpgroup_mma acc(%{{.*}}) a_regs(%{{.*}} : vector<32xi32>) b_desc(%{{.*}}) {async, b_rows = 64 : i64
+// CHECK: %{{.*}}:2 = flashgpu.warpgroup_mma_wait %[[O]], %{{.*}} {pending = 1 : i64} : vector<128xf32>, vector<32xi32>
+func.func @pv_async(%acc: vector<128xf32>, %p: vector<32xi32>, %b: i32) -> vector<128xf32> {
+  %o = flashgpu.warpgroup_mma acc(%acc) a_regs(%p : vector<32xi32>) b_desc(%b) {n = 128 : i64, k_steps = 4 : i64, slices = 2 : i64, element_type = f16, b_rows = 64 : i64, async} : vector<128xf32>
+  %w:2 = flashgpu.warpgroup_mma_wait %o, %p {pending = 1 : i64} : vector<128xf32>, vector<32xi32>
+  return %w#0 : vector<128xf32>
+}

@@ -65,5 +65,30 @@ LogicalResult WarpgroupMmaOp::verify() {
     return emitOpError("b_rows = ")
            << getBRows() << " is less than the " << needRows << " rows that "
            << (getBKMajor() ? "n" : "k = 16 * k_steps") << " reads";
+  // An async MMA's accumulators are in flight until a wait returns them.
+  if (getAsync())
+    for (Operation *user : getResult().getUsers())
+      if (!isa<WarpgroupMmaWaitOp>(user))
+        return emitOpError("is async: its result may only be used by "
+                           "flashgpu.warpgroup_mma_wait, not by ")
+               << user->getName();
+  return success();
+}
+
+LogicalResult WarpgroupMmaWaitOp::verify() {
+  bool completesOne = llvm::any_of(getValues(), [](Value v) {
+    auto mma = v.getDefiningOp<WarpgroupMmaOp>();
+    return mma && mma.getAsync();
+  });
+  if (!completesOne)
+    return emitOpError("returns no async flashgpu.warpgroup_mma result");
+  return success();
+}
+
+LogicalResult WarpgroupMmaWaitOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  llvm::append_range(inferredReturnTypes, operands.getTypes());
   return success();
 }

@@ -9,6 +9,7 @@
 
 include "mlir/IR/OpBase.td"
 include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def FlashGPU_Dialect : Dialect {
@@ -61,6 +62,12 @@ def FlashGPU_WarpgroupMmaOp : FlashGPU_Op<"warpgroup_mma",
     Every thread of the warpgroup must execute the op (`.sync.aligned`),
     and the shared tiles must be visible to the async proxy
     (`fence.proxy.async`) before it.
+
+    With `async` the op only issues and commits its MMAs (one wgmma group):
+    the result is in flight, and so are the A fragments and the shared tiles
+    it reads, until a `flashgpu.warpgroup_mma_wait` returns the result. Only
+    that wait may use it (`--flash-gpu-async-mma` makes the ops async and
+    places the waits).
   }];
   let arguments = (ins
     Optional<VectorOfRankAndType<[1], [F32]>>:$accumulator,
@@ -73,7 +80,8 @@ def FlashGPU_WarpgroupMmaOp : FlashGPU_Op<"warpgroup_mma",
     TypeAttr:$element_type,
     OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$a_rows,
     ConfinedAttr<I64Attr, [IntPositive]>:$b_rows,
-    UnitAttr:$b_k_major
+    UnitAttr:$b_k_major,
+    UnitAttr:$async
   );
   let results = (outs VectorOfRankAndType<[1], [F32]>:$result);
   let assemblyFormat = [{
@@ -81,6 +89,32 @@ def FlashGPU_WarpgroupMmaOp : FlashGPU_Op<"warpgroup_mma",
     (`a_desc` `(` $a_descriptor^ `)`)?
     (`a_regs` `(` $a_fragments^ `:` type($a_fragments) `)`)?
     `b_desc` `(` $b_descriptor `)` attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FlashGPU_WarpgroupMmaWaitOp : FlashGPU_Op<"warpgroup_mma_wait",
+    [MemoryEffects<[MemRead, MemWrite]>,
+     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "wgmma.wait_group: the MMAs issued before the last `pending` groups are done";
+  let description = [{
+    Waits until at most `pending` warpgroup MMA groups of this warpgroup are
+    still in flight (`wgmma.wait_group.sync.aligned pending`) and returns
+    `values` unchanged: the results of the async `flashgpu.warpgroup_mma`
+    ops it completes, and the register operands (A fragments) that those
+    MMAs read, which must stay untouched until here. Every other use of an
+    async MMA's result goes through this op's corresponding result, so no
+    instruction can read an accumulator while the tensor cores write it.
+    Groups complete in issue order: `pending` counts the async MMAs issued
+    after the last one this op returns that may stay in flight.
+  }];
+  let arguments = (ins
+    Variadic<VectorOfRankAndType<[1], [F32, I32]>>:$values,
+    ConfinedAttr<I64Attr, [IntNonNegative]>:$pending
+  );
+  let results = (outs Variadic<VectorOfRankAndType<[1], [F32, I32]>>:$results);
+  let assemblyFormat = [{
+    $values attr-dict `:` type($values)
   }];
   let hasVerifier = 1;
 }
