@@ -234,6 +234,40 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
   ];
 }
 
+def FlashPipelineKeyLoopsPass : Pass<"flash-pipeline-key-loops"> {
+  let summary = "Software-pipeline the forward's key-block loops (FlashAttention-3's intra-warpgroup overlap)";
+  let description = [{
+    Rewrites each key-block loop of the tiled forward (a loop holding one
+    contraction tagged `flash.contraction = "scores"` and one tagged
+    "output") into two stages, one key block apart:
+
+    ```
+    scf.if lb < ub:
+      S = Q K_lbᵀ, softmax -> m, l, P, alpha            // prologue: stage 0 of lb
+      scf.for j = lb + 1 to ub:
+        S = Q K_jᵀ                                      // stage 0 of j ...
+        acc = alpha acc + P V_{j-1}                      // stage 1 of j - 1
+        softmax of S -> m, l, P, alpha                   // ... stage 0 of j
+      acc = alpha acc + P V_{ub-1}                       // epilogue: stage 1 of ub - 1
+    ```
+
+    Stage 1 is the output contraction and what only it needs (V's tile, the
+    rescale of the accumulator); everything else is stage 0. The values that
+    stage 1 takes from stage 0 (P, alpha, the block's offsets) are carried
+    by the loop, and the ops that make the carried tensors write into the
+    carried value itself (their payloads do not read it), so that
+    bufferization keeps one buffer each. On the GPU, S = Q Kᵀ of block j and
+    P V of block j - 1 are then issued back to back and the softmax of block
+    j runs while P V is in flight (`--flash-gpu-async-mma`). The numbers are
+    the same as the loop's: every block's stage 0 still precedes its stage 1,
+    and the stages of a block see the same values. Loops of another shape are
+    left as they are. The GPU pipeline does not run it yet: the warp
+    register mapping does not take the guarded, peeled nest (an `scf.if`
+    around it; docs/GPU-NOTES.md, 42).
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+}
+
 def FlashWorkspaceToArgumentsPass
     : Pass<"flash-workspace-to-arguments", "::mlir::ModuleOp"> {
   let summary = "Turn the tiled backward's workspace tensors into function "
