@@ -48,6 +48,9 @@ flash::checkKernelCompileOptions(const KernelCompileOptions &options) {
     return "a kernel needs a chip (sm_80 or sm_90a)";
   if (options.tensorCores == TensorCores::Wgmma && options.chip != Chip::Sm90a)
     return "--tensor-cores=wgmma needs --chip=sm_90a";
+  if (options.pipelineKeyLoops && options.chip != Chip::Sm90a)
+    return "--pipeline-key-loops needs --chip=sm_90a (it overlaps the "
+           "softmax with an asynchronous warpgroup MMA)";
   return "";
 }
 

@@ -49,6 +49,7 @@ void setPipelineOptions(FlashGpuPipelineOptions &options, const Config &config,
   options.tensorCores = tensorCoreChoice(compile);
   options.asyncCopies = asyncCopies;
   options.loadStages = loadStagesChoice(compile, /*backward=*/false);
+  options.pipelineKeyLoops = compile.pipelineKeyLoops;
 }
 
 /// Builds the kernel of `op` with `config` up to its outlined launch; with

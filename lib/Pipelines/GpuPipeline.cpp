@@ -36,6 +36,8 @@ void flash::buildFlashGpuKernelPipeline(
   tiling.blockRows = options.blockRows;
   tiling.blockCols = options.blockCols;
   pm.addPass(flash::createFlashTileAttentionPass(tiling));
+  if (options.pipelineKeyLoops)
+    pm.addPass(flash::createFlashPipelineKeyLoopsPass());
   pm.addPass(flash::createFlashWorkspaceToArgumentsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -61,6 +63,8 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.asyncCopies = options.asyncCopies;
   mapping.loadStages = options.loadStages;
   pm.addNestedPass<func::FuncOp>(flash::createFlashMapTilesToGPUPass(mapping));
+  if (options.pipelineKeyLoops)
+    pm.addNestedPass<func::FuncOp>(flash::createFlashGpuAsyncMmaPass());
   pm.addNestedPass<func::FuncOp>(flash::createFlashGpuFastExp2Pass());
   pm.addNestedPass<func::FuncOp>(flash::createConvertFlashGPUToLLVMPass());
   pm.addPass(createGpuKernelOutliningPass());

@@ -67,6 +67,25 @@ func.func @loop(%acc: vector<4xf32>, %p: vector<4xi32>, %b: i32, %n: index) -> v
   return %r : vector<4xf32>
 }
 
+// The warp mapping moves an MMA's result into its fragment layout right after
+// it (vector.extract / insert); those moves go down to the first op that
+// computes with the result, and the wait with them.
+// CHECK-LABEL: func.func @moves(
+// CHECK: %[[M:.*]] = flashgpu.warpgroup_mma {{.*}}async
+// CHECK-NEXT: arith.mulf %arg2, %arg2
+// CHECK-NEXT: %[[W:.*]] = flashgpu.warpgroup_mma_wait %[[M]] {pending = 0 : i64}
+// CHECK-NEXT: vector.extract %[[W]][0]
+// CHECK-NEXT: vector.insert
+// CHECK-NEXT: vector.reduction <add>
+func.func @moves(%a: i32, %b: i32, %x: f32, %into: vector<2xf32>) -> (f32, f32) {
+  %s = flashgpu.warpgroup_mma a_desc(%a) b_desc(%b) {n = 16 : i64, k_steps = 8 : i64, slices = 2 : i64, element_type = bf16, a_rows = 128 : i64, b_rows = 16 : i64, b_k_major} : vector<16xf32>
+  %e = vector.extract %s[0] : f32 from vector<16xf32>
+  %v = vector.insert %e, %into [1] : f32 into vector<2xf32>
+  %y = arith.mulf %x, %x : f32
+  %r = vector.reduction <add>, %v : vector<2xf32> into f32
+  return %r, %y : f32, f32
+}
+
 // ASM-LABEL: func.func @overlap(
 // ASM: llvm.inline_asm has_side_effects {{.*}}wgmma.commit_group.sync.aligned;\0A}"
 // ASM: llvm.inline_asm has_side_effects {{.*}}wgmma.commit_group.sync.aligned;\0A}"

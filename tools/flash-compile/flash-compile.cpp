@@ -78,6 +78,11 @@ static opt<int64_t> loadStages(
              "(FlashAttention-2's schedule) or 2 (every tile one block ahead; "
              "0: choose)"),
     cl::cat(flashCategory));
+static opt<bool> pipelineKeyLoops(
+    "pipeline-key-loops", cl::init(false),
+    cl::desc("Forward kernels: FlashAttention-3's overlap of the softmax of "
+             "one key block with P V of the previous one (sm_90a)"),
+    cl::cat(flashCategory));
 static opt<TensorCores> tensorCores("tensor-cores", cl::init(TensorCores::Auto),
                                     cl::desc("Tile contractions on tensor "
                                              "cores"),
@@ -109,6 +114,7 @@ int main(int argc, char **argv) {
   options.threadsPerBlock = threads;
   options.tensorCores = tensorCores;
   options.loadStages = loadStages;
+  options.pipelineKeyLoops = pipelineKeyLoops;
   options.ptxas = ptxas;
   if (std::string error = flash::checkKernelCompileOptions(options);
       !error.empty()) {

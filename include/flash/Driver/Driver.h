@@ -36,6 +36,9 @@ struct KernelCompileOptions {
   /// Shared-memory copies of each tile loaded in a key-block loop (1 or 2;
   /// 0 lets the driver choose). See --flash-map-tiles-to-gpu's load-stages.
   int64_t loadStages = 0;
+  /// FlashAttention-3's softmax/MMA overlap in forward kernels (sm_90a):
+  /// --flash-gpu-pipeline's pipeline-key-loops.
+  bool pipelineKeyLoops = false;
   /// ptxas used to make cubins and to measure registers and spills; when it
   /// cannot be run, PTX and manifests are written without them.
   std::string ptxas = "/usr/local/cuda/bin/ptxas";

@@ -78,6 +78,13 @@ struct FlashGpuPipelineOptions
       llvm::cl::desc("Copies of each tile loaded in a key-block loop (1 or "
                      "2; see --flash-map-tiles-to-gpu)"),
       llvm::cl::init(1)};
+  PassOptions::Option<bool> pipelineKeyLoops{
+      *this, "pipeline-key-loops",
+      llvm::cl::desc("FlashAttention-3's softmax/MMA overlap: the forward's "
+                     "key-block loops in two stages "
+                     "(--flash-pipeline-key-loops) and the warpgroup MMAs "
+                     "waited for late (--flash-gpu-async-mma)"),
+      llvm::cl::init(false)};
 };
 
 /// Tiles flash.attention, bufferizes (outputs written in place into

@@ -32,6 +32,20 @@ namespace {
 /// 128-byte rows) and the 128-byte swizzle mode.
 constexpr uint32_t kDescriptorHigh = (1024 >> 4) | (1u << 30);
 
+/// A side-effecting asm block returning `fields` as one struct.
+static LLVM::InlineAsmOp createAsm(PatternRewriter &rewriter, Location loc,
+                                   ArrayRef<Type> fields, ValueRange operands,
+                                   StringRef text, StringRef constraints) {
+  auto resultType =
+      LLVM::LLVMStructType::getLiteral(rewriter.getContext(), fields);
+  return LLVM::InlineAsmOp::create(
+      rewriter, loc, resultType, operands, text, constraints,
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(rewriter.getContext(), LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+}
+
 /// wgmma.mma_async per slice and k step between one fence and one wait.
 /// Descriptors advance in the asm (`add.u32` on the low word): 32 bytes per
 /// k step along a K-major row and one panel (rows * 128 bytes) every four;
@@ -121,15 +135,8 @@ struct LowerWarpgroupMma : OpRewritePattern<WarpgroupMmaOp> {
     text << "}";
 
     SmallVector<Type> fields(outputs, rewriter.getF32Type());
-    auto resultType =
-        LLVM::LLVMStructType::getLiteral(rewriter.getContext(), fields);
-    auto asmOp = LLVM::InlineAsmOp::create(
-        rewriter, loc, resultType, operands, asmText, constraints,
-        /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::TailCallKind::None,
-        LLVM::AsmDialectAttr::get(rewriter.getContext(),
-                                  LLVM::AsmDialect::AD_ATT),
-        /*operand_attrs=*/ArrayAttr());
+    auto asmOp =
+        createAsm(rewriter, loc, fields, operands, asmText, constraints);
     SmallVector<Value> results;
     for (int64_t o = 0; o < outputs; ++o)
       results.push_back(LLVM::ExtractValueOp::create(
@@ -169,15 +176,8 @@ struct LowerWarpgroupMmaWait : OpRewritePattern<WarpgroupMmaWaitOp> {
     cons << ",~{memory}";
     std::string asmText = llvm::formatv(
         "wgmma.wait_group.sync.aligned {0};", op.getPending());
-    auto resultType =
-        LLVM::LLVMStructType::getLiteral(rewriter.getContext(), fields);
-    auto asmOp = LLVM::InlineAsmOp::create(
-        rewriter, loc, resultType, operands, asmText, constraints,
-        /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::TailCallKind::None,
-        LLVM::AsmDialectAttr::get(rewriter.getContext(),
-                                  LLVM::AsmDialect::AD_ATT),
-        /*operand_attrs=*/ArrayAttr());
+    auto asmOp =
+        createAsm(rewriter, loc, fields, operands, asmText, constraints);
     SmallVector<Value> results;
     int64_t field = 0;
     for (Value vector : op.getValues()) {

@@ -8,6 +8,7 @@
 #include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -69,17 +70,44 @@ static bool uses(Operation *op, ArrayRef<Value> values) {
       .wasInterrupted();
 }
 
-/// The op of `mma`'s block before which it must be complete.
+/// Element moves: what the warp mapping does to an MMA's result right after
+/// it (wgmma's accumulator order to the fragment layout) before anything
+/// computes with it.
+static bool isElementMove(Operation *op) {
+  return isa<vector::ExtractOp, vector::InsertOp, vector::FromElementsOp,
+             vector::BroadcastOp, vector::ShuffleOp>(op) &&
+         isPure(op);
+}
+
+/// The op of `mma`'s block before which it must be complete. The element
+/// moves of its result that come first are sunk to there, so that the wait
+/// is not held up by them.
 static Operation *waitPoint(WarpgroupMmaOp mma) {
   // PTX leaves any access to the accumulators and the A fragment registers
   // of an MMA in flight undefined.
   SmallVector<Value> needed = {mma.getResult()};
   if (Value fragments = mma.getAFragments())
     needed.push_back(fragments);
-  for (Operation *op = mma->getNextNode();; op = op->getNextNode())
-    if (op->hasTrait<OpTrait::IsTerminator>() || uses(op, needed) ||
-        mayWriteShared(op))
-      return op;
+  SmallVector<Operation *> moves;
+  SmallVector<Value> moved;
+  auto readsMoved = [&](Operation *op) { return uses(op, moved); };
+  Operation *point = mma->getNextNode();
+  for (;; point = point->getNextNode()) {
+    if (point->hasTrait<OpTrait::IsTerminator>() || mayWriteShared(point))
+      break;
+    bool direct = uses(point, needed);
+    if ((direct || readsMoved(point)) && isElementMove(point) &&
+        !llvm::is_contained(point->getOperands(), mma.getAFragments())) {
+      moves.push_back(point);
+      llvm::append_range(moved, point->getResults());
+      continue;
+    }
+    if (direct || readsMoved(point))
+      break;
+  }
+  for (Operation *op : moves)
+    op->moveBefore(point);
+  return moves.empty() ? point : moves.front();
 }
 
 static void makeAsync(Block &block) {

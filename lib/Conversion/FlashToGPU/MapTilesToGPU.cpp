@@ -7,6 +7,7 @@
 #include "flash/Conversion/Passes.h"
 
 #include "AsyncTileLoads.h"
+#include "BufferLiveness.h"
 #include "TileContraction.h"
 #include "WarpRegisterTiles.h"
 
@@ -72,6 +73,58 @@ private:
 };
 } // namespace
 
+/// One-shot bufferization can leave a guarded region (a pipelined loop's
+/// prologue, loop and epilogue under lb < ub) with buffer results: the then
+/// branch yields its own buffer for a running state (allocated in it), the
+/// else branch the initial one. With the then branch's allocation moved
+/// before the region and the else branch copying the initial state into it,
+/// both branches yield that buffer, which then is the result: the register
+/// tiles see one buffer per state (the copy is a rename there).
+static void foldIfBufferResults(gpu::LaunchOp launch) {
+  SmallVector<scf::IfOp> guarded;
+  launch.getBody().walk([&](scf::IfOp op) {
+    if (op.getNumResults() && op.elseBlock())
+      guarded.push_back(op);
+  });
+  for (scf::IfOp op : guarded) {
+    auto thenYield = cast<scf::YieldOp>(op.thenBlock()->getTerminator());
+    auto elseYield = cast<scf::YieldOp>(op.elseBlock()->getTerminator());
+    bool foldable = llvm::all_of(op.getResults(), [&](OpResult r) {
+      Value thenValue = thenYield.getOperand(r.getResultNumber());
+      auto alloc = thenValue.getDefiningOp<memref::AllocOp>();
+      return isa<MemRefType>(r.getType()) && alloc &&
+             alloc->getBlock() == op.thenBlock() && alloc->getNumOperands() == 0 &&
+             thenValue.getType() ==
+                 elseYield.getOperand(r.getResultNumber()).getType();
+    });
+    if (!foldable)
+      continue;
+    OpBuilder eb(elseYield);
+    for (OpResult r : op.getResults()) {
+      Value thenValue = thenYield.getOperand(r.getResultNumber());
+      thenValue.getDefiningOp()->moveBefore(op);
+      memref::CopyOp::create(eb, op.getLoc(),
+                             elseYield.getOperand(r.getResultNumber()),
+                             thenValue);
+      r.replaceAllUsesWith(thenValue);
+    }
+    OpBuilder rb(op);
+    auto bare = scf::IfOp::create(rb, op.getLoc(), TypeRange{},
+                                  op.getCondition(), /*withElseRegion=*/true);
+    for (auto [from, to] :
+         {std::pair{&op.getThenRegion(), &bare.getThenRegion()},
+          std::pair{&op.getElseRegion(), &bare.getElseRegion()}}) {
+      to->front().erase();
+      to->takeBody(*from);
+      Operation *yield = to->front().getTerminator();
+      OpBuilder yb(yield);
+      scf::YieldOp::create(yb, op.getLoc());
+      yield->erase();
+    }
+    op.erase();
+  }
+}
+
 LogicalResult TileMapper::run() {
   // Up to three parallel dims (batch, head, row block); canonicalization
   // drops those of static size 1, which become grid dims of size 1.
@@ -126,6 +179,7 @@ LogicalResult TileMapper::run() {
 
   if (failed(sinkValuesDefinedAbove(launch)))
     return failure();
+  foldIfBufferResults(launch);
   flash::WarpRegisterTiles inRegisters(launch, threads / 32);
   if (registerTiles && threads % 32 == 0 && tensorCores != TensorCores::None)
     inRegisters.analyze(tensorCores == TensorCores::Wgmma && asyncCopies);
@@ -246,36 +300,15 @@ TileMapper::carveSharedMemory(gpu::LaunchOp launch,
     OpBuilder trap = guard.getThenBodyBuilder();
     LLVM::Trap::create(trap, loc);
   }
-  // Buffers whose live ranges (in top-level ops of the launch body, through
-  // views) do not overlap share bytes: the three key-block loops each have
-  // their own tile buffers, but only one loop runs at a time.
-  auto topLevelIndex = [&](Operation *op) {
-    while (op->getBlock() != &body)
-      op = op->getParentOp();
-    return std::distance(body.begin(), op->getIterator());
-  };
+  // Buffers whose live ranges do not overlap share bytes.
+  flash::BufferLiveness liveness(launch);
   struct Placed {
     int64_t first, last, offset, bytes;
   };
   // Live ranges first: creating the views below shifts op positions.
   SmallVector<std::pair<int64_t, int64_t>> ranges;
-  for (memref::AllocOp alloc : allocs) {
-    int64_t first = topLevelIndex(alloc), last = first;
-    SmallVector<Value> aliases = {alloc.getResult()};
-    while (!aliases.empty()) {
-      Value v = aliases.pop_back_val();
-      for (Operation *user : v.getUsers()) {
-        last = std::max<int64_t>(last, topLevelIndex(user));
-        if (isa<ViewLikeOpInterface>(user))
-          llvm::append_range(aliases, user->getResults());
-        // Carried through a loop (iter_args, yield): it may be read after
-        // the loop under another name; keep it for the whole kernel.
-        if (isa<scf::YieldOp, scf::ForOp, scf::IfOp>(user))
-          last = std::distance(body.begin(), body.end());
-      }
-    }
-    ranges.push_back({first, last});
-  }
+  for (memref::AllocOp alloc : allocs)
+    ranges.push_back(liveness.range(alloc.getResult()));
   SmallVector<Placed> placed;
   int64_t total = 0;
   for (auto [alloc, range] : llvm::zip(allocs, ranges)) {

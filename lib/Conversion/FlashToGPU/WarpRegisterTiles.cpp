@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "WarpRegisterTiles.h"
+#include "BufferLiveness.h"
 #include "TileContraction.h"
 
 #include "flash/Dialect/Flash/IR/TileRoles.h"
@@ -127,18 +128,33 @@ void WarpRegisterTiles::analyze(bool wgmma) {
   // Tiles that cannot fit a lane's registers (255 of 32 bits) even twice
   // over would only spill: a D = 512 backward on one warp holds 512 words of
   // dQ per lane, and LLVM took seconds to unroll it. Such blocks keep their
-  // tiles in shared memory (or are rejected by its limit).
-  int64_t words = 0;
-  for (Value tile : tiles) {
-    auto type = cast<MemRefType>(tile.getType());
-    words += type.getNumElements() * type.getElementTypeBitWidth() / 32;
-  }
-  if (words > 2 * 255 * 32 * warps) {
+  // tiles in shared memory (or are rejected by its limit). Counted where the
+  // most tiles are live at once (a pipelined loop's prologue and epilogue
+  // tiles are dead during the loop).
+  if (maxLiveWords() > 2 * 255 * 32 * warps) {
     tiles.clear();
     return;
   }
   if (wgmma && !tiles.empty() && !canUseWgmma())
     swizzled.clear();
+}
+
+int64_t WarpRegisterTiles::maxLiveWords() {
+  BufferLiveness liveness(launch);
+  // +words where a tile's range starts, -words past its end.
+  SmallVector<std::pair<int64_t, int64_t>> events;
+  for (Value tile : tiles) {
+    auto type = cast<MemRefType>(tile.getType());
+    int64_t words = type.getNumElements() * type.getElementTypeBitWidth() / 32;
+    auto [first, last] = liveness.range(tile);
+    events.push_back({first, words});
+    events.push_back({last + 1, -words});
+  }
+  llvm::sort(events);
+  int64_t live = 0, most = 0;
+  for (auto [at, words] : events)
+    most = std::max(most, live += words);
+  return most;
 }
 
 /// Every contraction of the launch on register tiles, each shared operand
@@ -224,7 +240,7 @@ bool WarpRegisterTiles::supports(Value tile) {
   auto type = cast<MemRefType>(tile.getType());
   for (Operation *user : tile.getUsers()) {
     for (Operation *p = user->getParentOp(); p != launch; p = p->getParentOp())
-      if (!isa<scf::ForOp>(p))
+      if (!isa<scf::ForOp, scf::IfOp>(p))
         return false;
     if (isa<memref::DeallocOp>(user))
       continue;
@@ -346,6 +362,7 @@ public:
 private:
   LogicalResult process(Block &block);
   LogicalResult processLoop(scf::ForOp loop);
+  LogicalResult processIf(scf::IfOp ifOp);
   LogicalResult rewrite(OpBuilder &b, Operation *op);
   void rewriteElementwise(OpBuilder &b, linalg::GenericOp op);
   Value emitElementwise(OpBuilder &b, linalg::GenericOp op);
@@ -357,6 +374,7 @@ private:
   void store(OpBuilder &b, Value tile, Value validRows, Value target);
 
   bool touchesTile(Operation *op) const;
+  bool touchesTileInside(Operation *op) const;
   /// Row slots (16-row slices x 2 halves) of each lane.
   int64_t slots() const { return 2 * rows / (16 * warps); }
   /// Elements of a lane per row slot: 1 for a row vector, a quarter of the
@@ -467,6 +485,15 @@ bool TileRewriter::touchesTile(Operation *op) const {
   });
 }
 
+bool TileRewriter::touchesTileInside(Operation *op) const {
+  return op
+      ->walk([&](Operation *inner) {
+        return touchesTile(inner) ? WalkResult::interrupt()
+                                  : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 Value TileRewriter::current(OpBuilder &b, Value tile) {
   if (Value v = values.lookup(tile))
     return v;
@@ -479,6 +506,11 @@ LogicalResult TileRewriter::process(Block &block) {
   for (Operation &op : llvm::make_early_inc_range(block)) {
     if (auto loop = dyn_cast<scf::ForOp>(&op)) {
       if (failed(processLoop(loop)))
+        return failure();
+      continue;
+    }
+    if (auto ifOp = dyn_cast<scf::IfOp>(&op); ifOp && touchesTileInside(&op)) {
+      if (failed(processIf(ifOp)))
         return failure();
       continue;
     }
@@ -647,6 +679,72 @@ LogicalResult TileRewriter::processLoop(scf::ForOp loop) {
     values[tile] = newLoop.getResult(carried + i);
   forgetRedefined();
   loop.erase();
+  return success();
+}
+
+/// A guarded region (a pipelined loop's prologue, loop and epilogue): the
+/// tiles it writes that are read after it become results of the rewritten
+/// `scf.if`, each branch yielding its values (the else branch, the values
+/// from before).
+LogicalResult TileRewriter::processIf(scf::IfOp ifOp) {
+  if (ifOp.getNumResults())
+    return ifOp.emitError("flash-map-tiles-to-gpu: a guarded region with "
+                          "results around register tiles");
+  llvm::SetVector<Value> written;
+  ifOp->walk([&](Operation *op) {
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(op))
+      for (OpOperand &init : dps.getDpsInitsMutable())
+        if (tiles.contains(init.get()))
+          written.insert(init.get());
+    if (auto copy = dyn_cast<memref::CopyOp>(op);
+        copy && tiles.contains(copy.getTarget()))
+      written.insert(copy.getTarget());
+  });
+  SmallVector<Value> carried;
+  for (Value tile : written)
+    if (ifOp->getNextNode() && isLiveAt(ifOp->getNextNode(), tile, launch))
+      carried.push_back(tile);
+
+  DenseMap<Value, Value> before = values;
+  OpBuilder b(ifOp);
+  SmallVector<Value> entry;
+  SmallVector<Type> types;
+  for (Value tile : carried) {
+    entry.push_back(current(b, tile));
+    types.push_back(entry.back().getType());
+  }
+  auto newIf = scf::IfOp::create(b, loc, types, ifOp.getCondition(),
+                                 /*withElseRegion=*/true);
+  auto moveBranch = [&](Region &from, Region &to) -> LogicalResult {
+    Block *target = &to.front();
+    if (!target->empty())
+      target->getTerminator()->erase();
+    if (!from.empty()) {
+      Block *source = &from.front();
+      source->getTerminator()->erase();
+      target->getOperations().splice(target->end(), source->getOperations());
+    }
+    values = before;
+    if (failed(process(*target)))
+      return failure();
+    OpBuilder yb = OpBuilder::atBlockEnd(target);
+    SmallVector<Value> yielded;
+    for (Value tile : carried)
+      yielded.push_back(current(yb, tile));
+    scf::YieldOp::create(yb, loc, yielded);
+    return success();
+  };
+  if (failed(moveBranch(ifOp.getThenRegion(), newIf.getThenRegion())) ||
+      failed(moveBranch(ifOp.getElseRegion(), newIf.getElseRegion())))
+    return failure();
+  values = before;
+  for (auto [i, tile] : llvm::enumerate(carried))
+    values[tile] = newIf.getResult(i);
+  // Written inside and dead after: their values inside do not dominate.
+  for (Value tile : written)
+    if (!llvm::is_contained(carried, tile))
+      values.erase(tile);
+  ifOp.erase();
   return success();
 }
 

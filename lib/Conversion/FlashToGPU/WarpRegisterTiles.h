@@ -60,6 +60,8 @@ private:
   bool supports(Value tile);
   bool supports(linalg::GenericOp op);
   bool canUseWgmma();
+  /// The most 32-bit words per block that the tiles hold at one time.
+  int64_t maxLiveWords();
 
   gpu::LaunchOp launch;
   int64_t warps;

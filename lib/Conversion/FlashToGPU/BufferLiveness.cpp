@@ -1,0 +1,48 @@
+//===- BufferLiveness.cpp - live ranges of a launch's buffers ---*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BufferLiveness.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+using namespace mlir;
+
+flash::BufferLiveness::BufferLiveness(gpu::LaunchOp launch) {
+  launch.getBody().walk<WalkOrder::PreOrder>(
+      [&](Operation *op) { position[op] = count++; });
+}
+
+int64_t flash::BufferLiveness::lastInside(Operation *op) const {
+  int64_t last = position.lookup(op);
+  op->walk([&](Operation *inner) {
+    last = std::max(last, position.lookup(inner));
+  });
+  return last;
+}
+
+std::pair<int64_t, int64_t>
+flash::BufferLiveness::range(Value buffer) const {
+  Operation *alloc = buffer.getDefiningOp();
+  int64_t first = position.lookup(alloc), last = first;
+  SmallVector<Value> aliases = {buffer};
+  while (!aliases.empty()) {
+    Value v = aliases.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      last = std::max(last, lastInside(user));
+      for (Operation *p = user->getParentOp(); p && !p->isAncestor(alloc);
+           p = p->getParentOp())
+        if (isa<LoopLikeOpInterface>(p))
+          last = std::max(last, lastInside(p));
+      if (isa<ViewLikeOpInterface>(user))
+        llvm::append_range(aliases, user->getResults());
+      if (isa<scf::YieldOp, scf::ForOp, scf::IfOp>(user))
+        last = count;
+    }
+  }
+  return {first, last};
+}
