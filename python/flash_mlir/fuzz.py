@@ -649,7 +649,9 @@ def gpu_pass(rng):
         _opt(rng, "tensor-cores", ["auto", "mma-sync", "wgmma", "wmma", "none"], ["foo"], 0.05, 0.4),
         _opt(rng, "register-tiles", ["true", "false"], ["7"], 0.02, 0.3),
         _opt(rng, "async-copies", ["true", "false"], ["x"], 0.02, 0.3),
-        _opt(rng, "format", ["isa"], ["bin", "foo"], 0.05, 0.2)])
+        _opt(rng, "format", ["isa"], ["bin", "foo"], 0.05, 0.2),
+        _opt(rng, "load-stages", [1, 2], [0, 3, -1], 0.1, 0.3),
+        _opt(rng, "pipeline-key-loops", ["true", "false"], ["2"], 0.05, 0.3)])
 
 
 PASSES = [
@@ -661,6 +663,7 @@ PASSES = [
     ("decompose-aggregates", lambda r: "--flash-decompose-aggregates"),
     ("tile", tile_pass),
     ("tile-workspace", lambda r: tile_pass(r) + " --flash-workspace-to-arguments"),
+    ("tile-pipeline", lambda r: tile_pass(r) + " --flash-pipeline-key-loops"),
     ("cpu", cpu_pass),
     ("gpu", gpu_pass),
     ("fuse+tile", lambda r: "--flash-fuse-attention --flash-fuse-attention-backward " + tile_pass(r)),

@@ -720,6 +720,13 @@ struct FlashMapTilesToGPUPass
           << static_cast<int64_t>(threads);
       return signalPassFailure();
     }
+    if (loadStages != 1 && loadStages != 2) {
+      emitError(getOperation().getLoc(),
+                "flash-map-tiles-to-gpu: load-stages must be 1 or 2 (copies of "
+                "each key-block tile), not ")
+          << static_cast<int64_t>(loadStages);
+      return signalPassFailure();
+    }
     // Hopper's warpgroup MMA exists on sm_90a only.
     TensorCores cores = flash::resolveTensorCores(tensorCores, chip);
     if (cores == TensorCores::Wgmma && chip != Chip::Any &&
