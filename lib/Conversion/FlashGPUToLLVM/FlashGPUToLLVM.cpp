@@ -168,9 +168,8 @@ struct LowerWarpgroupMmaWait : OpRewritePattern<WarpgroupMmaWaitOp> {
         fields.push_back(type.getElementType());
       }
     }
-    char kind = 'r';
     for (auto [i, type] : llvm::enumerate(fields))
-      cons << (i ? "," : "") << "=" << (type.isF32() ? 'f' : kind);
+      cons << (i ? "," : "") << "=" << (type.isF32() ? 'f' : 'r');
     for (size_t i = 0; i < fields.size(); ++i)
       cons << "," << i;
     cons << ",~{memory}";

@@ -10,6 +10,7 @@
 
 #include "flash/Conversion/Passes.h"
 
+#include "mlir/Analysis/TopologicalSortUtils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -249,13 +250,6 @@ static bool dominatesLoop(Operation *op, scf::ForOp loop) {
   return ancestor && op->isBeforeInBlock(ancestor);
 }
 
-static int64_t nestingDepth(Operation *op) {
-  int64_t depth = 0;
-  while ((op = op->getParentOp()))
-    ++depth;
-  return depth;
-}
-
 /// Every tile loaded in a key-block loop gets `stages` = 2 copies in shared
 /// memory, used in turn: the tiles of iteration j + 1 are issued at the top
 /// of iteration j, once the block is past iteration j - 1 (the last reader of
@@ -344,27 +338,17 @@ static bool multiBufferLoop(scf::ForOp loop,
     // loop, made again from this iteration's copy for the body's uses.
     IRMapping map;
     map.map(e.view.getResult(), view);
-    SmallVector<Operation *> derived;
+    llvm::SetVector<Operation *> derived;
     SmallVector<Value> work = {e.view.getResult()};
-    llvm::SmallPtrSet<Operation *, 16> seen;
     while (!work.empty()) {
       Value v = work.pop_back_val();
       for (Operation *user : v.getUsers())
         if (isMemoryEffectFree(user) && user->getNumRegions() == 0 &&
-            dominatesLoop(user, loop) && seen.insert(user).second) {
-          derived.push_back(user);
+            dominatesLoop(user, loop) && derived.insert(user))
           llvm::append_range(work, user->getResults());
-        }
     }
-    // Outer blocks first (an op there cannot use one nested deeper), then
-    // block order.
-    llvm::sort(derived, [](Operation *x, Operation *y) {
-      if (x->getBlock() != y->getBlock())
-        return nestingDepth(x) < nestingDepth(y);
-      return x->isBeforeInBlock(y);
-    });
     SmallVector<Value> originals = {e.view.getResult()};
-    for (Operation *op : derived) {
+    for (Operation *op : topologicalSort(derived)) {
       b.clone(*op, map);
       llvm::append_range(originals, op->getResults());
     }

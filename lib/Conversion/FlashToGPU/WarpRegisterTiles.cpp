@@ -707,12 +707,9 @@ LogicalResult TileRewriter::processIf(scf::IfOp ifOp) {
 
   DenseMap<Value, Value> before = values;
   OpBuilder b(ifOp);
-  SmallVector<Value> entry;
   SmallVector<Type> types;
-  for (Value tile : carried) {
-    entry.push_back(current(b, tile));
-    types.push_back(entry.back().getType());
-  }
+  for (Value tile : carried)
+    types.push_back(vectorType(cast<MemRefType>(tile.getType())));
   auto newIf = scf::IfOp::create(b, loc, types, ifOp.getCondition(),
                                  /*withElseRegion=*/true);
   auto moveBranch = [&](Region &from, Region &to) -> LogicalResult {

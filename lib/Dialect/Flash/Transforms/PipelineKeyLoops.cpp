@@ -45,7 +45,6 @@ struct KeyLoopStages {
   /// previous block's index rather than carried, so that stage 1's loads
   /// depend on the induction variable alone (and can be issued ahead).
   llvm::SetVector<Operation *> recomputed;
-  bool readsInductionVar = false;
 };
 } // namespace
 
@@ -83,11 +82,9 @@ static std::optional<KeyLoopStages> analyze(scf::ForOp loop) {
     std::optional<Contraction> role = getContraction(&op);
     if (!role)
       continue;
-    Operation *&slot = *role == Contraction::Scores   ? st.scores
-                       : *role == Contraction::Output ? st.output
-                                                      : st.scores;
     if (*role != Contraction::Scores && *role != Contraction::Output)
       return std::nullopt;
+    Operation *&slot = *role == Contraction::Scores ? st.scores : st.output;
     if (slot)
       return std::nullopt;
     slot = &op;
@@ -197,10 +194,9 @@ static std::optional<KeyLoopStages> analyze(scf::ForOp loop) {
       carried.push_back(x);
       continue;
     }
-    if (x == loop.getInductionVar()) {
-      st.readsInductionVar = true;
+    // The induction variable itself is mapped to the previous block's.
+    if (x == loop.getInductionVar())
       continue;
-    }
     for (Operation *op : sliceOf({x.getDefiningOp()}, body))
       st.recomputed.insert(op);
   }
