@@ -50,6 +50,7 @@ void setPipelineOptions(FlashGpuPipelineOptions &options, const Config &config,
   options.asyncCopies = asyncCopies;
   options.loadStages = loadStagesChoice(compile, /*backward=*/false);
   options.pipelineKeyLoops = compile.pipelineKeyLoops;
+  options.tmaLoads = compile.tmaLoads && compile.chip == Chip::Sm90a;
 }
 
 /// Builds the kernel of `op` with `config` up to its outlined launch; with

@@ -7,6 +7,7 @@
 #include "KernelLaunch.h"
 
 #include "flash/Conversion/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -19,6 +20,33 @@
 using namespace mlir;
 using namespace mlir::flash;
 using namespace mlir::flash::driver;
+
+/// The parameter that holds a kernel's tensor maps (flash.tensor_maps): a
+/// byte buffer of one 128-byte, 64-byte aligned CUtensorMap per entry, each
+/// over the whole tensor named, dimensions innermost first.
+static llvm::json::Object describeTensorMaps(ArrayAttr maps,
+                                             ArrayRef<Param> params) {
+  namespace json = llvm::json;
+  json::Array entries;
+  for (auto map : maps.getAsRange<DictionaryAttr>()) {
+    auto get = [&](StringRef key) {
+      return cast<IntegerAttr>(map.get(key)).getInt();
+    };
+    entries.push_back(json::Object{
+        {"tensor", params[get("tensor")].name},
+        {"row_dim", get("row_dim")},
+        {"box_rows", get("box_rows")},
+        {"box_cols", get("box_cols")},
+        {"swizzle_bytes", get("swizzle_bytes")}});
+  }
+  return json::Object{
+      {"name", "tensor_maps"},
+      {"kind", "tensor_maps"},
+      {"rank", 1},
+      {"maps", std::move(entries)},
+      {"abi", "memref of i8 (allocated ptr, aligned ptr, i64 offset, i64 size, "
+              "i64 stride) over 128 bytes per map, 64-byte aligned"}};
+}
 namespace json = llvm::json;
 namespace sys = llvm::sys;
 
@@ -62,7 +90,19 @@ driver::describeLaunches(Operation *op, ModuleOp module, ArrayRef<Param> params,
         problem = "a kernel parameter is not a tensor";
         return WalkResult::interrupt();
       }
-      json::Object param = describeParam(params[argument.getArgNumber()]);
+      unsigned n = argument.getArgNumber();
+      auto func = dyn_cast<func::FuncOp>(argument.getOwner()->getParentOp());
+      auto maps = func ? func.getArgAttrOfType<ArrayAttr>(n, kTensorMapsAttr)
+                       : ArrayAttr();
+      if (maps) {
+        info.params.push_back(describeTensorMaps(maps, params));
+        continue;
+      }
+      if (n >= params.size()) {
+        problem = "a kernel parameter is not a tensor";
+        return WalkResult::interrupt();
+      }
+      json::Object param = describeParam(params[n]);
       if (abi)
         param["abi"] = "memref: allocated ptr, aligned ptr, i64 offset, i64 "
                        "sizes[rank], i64 strides[rank] (strides in elements)";

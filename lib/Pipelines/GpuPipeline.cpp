@@ -62,6 +62,7 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.registerTiles = options.registerTiles;
   mapping.asyncCopies = options.asyncCopies;
   mapping.loadStages = options.loadStages;
+  mapping.tmaLoads = options.tmaLoads;
   pm.addNestedPass<func::FuncOp>(flash::createFlashMapTilesToGPUPass(mapping));
   if (options.pipelineKeyLoops)
     pm.addNestedPass<func::FuncOp>(flash::createFlashGpuAsyncMmaPass());

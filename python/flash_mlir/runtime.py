@@ -67,6 +67,60 @@ def tensor_info(name, t, fake=False):
         0 if fake else t.data_ptr())
 
 
+class _TensorMaps:
+    """Device copies of the CUtensorMaps of a kernel's `tensor_maps`
+    parameter, encoded on the host (cuTensorMapEncodeTiled) and kept per
+    (address, shape, strides) of the tensors they map: a training loop that
+    reuses its buffers encodes and copies them once."""
+
+    LIMIT = 4096
+
+    def __init__(self):
+        self._cache = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def encode(request):
+        lib = _driver()
+        u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+        rank = request["rank"]
+        # CUtensorMap is 128 bytes, 64-byte aligned.
+        raw = ctypes.create_string_buffer(128 + 64)
+        address = (ctypes.addressof(raw) + 63) // 64 * 64
+        _check(lib.cuTensorMapEncodeTiled(
+            ctypes.c_void_p(address), ctypes.c_int(request["dtype"]), u32(rank),
+            ctypes.c_void_p(request["address"]),
+            (u64 * rank)(*request["dims"]), (u64 * max(1, rank - 1))(*request["strides"]),
+            (u32 * rank)(*request["box"]), (u32 * rank)(*request["element_strides"]),
+            ctypes.c_int(request["interleave"]), ctypes.c_int(request["swizzle"]),
+            ctypes.c_int(request["l2_promotion"]), ctypes.c_int(request["oob_fill"])),
+            "cuTensorMapEncodeTiled")
+        return ctypes.string_at(address, 128)
+
+    def buffer(self, param, tensors):
+        """A device tensor holding the maps of `param` over `tensors`."""
+        import torch
+        infos = [tensor_info(m["tensor"], tensors[m["tensor"]]) for m in param["maps"]]
+        key = tuple((i.data_ptr, i.shape, i.strides, i.dtype, str(m))
+                    for i, m in zip(infos, param["maps"]))
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                return hit
+        blob = b"".join(self.encode(validate.tensor_map_request(m, i))
+                        for m, i in zip(param["maps"], infos))
+        device = tensors[param["maps"][0]["tensor"]].device
+        buf = torch.frombuffer(bytearray(blob), dtype=torch.uint8).to(device)
+        with self._lock:
+            if len(self._cache) >= self.LIMIT:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = buf
+        return buf
+
+
+_tensor_maps = _TensorMaps()
+
+
 class Launch:
     """One kernel function of a module image: parameters, grid, block and
     dynamic shared memory from its manifest entry."""
@@ -134,6 +188,10 @@ class Launch:
     def __call__(self, stream, tensors):
         values = []
         for p in self.entry["params"]:
+            if p.get("kind") == "tensor_maps":
+                t = _tensor_maps.buffer(p, tensors)
+                values += (t.data_ptr(), t.data_ptr(), 0, t.numel(), 1)
+                continue
             t = tensors[p["name"]]
             if t.dim() != p["rank"]:
                 raise ValueError(f"{p['name']}: expected rank {p['rank']}, got {t.dim()}")

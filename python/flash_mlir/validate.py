@@ -254,10 +254,13 @@ MANIFEST_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32",
 
 
 def manifest_params(manifest):
-    """A kernel's tensor parameters, each once, over all its launches."""
+    """A kernel's tensor parameters, each once, over all its launches (not
+    the tensor-map buffer, which the runtime builds from them)."""
     seen, out = set(), []
     for launch in manifest.get("launches") or [manifest]:
         for p in launch["params"]:
+            if p.get("kind") == "tensor_maps":
+                continue
             if p["name"] not in seen:
                 seen.add(p["name"])
                 out.append(p)
@@ -312,3 +315,44 @@ def check_launch(manifest, tensors):
                 raise ValueError(f"{g.name}: expected the shape of {t.name}, "
                                  f"{_fmt(t.shape)}, got {_fmt(g.shape)}")
     return shape
+
+
+# cuTensorMapEncodeTiled's enums (cuda.h).
+TENSOR_MAP_DTYPES = {"float16": 6, "bfloat16": 9}
+TENSOR_MAP_SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
+TENSOR_MAP_L2_PROMOTION_256B = 3
+
+
+def tensor_map_request(entry, info):
+    """The arguments of cuTensorMapEncodeTiled for one entry of a manifest's
+    `tensor_maps` parameter over the tensor `info` (a TensorInfo): the map
+    spans the whole tensor, dimensions innermost first (the kernel's TMA
+    coordinates are in that order), strides in bytes, a box of `box_cols`
+    elements by `box_rows` along `row_dim` and 1 elsewhere; rows past the
+    tensor's end read as zeros. Raises ValueError where TMA cannot address
+    the tensor (the innermost dimension not contiguous, a stride or the
+    address not a multiple of 16 bytes)."""
+    if info.dtype not in TENSOR_MAP_DTYPES:
+        raise TypeError(f"{info.name}: no tensor map for {info.dtype}")
+    size = info.element_bytes
+    rank = len(info.shape)
+    if info.strides[-1] != 1 and info.shape[-1] != 1:
+        raise ValueError(f"{info.name}: the innermost dimension must be "
+                         f"contiguous for TMA (strides {_fmt(info.strides)})")
+    strides = [s * size for s in reversed(info.strides[:-1])]
+    if any(s % 16 for s in strides) or info.data_ptr % 16:
+        raise ValueError(f"{info.name}: TMA needs 16-byte aligned rows "
+                         f"(strides {_fmt(info.strides)})")
+    box = [1] * rank
+    box[rank - 1] = entry["box_cols"]
+    box[entry["row_dim"]] = entry["box_rows"]
+    return {"dtype": TENSOR_MAP_DTYPES[info.dtype], "rank": rank,
+            "address": info.data_ptr,
+            "dims": list(reversed(info.shape)),
+            "strides": strides,
+            "box": list(reversed(box)),
+            "element_strides": [1] * rank,
+            "interleave": 0,
+            "swizzle": TENSOR_MAP_SWIZZLE[entry["swizzle_bytes"]],
+            "l2_promotion": TENSOR_MAP_L2_PROMOTION_256B,
+            "oob_fill": 0}

@@ -6,7 +6,7 @@
 // located error naming what a kernel takes.
 // RUN: rm -rf %t && flash-compile %s --chip sm_90a -o %t | FileCheck %s
 // RUN: %python -m flash_mlir.manifest_check %t | FileCheck %s --check-prefix=MANIFEST
-// RUN: %python -c "import json,sys; m=json.load(open(sys.argv[1])); print([p['name'] for p in m['params']], m['params'][3]['shape'], m['score_mod'])" %t/alibi.json | FileCheck %s --check-prefix=ALIBI
+// RUN: %python -c "import json,sys; m=json.load(open(sys.argv[1])); ps={p['name']: p for p in m['params']}; print([p['name'] for p in m['params']], ps['mod0']['shape'], [x['tensor'] for x in ps['tensor_maps']['maps']], m['score_mod'])" %t/alibi.json | FileCheck %s --check-prefix=ALIBI
 // RUN: %python -c "import json,sys; m=json.load(open(sys.argv[1])); print(m['score_mod'])" %t/softcap.json | FileCheck %s --check-prefix=SOFTCAP
 // RUN: not flash-compile %S/Inputs/score-mod-runtime-value.mlir --chip sm_90a -o %t.bad 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: %python %S/../Inputs/expect_exit.py 1 flash-compile %S/Inputs/score-mod-runtime-value.mlir --chip sm_90a -o %t.bad
@@ -14,7 +14,8 @@
 // CHECK: softcap: {{.*}}.ptx, tiles {{[0-9]+}}x{{[0-9]+}}, {{[0-9]+}} threads, registers {{[0-9]+}}, spill bytes 0
 // CHECK: alibi: {{.*}}.ptx, tiles {{[0-9]+}}x{{[0-9]+}}, {{[0-9]+}} threads, registers {{[0-9]+}}, spill bytes 0
 // MANIFEST: 0 spill
-// ALIBI: ['q', 'k', 'v', 'mod0', 'o'] [16] %extracted = tensor.extract %{{.*}}[%h] : tensor<16xf32>; {{.*}} flash.yield
+// The TMA loads' tensor maps (K and V) come in a parameter of their own.
+// ALIBI: ['tensor_maps', 'q', 'k', 'v', 'mod0', 'o'] [16] ['k', 'v'] %extracted = tensor.extract %{{.*}}[%h] : tensor<16xf32>; {{.*}} flash.yield
 // SOFTCAP: math.tanh
 // BAD: score-mod-runtime-value.mlir:{{[0-9]+}}:8: error: flash-compile: the score_mod reads f32 value from outside the op; a kernel takes constant scalars and tensors (as parameters mod0, mod1, ...)
 

@@ -83,6 +83,11 @@ static opt<bool> pipelineKeyLoops(
     cl::desc("Forward kernels: FlashAttention-3's overlap of the softmax of "
              "one key block with P V of the previous one (sm_90a)"),
     cl::cat(flashCategory));
+static opt<bool> tmaLoads(
+    "tma-loads", cl::init(true),
+    cl::desc("sm_90a forward kernels with two stages: K and V by TMA through "
+             "tensor maps the runtime builds (--tma-loads=false: cp.async)"),
+    cl::cat(flashCategory));
 static opt<TensorCores> tensorCores("tensor-cores", cl::init(TensorCores::Auto),
                                     cl::desc("Tile contractions on tensor "
                                              "cores"),
@@ -115,6 +120,7 @@ int main(int argc, char **argv) {
   options.tensorCores = tensorCores;
   options.loadStages = loadStages;
   options.pipelineKeyLoops = pipelineKeyLoops;
+  options.tmaLoads = tmaLoads;
   options.ptxas = ptxas;
   if (std::string error = flash::checkKernelCompileOptions(options);
       !error.empty()) {

@@ -33,6 +33,13 @@ namespace mlir::flash {
 constexpr llvm::StringLiteral kSharedMemoryBytesAttr =
     "flash.shared_memory_bytes";
 
+/// On the function argument that --flash-map-tiles-to-gpu{tma-loads} appends:
+/// the CUtensorMaps it holds (128 bytes each, in order), each a dictionary of
+/// `tensor` (the argument the map is over), `row_dim` (its dimension the
+/// box's rows run along), `box_rows`, `box_cols` and `swizzle_bytes`. The caller encodes each map over the whole tensor, its
+/// dimensions innermost first.
+constexpr llvm::StringLiteral kTensorMapsAttr = "flash.tensor_maps";
+
 /// Whether --flash-map-tiles-to-gpu failed on `op` (or left in it) a launch
 /// whose tiles need more shared memory than a CTA may use on `chip`: the
 /// error a search over tile sizes answers with smaller tiles.

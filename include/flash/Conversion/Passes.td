@@ -92,7 +92,12 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
            "loop: 1 (K one block ahead, V at the top of its iteration, two "
            "barriers per iteration: FlashAttention-2's schedule) or 2 (every "
            "tile one iteration ahead into alternating copies, one barrier "
-           "per iteration) where the copies fit the chip's shared memory">
+           "per iteration) where the copies fit the chip's shared memory">,
+    Option<"tmaLoads", "tma-loads", "bool", "false",
+           "With load-stages=2 on wgmma kernels: the key-block loops' tiles "
+           "by TMA (cp.async.bulk.tensor into the swizzled copies, one "
+           "mbarrier per tile and copy, issued by one thread) through tensor "
+           "maps the caller passes in a last argument (flash.tensor_maps)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

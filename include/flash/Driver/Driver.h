@@ -39,6 +39,10 @@ struct KernelCompileOptions {
   /// FlashAttention-3's softmax/MMA overlap in forward kernels (sm_90a):
   /// --flash-gpu-pipeline's pipeline-key-loops.
   bool pipelineKeyLoops = false;
+  /// sm_90a forward kernels with two stages: K and V by TMA (tensor maps
+  /// built by the runtime from the manifest's `tensor_maps` parameter);
+  /// other kernels ignore it.
+  bool tmaLoads = true;
   /// ptxas used to make cubins and to measure registers and spills; when it
   /// cannot be run, PTX and manifests are written without them.
   std::string ptxas = "/usr/local/cuda/bin/ptxas";

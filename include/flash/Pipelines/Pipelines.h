@@ -85,6 +85,12 @@ struct FlashGpuPipelineOptions
                      "(--flash-pipeline-key-loops) and the warpgroup MMAs "
                      "waited for late (--flash-gpu-async-mma)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> tmaLoads{
+      *this, "tma-loads",
+      llvm::cl::desc("With load-stages=2 on wgmma kernels: K and V by TMA "
+                     "through tensor maps passed in a last argument (see "
+                     "--flash-map-tiles-to-gpu)"),
+      llvm::cl::init(false)};
 };
 
 /// Tiles flash.attention, bufferizes (outputs written in place into

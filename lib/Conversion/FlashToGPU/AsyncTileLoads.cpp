@@ -11,11 +11,14 @@
 #include "flash/Conversion/Passes.h"
 
 #include "mlir/Analysis/TopologicalSortUtils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -231,6 +234,201 @@ static void pipelineLoop(scf::ForOp loop, ArrayRef<scf::ExecuteRegionOp> issued,
     pipelined.insert(e.branch);
 }
 
+/// Where a tile load reads, for a TMA copy: a kernel argument whose
+/// innermost dimension is the tile's (whole) columns, one other dimension
+/// along which the tile's rows run, every other one indexed at a single
+/// point, and the tile's first element in it (outermost first).
+struct TmaSource {
+  BlockArgument tensor;
+  SmallVector<Value> offsets;
+  int64_t rowDim;
+};
+
+/// Whether `size` is `min(dim(arg, rowDim) - offset, rows)` for a kernel
+/// argument `arg`: the tile's rows inside the tensor, so that TMA's zero fill
+/// of the rows past the tensor's end is the load's zero fill of the rows past
+/// `size`. The tiler clips V's rows with K's length (the op requires them
+/// equal, and the runtime checks it), so `arg` need not be `tensor` itself.
+static bool clipsAtTensorEnd(Value size, BlockArgument tensor, int64_t rowDim,
+                             Value offset, int64_t rows) {
+  auto min = size.getDefiningOp<arith::MinSIOp>();
+  if (!min)
+    return false;
+  Value lhs = min.getLhs(), rhs = min.getRhs();
+  if (getConstantIntValue(lhs) == rows)
+    std::swap(lhs, rhs);
+  auto sub = lhs.getDefiningOp<arith::SubIOp>();
+  auto dim = sub ? sub.getLhs().getDefiningOp<memref::DimOp>() : nullptr;
+  auto arg = dim ? dyn_cast<BlockArgument>(dim.getSource()) : BlockArgument();
+  return getConstantIntValue(rhs) == rows && arg && sub.getRhs() == offset &&
+         arg.getOwner() == tensor.getOwner() &&
+         getConstantIntValue(dim.getIndex()) == rowDim;
+}
+
+static std::optional<TmaSource> matchTmaSource(TileLoad load) {
+  auto sub = load.copy.getSource().getDefiningOp<memref::SubViewOp>();
+  auto tensor = sub ? dyn_cast<BlockArgument>(sub.getSource()) : BlockArgument();
+  if (!tensor || !isa<func::FuncOp>(tensor.getOwner()->getParentOp()))
+    return std::nullopt;
+  auto type = cast<MemRefType>(tensor.getType());
+  auto tileType = cast<MemRefType>(load.tile.getType());
+  int64_t rank = type.getRank(), cols = tileType.getDimSize(1);
+  // The 128-byte swizzle that wgmma reads: 64 columns of 16 bits per box.
+  if (rank < 2 || rank > 5 || tileType.getElementTypeBitWidth() != 16 ||
+      cols % 64 != 0 || type.getDimSize(rank - 1) != cols ||
+      !load.tile.getDefiningOp()->hasAttr(flash::kSwizzledAttr) ||
+      !llvm::all_of(sub.getStaticStrides(), [](int64_t s) { return s == 1; }) ||
+      sub.getStaticOffsets().back() != 0 || sub.getStaticSizes().back() != cols)
+    return std::nullopt;
+  TmaSource source{tensor, {}, -1};
+  SmallVector<OpFoldResult> sizes = sub.getMixedSizes();
+  for (int64_t d = 0; d + 1 < rank; ++d) {
+    if (getConstantIntValue(sizes[d]) == 1)
+      continue;
+    if (source.rowDim >= 0)
+      return std::nullopt;
+    source.rowDim = d;
+  }
+  if (source.rowDim < 0)
+    return std::nullopt;
+  OpBuilder b(load.copy);
+  for (OpFoldResult o : sub.getMixedOffsets())
+    source.offsets.push_back(
+        getValueOrCreateConstantIndexOp(b, load.copy.getLoc(), o));
+  Value size = dyn_cast<Value>(sizes[source.rowDim]);
+  if (!size || !clipsAtTensorEnd(size, tensor, source.rowDim,
+                                 source.offsets[source.rowDim],
+                                 tileType.getDimSize(0)))
+    return std::nullopt;
+  return source;
+}
+
+/// The tensor maps a kernel's TMA copies read: one 128-byte CUtensorMap per
+/// (tensor, box rows), in a buffer the runtime fills and passes as the
+/// function's last argument (`flash.tensor_maps` describes each entry).
+class TensorMaps {
+public:
+  TensorMaps(gpu::LaunchOp launch) : launch(launch) {}
+
+  /// The descriptor of the map of `source`'s tensor with boxes of `rows` x 64
+  /// elements, as a value at the start of the launch body.
+  Value descriptor(const TmaSource &source, int64_t rows, MemRefType box) {
+    int64_t arg = source.tensor.getArgNumber();
+    auto it = llvm::find(maps, std::make_pair(arg, rows));
+    int64_t index = it - maps.begin();
+    if (it != maps.end())
+      return values[index];
+    maps.push_back({arg, rows});
+    rowDims.push_back(source.rowDim);
+    Location loc = launch.getLoc();
+    OpBuilder b = OpBuilder::atBlockBegin(&launch.getBody().front());
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer());
+    Value address = arith::AddIOp::create(
+        b, loc, arith::IndexCastOp::create(b, loc, b.getI64Type(), base),
+        arith::ConstantIntOp::create(b, loc, b.getI64Type(), 128 * index));
+    Value ptr = LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext()), address);
+    auto type = nvgpu::TensorMapDescriptorType::get(
+        b.getContext(), box, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+        nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
+        nvgpu::TensorMapOOBKind::OOB_ZERO,
+        nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+    values.push_back(
+        UnrealizedConversionCastOp::create(b, loc, type, ptr).getResult(0));
+    describe();
+    return values.back();
+  }
+
+private:
+  /// The function's tensor-map buffer, appended as its last argument.
+  Value buffer() {
+    auto func = launch->getParentOfType<func::FuncOp>();
+    if (!argument) {
+      unsigned n = func.getNumArguments();
+      auto type = MemRefType::get({ShapedType::kDynamic},
+                                  IntegerType::get(func.getContext(), 8));
+      if (failed(func.insertArgument(n, type, {}, launch.getLoc())))
+        return nullptr;
+      argument = func.getArgument(n);
+    }
+    return argument;
+  }
+
+  void describe() {
+    auto func = launch->getParentOfType<func::FuncOp>();
+    Builder b(func.getContext());
+    SmallVector<Attribute> entries;
+    for (auto [map, rowDim] : llvm::zip(maps, rowDims))
+      entries.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("tensor", b.getI64IntegerAttr(map.first)),
+           b.getNamedAttr("row_dim", b.getI64IntegerAttr(rowDim)),
+           b.getNamedAttr("box_rows", b.getI64IntegerAttr(map.second)),
+           b.getNamedAttr("box_cols", b.getI64IntegerAttr(64)),
+           b.getNamedAttr("swizzle_bytes", b.getI64IntegerAttr(128))}));
+    func.setArgAttr(argument.getArgNumber(), flash::kTensorMapsAttr,
+                    b.getArrayAttr(entries));
+  }
+
+  gpu::LaunchOp launch;
+  BlockArgument argument;
+  SmallVector<std::pair<int64_t, int64_t>> maps;
+  SmallVector<int64_t> rowDims;
+  SmallVector<Value> values;
+};
+
+/// The TMA form of a tile load in a key-block loop with two copies: one
+/// thread expects the tile's bytes on the mbarrier of its copy and issues one
+/// 64-column box per 128-byte panel of the swizzled tile; TMA zero-fills the
+/// rows past the tensor's end. Built at the cp.async branch's place, from the
+/// same iteration-dependent values, so that it is cloned the same way.
+static scf::ExecuteRegionOp buildTmaBranch(OpBuilder &b, scf::ForOp loop,
+                                           TileLoad load,
+                                           const TmaSource &source, Value desc,
+                                           Value barriers, int64_t firstBarrier,
+                                           Value leader) {
+  Location loc = loop.getLoc();
+  auto tileType = cast<MemRefType>(load.tile.getType());
+  int64_t rows = tileType.getDimSize(0), cols = tileType.getDimSize(1);
+  auto branch = scf::ExecuteRegionOp::create(b, loc, TypeRange{});
+  OpBuilder t = OpBuilder::atBlockEnd(&branch.getRegion().emplaceBlock());
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(t, loc, v);
+  };
+  Value copy = arith::RemUIOp::create(
+      t, loc,
+      arith::SubIOp::create(t, loc, loop.getInductionVar(), loop.getLowerBound()),
+      idx(2));
+  Value barrier = arith::AddIOp::create(t, loc, copy, idx(firstBarrier));
+  nvgpu::MBarrierArriveExpectTxOp::create(
+      t, loc, barriers, idx(rows * cols * 2), barrier, leader);
+  auto meta = memref::ExtractStridedMetadataOp::create(t, loc, load.shared);
+  auto boxType = cast<nvgpu::TensorMapDescriptorType>(desc.getType()).getTensor();
+  SmallVector<OpFoldResult> sizes, strides;
+  for (int64_t s : boxType.getShape())
+    sizes.push_back(t.getIndexAttr(s));
+  for (int64_t s : computeStrides(boxType.getShape()))
+    strides.push_back(t.getIndexAttr(s));
+  auto dstType = MemRefType::get(
+      boxType.getShape(), boxType.getElementType(),
+      StridedLayoutAttr::get(t.getContext(), ShapedType::kDynamic,
+                             computeStrides(boxType.getShape())),
+      boxType.getMemorySpace());
+  for (int64_t panel = 0; panel < cols / 64; ++panel) {
+    Value offset = arith::AddIOp::create(t, loc, meta.getOffset(),
+                                         idx(panel * rows * 64));
+    Value dst = memref::ReinterpretCastOp::create(
+        t, loc, dstType, meta.getBaseBuffer(), OpFoldResult(offset), sizes,
+        strides);
+    // Coordinates innermost first.
+    SmallVector<Value> coords(source.offsets.rbegin(), source.offsets.rend());
+    coords.front() = arith::AddIOp::create(t, loc, coords.front(), idx(panel * 64));
+    nvgpu::TmaAsyncLoadOp::create(t, loc, dst, barriers, desc, coords, barrier,
+                                  /*multicastMask=*/Value(), leader);
+  }
+  scf::YieldOp::create(t, loc);
+  return branch;
+}
+
 /// The `memref.view` of the dynamic shared memory that `shared` (a tile's
 /// workgroup view, maybe a padded subview of it) was carved as.
 static memref::ViewOp carvedViewOf(Value shared) {
@@ -264,19 +462,23 @@ static bool dominatesLoop(Operation *op, scf::ForOp loop) {
 /// not all plain carved loads read after their load, or when the copies
 /// would pass `limit` bytes.
 static bool multiBufferLoop(scf::ForOp loop,
-                            ArrayRef<scf::ExecuteRegionOp> issued,
+                            MutableArrayRef<scf::ExecuteRegionOp> issued,
                             ArrayRef<TileLoad> loads, int64_t extraStart,
                             int64_t &extraEnd, int64_t limit,
-                            llvm::SmallPtrSetImpl<Operation *> &pipelined) {
+                            llvm::SmallPtrSetImpl<Operation *> &pipelined,
+                            TensorMaps *tensorMaps,
+                            ArrayRef<std::optional<TmaSource>> tmaSources,
+                            Value leader) {
   Block *body = loop.getBody();
   struct Entry {
     scf::ExecuteRegionOp branch;
     memref::ViewOp view;
     int64_t shift, copyShift;
+    size_t load;
   };
   SmallVector<Entry> entries;
   int64_t offset = extraStart;
-  for (auto [constBranch, load] : llvm::zip(issued, loads)) {
+  for (auto [k, constBranch, load] : llvm::enumerate(issued, loads)) {
     scf::ExecuteRegionOp branch = constBranch;
     if (branch->getBlock() != body)
       continue;
@@ -298,7 +500,7 @@ static bool multiBufferLoop(scf::ForOp loop,
     int64_t bytes = type.getNumElements() *
                     llvm::divideCeil(type.getElementTypeBitWidth(), 8);
     offset = llvm::alignTo(offset, 1024);
-    entries.push_back({branch, view, *shift, offset});
+    entries.push_back({branch, view, *shift, offset, k});
     offset += bytes;
   }
   if (entries.empty() || offset > limit)
@@ -309,17 +511,59 @@ static bool multiBufferLoop(scf::ForOp loop,
   auto idx = [&](OpBuilder &b, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
+  // With tensor maps, every tile of the loop by TMA or none: one mbarrier
+  // per tile and copy, initialised once at the launch's start.
+  SmallVector<TmaSource> sources;
+  for (const Entry &e : entries) {
+    if (!tensorMaps || !tmaSources[e.load])
+      break;
+    sources.push_back(*tmaSources[e.load]);
+  }
+  bool tma = tensorMaps && sources.size() == entries.size();
+  Value barriers;
+  if (tma) {
+    MLIRContext *ctx = loop.getContext();
+    OpBuilder start(leader.getContext());
+    start.setInsertionPointAfterValue(leader);
+    barriers = nvgpu::MBarrierCreateOp::create(
+        start, loc,
+        nvgpu::MBarrierGroupType::get(
+            ctx, gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup),
+            2 * entries.size()));
+    for (int64_t i = 0, e = 2 * entries.size(); i < e; ++i)
+      nvgpu::MBarrierInitOp::create(start, loc, barriers, idx(start, 1),
+                                    idx(start, i), leader);
+    for (auto [i, e] : llvm::enumerate(entries)) {
+      const TileLoad &load = loads[e.load];
+      auto tileType = cast<MemRefType>(load.tile.getType());
+      auto tensorType = cast<MemRefType>(sources[i].tensor.getType());
+      SmallVector<int64_t> box(tensorType.getRank(), 1);
+      box[sources[i].rowDim] = tileType.getDimSize(0);
+      box.back() = 64;
+      auto boxType = MemRefType::get(
+          box, tileType.getElementType(), MemRefLayoutAttrInterface(),
+          gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+      Value desc = tensorMaps->descriptor(sources[i], tileType.getDimSize(0),
+                                          boxType);
+      OpBuilder at(e.branch);
+      scf::ExecuteRegionOp branch = buildTmaBranch(
+          at, loop, load, sources[i], desc, barriers, 2 * i, leader);
+      e.branch->erase();
+      e.branch = issued[e.load] = branch;
+    }
+  }
   // The top of the body: the copies of iteration j are in (and every thread
   // is past iteration j - 1); then the views of this iteration's copies.
-  Value token;
-  {
+  // With TMA only the latter here: each tile's mbarrier is waited for once
+  // the next iteration's tiles are issued.
+  OpBuilder b = OpBuilder::atBlockBegin(body);
+  if (!tma) {
     // cp.async.wait_group counts groups: any token does as the operand.
     OpBuilder before(loop);
-    token = nvgpu::DeviceAsyncCreateGroupOp::create(
+    Value token = nvgpu::DeviceAsyncCreateGroupOp::create(
         before, loc, nvgpu::DeviceAsyncTokenType::get(loop.getContext()), {});
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, token, b.getI32IntegerAttr(0));
   }
-  OpBuilder b = OpBuilder::atBlockBegin(body);
-  nvgpu::DeviceAsyncWaitOp::create(b, loc, token, b.getI32IntegerAttr(0));
   if (auto barrier = dyn_cast<gpu::BarrierOp>(*b.getInsertionPoint()))
     b.setInsertionPointAfter(barrier);
   else
@@ -363,6 +607,21 @@ static bool multiBufferLoop(scf::ForOp loop,
       arith::AddIOp::create(b, loc, loop.getInductionVar(), loop.getStep());
   for (const Entry &e : entries)
     issueFor(b, loop, e.branch, next);
+  if (tma) {
+    // Iteration j's copy c = (j - lb) mod 2 completes its mbarrier's phase
+    // (j - lb) / 2: wait for that phase's parity.
+    Value relative = arith::SubIOp::create(b, loc, loop.getInductionVar(),
+                                           loop.getLowerBound());
+    Value copy = arith::RemUIOp::create(b, loc, relative, idx(b, 2));
+    Value phase = arith::RemUIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, relative, idx(b, 2)), idx(b, 2));
+    Value parity = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                         phase, idx(b, 0));
+    for (int64_t i = 0, e = entries.size(); i < e; ++i)
+      nvgpu::MBarrierTryWaitParityOp::create(
+          b, loc, barriers, parity, idx(b, 10000000),
+          arith::AddIOp::create(b, loc, copy, idx(b, 2 * i)));
+  }
   // The first iteration's, before the loop: once the block is past whatever
   // ran before (the copies may share bytes with an earlier loop's tiles).
   {
@@ -411,7 +670,8 @@ static Value rowsAreAligned(OpBuilder &b, Location loc, Value memref,
 }
 
 void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
-                               int64_t stages, int64_t sharedLimit) {
+                               int64_t stages, int64_t sharedLimit,
+                               bool tensorMapLoads) {
   SmallVector<TileLoad> loads;
   launch.getBody().walk([&](memref::CopyOp copy) {
     if (auto load = matchTileLoad(copy))
@@ -447,6 +707,11 @@ void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
     LLVM::Trap::create(trap, loc);
   }
 
+  // Where each load reads, for TMA, matched before the copies are replaced.
+  SmallVector<std::optional<TmaSource>> tmaSources;
+  for (TileLoad &load : loads)
+    tmaSources.push_back(tensorMapLoads && stages >= 2 ? matchTmaSource(load)
+                                                       : std::nullopt);
   SmallVector<scf::ExecuteRegionOp> issued;
   for (TileLoad &load : loads) {
     OpBuilder b(load.copy);
@@ -538,9 +803,22 @@ void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
   auto carved = launch->getAttrOfType<IntegerAttr>(flash::kSharedMemoryBytesAttr);
   int64_t extraStart = llvm::alignTo(carved ? carved.getInt() : 0, 1024);
   int64_t extraEnd = extraStart;
+  std::optional<TensorMaps> tensorMaps;
+  Value leader;
+  if (tensorMapLoads && stages >= 2) {
+    tensorMaps.emplace(launch);
+    OpBuilder b = OpBuilder::atBlockBegin(&body);
+    leader = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
+        arith::ConstantIndexOp::create(b, loc, 0));
+  }
   for (scf::ForOp loop : loops)
-    if (stages < 2 || !multiBufferLoop(loop, issued, loads, extraStart,
-                                       extraEnd, sharedLimit, pipelined))
+    if (stages < 2 ||
+        !multiBufferLoop(loop, issued, loads, extraStart, extraEnd,
+                         sharedLimit, pipelined,
+                         tensorMaps ? &*tensorMaps : nullptr, tmaSources,
+                         leader))
       pipelineLoop(loop, issued, loads, pipelined);
   if (extraEnd > extraStart) {
     OpBuilder b(launch);

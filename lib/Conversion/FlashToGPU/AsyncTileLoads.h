@@ -24,8 +24,16 @@ namespace mlir::flash {
 /// With `stages` = 2 the tiles loaded in a key-block loop instead get two
 /// copies each, used in turn, all issued one iteration ahead, where the
 /// copies fit `sharedLimit` bytes (the launch's shared-memory size grows).
+///
+/// With `tensorMapLoads` (and two stages) a loop whose tiles all come from
+/// kernel arguments as whole 64-column panels of 16-bit elements loads them
+/// with TMA instead: one thread issues each tile's boxes against an mbarrier
+/// per tile and copy, every thread waits for the mbarrier's phase, and the
+/// function gets a last argument holding the tensor maps
+/// (`flash.tensor_maps`). The other loads stay on cp.async.
 void lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
-                         int64_t stages, int64_t sharedLimit);
+                         int64_t stages, int64_t sharedLimit,
+                         bool tensorMapLoads = false);
 
 } // namespace mlir::flash
 

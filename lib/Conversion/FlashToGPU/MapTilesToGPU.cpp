@@ -45,10 +45,10 @@ class TileMapper {
 public:
   TileMapper(scf::ForallOp forall, Chip chip, int64_t threads,
              TensorCores tensorCores, bool registerTiles, bool asyncCopies,
-             int64_t loadStages)
+             int64_t loadStages, bool tmaLoads)
       : forall(forall), loc(forall.getLoc()), chip(chip), threads(threads),
         tensorCores(tensorCores), registerTiles(registerTiles),
-        asyncCopies(asyncCopies), loadStages(loadStages) {}
+        asyncCopies(asyncCopies), loadStages(loadStages), tmaLoads(tmaLoads) {}
 
   LogicalResult run();
 
@@ -70,6 +70,7 @@ private:
   TensorCores tensorCores;
   bool registerTiles, asyncCopies;
   int64_t loadStages;
+  bool tmaLoads;
 };
 } // namespace
 
@@ -209,7 +210,8 @@ LogicalResult TileMapper::run() {
   }
   if (asyncCopies)
     flash::lowerAsyncTileLoads(launch, threads, loadStages,
-                               flash::maxSharedMemoryPerBlock(chip));
+                               flash::maxSharedMemoryPerBlock(chip),
+                               tmaLoads && launch->hasAttr("flash.wgmma"));
   if (failed(lowerLinalg(launch)))
     return failure();
 
@@ -739,7 +741,7 @@ struct FlashMapTilesToGPUPass
     }
     for (scf::ForallOp forall : foralls)
       if (failed(TileMapper(forall, chip, threads, cores, registerTiles,
-                            asyncCopies, loadStages)
+                            asyncCopies, loadStages, tmaLoads)
                      .run()))
         return signalPassFailure();
   }

@@ -33,6 +33,29 @@ LogicalResult FlashDialect::verifyRegionArgAttribute(Operation *op,
                              << argIndex << " must be a string";
     return success();
   }
+  if (attr.getName() == "flash.tensor_maps") {
+    // --flash-map-tiles-to-gpu{tma-loads}'s tensor-map buffer: one
+    // dictionary per map, each naming an argument of the same function.
+    auto maps = dyn_cast<ArrayAttr>(attr.getValue());
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    for (Attribute a : maps ? maps.getValue() : ArrayRef<Attribute>()) {
+      auto map = dyn_cast<DictionaryAttr>(a);
+      auto tensor = map ? map.getAs<IntegerAttr>("tensor") : IntegerAttr();
+      if (!tensor || !map.getAs<IntegerAttr>("box_rows") ||
+          !map.getAs<IntegerAttr>("row_dim") ||
+          !map.getAs<IntegerAttr>("box_cols") ||
+          !map.getAs<IntegerAttr>("swizzle_bytes") || !fn ||
+          tensor.getInt() < 0 || tensor.getInt() >= (int64_t)fn.getNumArguments())
+        maps = nullptr;
+    }
+    if (!maps)
+      return op->emitError()
+             << "'flash.tensor_maps' of argument " << argIndex
+             << " must list {tensor, row_dim, box_rows, box_cols, "
+                "swizzle_bytes} "
+                "dictionaries naming arguments of the function";
+    return success();
+  }
   if (attr.getName() != kSizesAttrName)
     return op->emitError() << "unknown flash argument attribute '"
                            << attr.getName().getValue() << "'";

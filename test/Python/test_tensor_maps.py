@@ -1,0 +1,71 @@
+"""flash_mlir.validate.tensor_map_request: what the runtime hands
+cuTensorMapEncodeTiled for a kernel's `tensor_maps` parameter (TMA loads),
+checked without a GPU: dimensions and strides innermost first, in bytes, the
+box along the manifest's row dimension, and the layouts TMA cannot address
+refused by name."""
+
+import unittest
+
+from flash_mlir.validate import (TensorInfo, check_launch, manifest_params,
+                                 tensor_map_request)
+
+
+def t(name, shape, strides, dtype="bfloat16", ptr=1 << 20):
+    return TensorInfo(name, tuple(shape), tuple(strides), dtype, "cuda:0", ptr)
+
+
+K_MAP = {"tensor": "k", "row_dim": 2, "box_rows": 64, "box_cols": 64,
+         "swizzle_bytes": 128}
+
+
+class TensorMapRequest(unittest.TestCase):
+    def test_bhsd(self):
+        k = t("k", (2, 8, 1000, 128), (8 * 1000 * 128, 1000 * 128, 128, 1))
+        r = tensor_map_request(K_MAP, k)
+        self.assertEqual(r["rank"], 4)
+        self.assertEqual(r["dims"], [128, 1000, 8, 2])
+        self.assertEqual(r["strides"], [256, 1000 * 256, 8 * 1000 * 256])
+        self.assertEqual(r["box"], [64, 64, 1, 1])
+        self.assertEqual(r["dtype"], 9)       # CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+        self.assertEqual(r["swizzle"], 3)     # CU_TENSOR_MAP_SWIZZLE_128B
+        self.assertEqual(r["oob_fill"], 0)    # rows past the end read as zeros
+        self.assertEqual(r["address"], 1 << 20)
+
+    def test_bshd_view(self):
+        # [B, S, H, D] memory seen as [B, H, S, D]: the strides follow.
+        k = t("k", (2, 8, 1000, 64), (1000 * 8 * 64, 64, 8 * 64, 1), "float16")
+        r = tensor_map_request(dict(K_MAP, box_rows=128), k)
+        self.assertEqual(r["dims"], [64, 1000, 8, 2])
+        self.assertEqual(r["strides"], [8 * 64 * 2, 64 * 2, 1000 * 8 * 64 * 2])
+        self.assertEqual(r["box"], [64, 128, 1, 1])
+        self.assertEqual(r["dtype"], 6)       # CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+
+    def test_refused(self):
+        with self.assertRaisesRegex(ValueError, "k: the innermost dimension"):
+            tensor_map_request(K_MAP, t("k", (1, 1, 64, 128), (1, 1, 1, 64)))
+        with self.assertRaisesRegex(ValueError, "k: TMA needs 16-byte aligned"):
+            tensor_map_request(K_MAP, t("k", (1, 1, 64, 127), (64 * 127, 64 * 127, 127, 1)))
+        with self.assertRaisesRegex(ValueError, "k: TMA needs 16-byte aligned"):
+            tensor_map_request(K_MAP, t("k", (1, 1, 64, 128), (8192, 8192, 128, 1), ptr=8))
+        with self.assertRaisesRegex(TypeError, "k: no tensor map for float32"):
+            tensor_map_request(K_MAP, t("k", (1, 1, 64, 128), (8192, 8192, 128, 1), "float32"))
+
+    def test_not_a_tensor_parameter(self):
+        # The map buffer is the runtime's, not the caller's: the checks of a
+        # launch neither ask for it nor accept it.
+        def p(name):
+            return {"name": name, "dtype": "bf16", "rank": 4, "shape": [None] * 3 + [128]}
+        man = {"kernel": "attn", "dtype": "bf16", "params": [
+            {"name": "tensor_maps", "kind": "tensor_maps", "rank": 1,
+             "maps": [K_MAP]}, p("q"), p("k"), p("v"), p("o")]}
+        self.assertEqual([q["name"] for q in manifest_params(man)], ["q", "k", "v", "o"])
+        s = (2, 4, 100, 128)
+        st = (4 * 100 * 128, 100 * 128, 128, 1)
+        check_launch(man, {n: t(n, s, st) for n in ("q", "k", "v", "o")})
+        with self.assertRaisesRegex(ValueError, "unexpected tensor 'tensor_maps'"):
+            check_launch(man, dict({n: t(n, s, st) for n in ("q", "k", "v", "o")},
+                                   tensor_maps=t("tensor_maps", (256,), (1,), "uint8")))
+
+
+if __name__ == "__main__":
+    unittest.main()
