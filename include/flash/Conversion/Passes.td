@@ -46,7 +46,13 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
       second copy and is loaded one whole iteration ahead into the copy the
       previous iteration read (chosen by the parity of the iteration), with
       one wait and one barrier per iteration; where the copies would pass
-      the chip's shared memory the loop keeps the one-copy schedule;
+      the chip's shared memory the loop keeps the one-copy schedule. With
+      `tma-loads` as well (wgmma kernels) such a loop's tiles, when each is
+      whole 64-column panels of a 16-bit kernel argument, come by TMA:
+      thread 0 issues `nvgpu.tma.async.load` boxes against one mbarrier per
+      tile and copy and every thread waits for its iteration's phase; the
+      function gets a last `memref<?xi8>` argument with the tensor maps,
+      described by its `flash.tensor_maps` attribute;
     - what is left (element copies, and every op of a nest the warp mapping
       does not take) is the portable SIMT mapping: each `scf.parallel` and
       `memref.copy` distributed over the block's threads and followed by
