@@ -15,6 +15,7 @@
 #include "KernelLaunch.h"
 #include "KernelOutput.h"
 
+#include "flash/Conversion/Passes.h"
 #include "flash/Dialect/Flash/Transforms/Passes.h"
 #include "flash/Dialect/Flash/Transforms/Transforms.h"
 #include "flash/Pipelines/Pipelines.h"
@@ -63,6 +64,7 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
   options.tensorCores = tensorCoreChoice(compile);
   options.asyncCopies = asyncCopies;
   options.loadStages = loadStagesChoice(compile, /*backward=*/true);
+  options.tmaLoads = compile.tmaLoads && compile.chip == Chip::Sm90a;
   // No search over tile sizes here: tiles over the chip's shared memory are
   // the pipeline's error.
   if (runKernelPipeline(*module, options, /*tryingTiles=*/false) !=
@@ -71,6 +73,8 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
   // Workspace arguments the pipeline appended, for the manifest.
   auto func = *module->getOps<func::FuncOp>().begin();
   for (unsigned i = params.size(); i < func.getNumArguments(); ++i) {
+    if (func.getArgAttr(i, kTensorMapsAttr))
+      continue; // described by describeLaunches
     auto tag = func.getArgAttrOfType<StringAttr>(i, kWorkspaceAttr);
     auto type = dyn_cast<MemRefType>(func.getArgument(i).getType());
     if (!tag || !type)

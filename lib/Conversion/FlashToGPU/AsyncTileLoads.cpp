@@ -24,6 +24,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
@@ -511,15 +512,23 @@ static bool multiBufferLoop(scf::ForOp loop,
   auto idx = [&](OpBuilder &b, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
-  // With tensor maps, every tile of the loop by TMA or none: one mbarrier
-  // per tile and copy, initialised once at the launch's start.
-  SmallVector<TmaSource> sources;
-  for (const Entry &e : entries) {
-    if (!tensorMaps || !tmaSources[e.load])
-      break;
-    sources.push_back(*tmaSources[e.load]);
-  }
-  bool tma = tensorMaps && sources.size() == entries.size();
+  // With tensor maps, the tiles that TMA can load by TMA (the others, e.g.
+  // the backward's f32 row vectors, stay on cp.async): one mbarrier per such
+  // tile and copy, initialised once at the launch's start.
+  // The mbarriers' phases count iterations from the launch's start, so only
+  // a loop that runs once per launch (not inside another loop, as the dK/dV
+  // kernel's key loop is inside its loop over a group's query heads) may
+  // use them.
+  bool once = true;
+  for (Operation *p = loop->getParentOp(); p && !isa<gpu::LaunchOp>(p);
+       p = p->getParentOp())
+    once &= !isa<LoopLikeOpInterface>(p);
+  SmallVector<std::pair<Entry *, TmaSource>> viaTma;
+  for (Entry &e : entries)
+    if (tensorMaps && once && tmaSources[e.load])
+      viaTma.push_back({&e, *tmaSources[e.load]});
+  bool tma = !viaTma.empty();
+  bool cpAsync = viaTma.size() < entries.size();
   Value barriers;
   if (tma) {
     MLIRContext *ctx = loop.getContext();
@@ -529,35 +538,37 @@ static bool multiBufferLoop(scf::ForOp loop,
         start, loc,
         nvgpu::MBarrierGroupType::get(
             ctx, gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup),
-            2 * entries.size()));
-    for (int64_t i = 0, e = 2 * entries.size(); i < e; ++i)
+            2 * viaTma.size()));
+    for (int64_t i = 0, e = 2 * viaTma.size(); i < e; ++i)
       nvgpu::MBarrierInitOp::create(start, loc, barriers, idx(start, 1),
                                     idx(start, i), leader);
-    for (auto [i, e] : llvm::enumerate(entries)) {
+    for (auto [i, entryAndSource] : llvm::enumerate(viaTma)) {
+      auto &[entry, source] = entryAndSource;
+      Entry &e = *entry;
       const TileLoad &load = loads[e.load];
       auto tileType = cast<MemRefType>(load.tile.getType());
-      auto tensorType = cast<MemRefType>(sources[i].tensor.getType());
+      auto tensorType = cast<MemRefType>(source.tensor.getType());
       SmallVector<int64_t> box(tensorType.getRank(), 1);
-      box[sources[i].rowDim] = tileType.getDimSize(0);
+      box[source.rowDim] = tileType.getDimSize(0);
       box.back() = 64;
       auto boxType = MemRefType::get(
           box, tileType.getElementType(), MemRefLayoutAttrInterface(),
           gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-      Value desc = tensorMaps->descriptor(sources[i], tileType.getDimSize(0),
-                                          boxType);
+      Value desc =
+          tensorMaps->descriptor(source, tileType.getDimSize(0), boxType);
       OpBuilder at(e.branch);
       scf::ExecuteRegionOp branch = buildTmaBranch(
-          at, loop, load, sources[i], desc, barriers, 2 * i, leader);
+          at, loop, load, source, desc, barriers, 2 * i, leader);
       e.branch->erase();
       e.branch = issued[e.load] = branch;
     }
   }
   // The top of the body: the copies of iteration j are in (and every thread
   // is past iteration j - 1); then the views of this iteration's copies.
-  // With TMA only the latter here: each tile's mbarrier is waited for once
-  // the next iteration's tiles are issued.
+  // A TMA tile's mbarrier is waited for once the next iteration's tiles are
+  // issued.
   OpBuilder b = OpBuilder::atBlockBegin(body);
-  if (!tma) {
+  if (cpAsync) {
     // cp.async.wait_group counts groups: any token does as the operand.
     OpBuilder before(loop);
     Value token = nvgpu::DeviceAsyncCreateGroupOp::create(
@@ -617,7 +628,7 @@ static bool multiBufferLoop(scf::ForOp loop,
         b, loc, arith::DivUIOp::create(b, loc, relative, idx(b, 2)), idx(b, 2));
     Value parity = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                          phase, idx(b, 0));
-    for (int64_t i = 0, e = entries.size(); i < e; ++i)
+    for (int64_t i = 0, e = viaTma.size(); i < e; ++i)
       nvgpu::MBarrierTryWaitParityOp::create(
           b, loc, barriers, parity, idx(b, 10000000),
           arith::AddIOp::create(b, loc, copy, idx(b, 2 * i)));
