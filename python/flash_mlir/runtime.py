@@ -290,7 +290,8 @@ class Kernel:
         if self.manifest.get("requires_aligned_rows"):
             if infos is None:
                 infos = {n: tensor_info(n, t) for n, t in tensors.items()}
-            if not self.rows_aligned(infos):
+            if not self.rows_aligned(infos) or \
+                    not validate.tensor_maps_apply(self.manifest, infos):
                 if self.general is None:
                     raise ValueError(f"{self.name}: needs contiguous 16-byte "
                                      "aligned rows and has no general kernel")

@@ -343,6 +343,9 @@ def tensor_map_request(entry, info):
     if any(s % 16 for s in strides) or info.data_ptr % 16:
         raise ValueError(f"{info.name}: TMA needs 16-byte aligned rows "
                          f"(strides {_fmt(info.strides)})")
+    if any(s == 0 and n > 1 for s, n in zip(info.strides[:-1], info.shape[:-1])):
+        raise ValueError(f"{info.name}: TMA cannot read a broadcast (zero-"
+                         f"stride) dimension (strides {_fmt(info.strides)})")
     box = [1] * rank
     box[rank - 1] = entry["box_cols"]
     box[entry["row_dim"]] = entry["box_rows"]
@@ -356,3 +359,19 @@ def tensor_map_request(entry, info):
             "swizzle": TENSOR_MAP_SWIZZLE[entry["swizzle_bytes"]],
             "l2_promotion": TENSOR_MAP_L2_PROMOTION_256B,
             "oob_fill": 0}
+
+
+def tensor_maps_apply(manifest, tensors):
+    """Whether every tensor that a kernel's `tensor_maps` parameter maps can
+    be read by TMA (see tensor_map_request); where not, the caller takes the
+    kernel's general (unaligned-rows) kernel instead."""
+    for launch in manifest.get("launches") or [manifest]:
+        for p in launch["params"]:
+            if p.get("kind") != "tensor_maps":
+                continue
+            for m in p["maps"]:
+                try:
+                    tensor_map_request(m, tensors[m["tensor"]])
+                except (TypeError, ValueError):
+                    return False
+    return True

@@ -7,7 +7,8 @@ refused by name."""
 import unittest
 
 from flash_mlir.validate import (TensorInfo, check_launch, manifest_params,
-                                 tensor_map_request)
+                                 rows_aligned, tensor_map_request,
+                                 tensor_maps_apply)
 
 
 def t(name, shape, strides, dtype="bfloat16", ptr=1 << 20):
@@ -49,6 +50,20 @@ class TensorMapRequest(unittest.TestCase):
             tensor_map_request(K_MAP, t("k", (1, 1, 64, 128), (8192, 8192, 128, 1), ptr=8))
         with self.assertRaisesRegex(TypeError, "k: no tensor map for float32"):
             tensor_map_request(K_MAP, t("k", (1, 1, 64, 128), (8192, 8192, 128, 1), "float32"))
+
+    def test_broadcast_heads_take_the_general_kernel(self):
+        # K expanded over heads (stride 0): aligned rows for cp.async, but
+        # not a tensor TMA can address; the launcher takes the general kernel.
+        k = t("k", (2, 8, 1000, 128), (1000 * 128, 0, 128, 1))
+        self.assertTrue(rows_aligned(k))
+        with self.assertRaisesRegex(ValueError, "k: TMA cannot read a broadcast"):
+            tensor_map_request(K_MAP, k)
+        man = {"params": [{"name": "tensor_maps", "kind": "tensor_maps", "rank": 1,
+                           "maps": [K_MAP]}]}
+        self.assertFalse(tensor_maps_apply(man, {"k": k}))
+        dense = t("k", (2, 8, 1000, 128), (8 * 1000 * 128, 1000 * 128, 128, 1))
+        self.assertTrue(tensor_maps_apply(man, {"k": dense}))
+        self.assertTrue(tensor_maps_apply({"params": []}, {"k": k}))
 
     def test_not_a_tensor_parameter(self):
         # The map buffer is the runtime's, not the caller's: the checks of a
