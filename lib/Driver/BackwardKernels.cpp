@@ -162,6 +162,24 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
     if (d > 64)
       candidates.push_back(16);
   }
+  // On sm_90a with TMA loads, first two stages at the widest steps: with
+  // TMA's registers back both kernels fit them without spills at D = 128
+  // (fwd+bwd 1.10-1.18x of one stage on cp.async, docs/GPU-NOTES.md 47);
+  // where they spill, one stage and the search below.
+  if (!compile.loadStages && compile.chip == Chip::Sm90a && compile.tmaLoads &&
+      asyncCopies && tensorCoreChoice(compile) == TensorCores::Wgmma) {
+    KernelCompileOptions twoStages = compile;
+    twoStages.loadStages = 2;
+    int64_t spills = 0;
+    if (failed(compileBackward(op, name, outputDir, asyncCopies, general,
+                               candidates.front(), spills, twoStages)))
+      return failure();
+    if (spills == 0)
+      return success();
+    if (compile.log)
+      *compile.log << name << ": spills " << spills
+                   << " bytes with two stages; one stage\n";
+  }
   for (auto [i, cols] : llvm::enumerate(candidates)) {
     int64_t spills = 0;
     if (failed(compileBackward(op, name, outputDir, asyncCopies, general, cols,

@@ -33,6 +33,8 @@ inline TensorCores tensorCoreChoice(const KernelCompileOptions &options) {
 /// kernel's second copies (104 KiB at D = 128) would leave an A100 one CTA
 /// per SM and not launch at all on sm_86/sm_89 (99 KiB per block).
 /// docs/GPU-NOTES.md, 41.
+/// (The backward tries two stages first where TMA loads them: see
+/// compileBackwardPair.)
 inline int64_t loadStagesChoice(const KernelCompileOptions &options,
                                 bool backward) {
   if (options.loadStages)

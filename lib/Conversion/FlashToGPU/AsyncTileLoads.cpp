@@ -515,17 +515,29 @@ static bool multiBufferLoop(scf::ForOp loop,
   // With tensor maps, the tiles that TMA can load by TMA (the others, e.g.
   // the backward's f32 row vectors, stay on cp.async): one mbarrier per such
   // tile and copy, initialised once at the launch's start.
-  // The mbarriers' phases count iterations from the launch's start, so only
-  // a loop that runs once per launch (not inside another loop, as the dK/dV
-  // kernel's key loop is inside its loop over a group's query heads) may
-  // use them.
-  bool once = true;
+  // The mbarriers' phases run on from the launch's start. A loop that runs
+  // more than once per launch (the dK/dV kernel's query loop, inside its
+  // loop over a group's query heads) may use them when it is inside one
+  // scf.for and its bounds are defined outside it: every run then has the
+  // same trip count, so run k's phases are known (below). Other loops stay
+  // on cp.async.
+  SmallVector<Operation *> enclosing;
   for (Operation *p = loop->getParentOp(); p && !isa<gpu::LaunchOp>(p);
        p = p->getParentOp())
-    once &= !isa<LoopLikeOpInterface>(p);
+    if (isa<LoopLikeOpInterface>(p))
+      enclosing.push_back(p);
+  auto outer = enclosing.size() == 1 ? dyn_cast<scf::ForOp>(enclosing.front())
+                                     : scf::ForOp();
+  bool phasesKnown =
+      enclosing.empty() ||
+      (outer && llvm::all_of(ValueRange{loop.getLowerBound(),
+                                        loop.getUpperBound(), loop.getStep()},
+                             [&](Value v) {
+                               return outer.isDefinedOutsideOfLoop(v);
+                             }));
   SmallVector<std::pair<Entry *, TmaSource>> viaTma;
   for (Entry &e : entries)
-    if (tensorMaps && once && tmaSources[e.load])
+    if (tensorMaps && phasesKnown && tmaSources[e.load])
       viaTma.push_back({&e, *tmaSources[e.load]});
   bool tma = !viaTma.empty();
   bool cpAsync = viaTma.size() < entries.size();
@@ -624,8 +636,29 @@ static bool multiBufferLoop(scf::ForOp loop,
     Value relative = arith::SubIOp::create(b, loc, loop.getInductionVar(),
                                            loop.getLowerBound());
     Value copy = arith::RemUIOp::create(b, loc, relative, idx(b, 2));
-    Value phase = arith::RemUIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, relative, idx(b, 2)), idx(b, 2));
+    Value phase = arith::DivUIOp::create(b, loc, relative, idx(b, 2));
+    if (outer) {
+      // Run k of the loop (T iterations each) starts after k runs that used
+      // copy 0 ceil(T / 2) times and copy 1 floor(T / 2) times.
+      Value trips = arith::CeilDivUIOp::create(
+          b, loc,
+          arith::SubIOp::create(b, loc, loop.getUpperBound(),
+                                loop.getLowerBound()),
+          loop.getStep());
+      Value run = arith::DivUIOp::create(
+          b, loc,
+          arith::SubIOp::create(b, loc, outer.getInductionVar(),
+                                outer.getLowerBound()),
+          outer.getStep());
+      Value uses = arith::DivUIOp::create(
+          b, loc,
+          arith::SubIOp::create(
+              b, loc, arith::AddIOp::create(b, loc, trips, idx(b, 1)), copy),
+          idx(b, 2));
+      phase = arith::AddIOp::create(
+          b, loc, phase, arith::MulIOp::create(b, loc, run, uses));
+    }
+    phase = arith::RemUIOp::create(b, loc, phase, idx(b, 2));
     Value parity = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                          phase, idx(b, 0));
     for (int64_t i = 0, e = viaTma.size(); i < e; ++i)
