@@ -157,20 +157,22 @@ static void issueFor(OpBuilder &b, scf::ForOp loop, scf::ExecuteRegionOp branch,
 /// barriers per iteration: at the top, once the ahead-loaded tiles are in
 /// (and the previous iteration's readers are done), and after the last
 /// reader of the ahead-loaded tiles, once the others are in.
-static void pipelineLoop(scf::ForOp loop, ArrayRef<scf::ExecuteRegionOp> issued,
+static void pipelineLoop(scf::ForOp loop,
+                         MutableArrayRef<scf::ExecuteRegionOp> issued,
                          ArrayRef<TileLoad> loads,
                          llvm::SmallPtrSetImpl<Operation *> &pipelined) {
   Block *body = loop.getBody();
   struct Entry {
     scf::ExecuteRegionOp branch;
+    size_t load;
     Operation *first = nullptr, *last = nullptr;
   };
   SmallVector<Entry> entries;
-  for (auto [constBranch, load] : llvm::zip(issued, loads)) {
+  for (auto [k, constBranch, load] : llvm::enumerate(issued, loads)) {
     scf::ExecuteRegionOp branch = constBranch;
-    if (branch->getBlock() != body)
+    if (!branch || branch->getBlock() != body)
       continue;
-    Entry e{branch};
+    Entry e{branch, k};
     llvm::DenseSet<Value> addresses = addressesOf(load);
     for (Operation &op : *body) {
       if (&op == branch.getOperation() || &op == load.validRows ||
@@ -229,10 +231,14 @@ static void pipelineLoop(scf::ForOp loop, ArrayRef<scf::ExecuteRegionOp> issued,
     if (!isa<gpu::BarrierOp>(b.getInsertionPoint()))
       gpu::BarrierOp::create(b, loc);
   }
-  for (const Entry &e : ahead)
+  // An erased load's slot is cleared: nothing may reach it again.
+  for (const Entry &e : ahead) {
     e.branch->erase();
+    issued[e.load] = nullptr;
+  }
   for (const Entry &e : entries)
-    pipelined.insert(e.branch);
+    if (issued[e.load])
+      pipelined.insert(e.branch);
 }
 
 /// Where a tile load reads, for a TMA copy: a kernel argument whose
@@ -481,7 +487,7 @@ static bool multiBufferLoop(scf::ForOp loop,
   int64_t offset = extraStart;
   for (auto [k, constBranch, load] : llvm::enumerate(issued, loads)) {
     scf::ExecuteRegionOp branch = constBranch;
-    if (branch->getBlock() != body)
+    if (!branch || branch->getBlock() != body)
       continue;
     memref::ViewOp view = carvedViewOf(load.shared);
     std::optional<int64_t> shift =
@@ -512,9 +518,8 @@ static bool multiBufferLoop(scf::ForOp loop,
   auto idx = [&](OpBuilder &b, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
-  // With tensor maps, the tiles that TMA can load by TMA (the others, e.g.
-  // the backward's f32 row vectors, stay on cp.async): one mbarrier per such
-  // tile and copy, initialised once at the launch's start.
+  // With tensor maps: one mbarrier per tile and copy, initialised once at
+  // the launch's start.
   // The mbarriers' phases run on from the launch's start. A loop that runs
   // more than once per launch (the dK/dV kernel's query loop, inside its
   // loop over a group's query heads) may use them when it is inside one
@@ -535,12 +540,17 @@ static bool multiBufferLoop(scf::ForOp loop,
                              [&](Value v) {
                                return outer.isDefinedOutsideOfLoop(v);
                              }));
+  // Every tile of the loop by TMA, or none: a loop with a tile TMA cannot
+  // load (a bias or mask tile narrower than its tensor's rows) stays on
+  // cp.async as a whole, the schedule measured on the device.
   SmallVector<std::pair<Entry *, TmaSource>> viaTma;
   for (Entry &e : entries)
     if (tensorMaps && phasesKnown && tmaSources[e.load])
       viaTma.push_back({&e, *tmaSources[e.load]});
+  if (viaTma.size() < entries.size())
+    viaTma.clear();
   bool tma = !viaTma.empty();
-  bool cpAsync = viaTma.size() < entries.size();
+  bool cpAsync = !tma;
   Value barriers;
   if (tma) {
     MLIRContext *ctx = loop.getContext();
@@ -675,8 +685,8 @@ static bool multiBufferLoop(scf::ForOp loop,
       issueFor(before, loop, e.branch, loop.getLowerBound());
   }
   for (const Entry &e : entries) {
-    pipelined.insert(e.branch);
     e.branch->erase();
+    issued[e.load] = nullptr;
   }
   return true;
 }
@@ -876,9 +886,10 @@ void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
   // tile; groups issued after it may stay in flight.
   llvm::SmallPtrSet<Operation *, 8> isLoad;
   for (scf::ExecuteRegionOp branch : issued)
-    isLoad.insert(branch);
+    if (branch)
+      isLoad.insert(branch);
   for (auto [branch, load] : llvm::zip(issued, loads)) {
-    if (pipelined.contains(branch))
+    if (!branch || pipelined.contains(branch))
       continue;
     int64_t later = 0;
     Operation *reader = nullptr;
