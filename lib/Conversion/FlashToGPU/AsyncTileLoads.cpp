@@ -519,13 +519,12 @@ static bool multiBufferLoop(scf::ForOp loop,
     return arith::ConstantIndexOp::create(b, loc, v);
   };
   // With tensor maps: one mbarrier per tile and copy, initialised once at
-  // the launch's start.
-  // The mbarriers' phases run on from the launch's start. A loop that runs
-  // more than once per launch (the dK/dV kernel's query loop, inside its
-  // loop over a group's query heads) may use them when it is inside one
-  // scf.for and its bounds are defined outside it: every run then has the
-  // same trip count, so run k's phases are known (below). Other loops stay
-  // on cp.async.
+  // the launch's start, whose phases run on for the whole launch. A loop
+  // that runs more than once per launch (the dK/dV kernel's query loop, in
+  // its loop over a group's query heads) may use them when it sits directly
+  // in the body of one scf.for whose iterations do not change its bounds:
+  // each iteration of that loop runs it once with the same trip count, so
+  // run k's phases are known (below). Other loops stay on cp.async.
   SmallVector<Operation *> enclosing;
   for (Operation *p = loop->getParentOp(); p && !isa<gpu::LaunchOp>(p);
        p = p->getParentOp())
@@ -535,7 +534,8 @@ static bool multiBufferLoop(scf::ForOp loop,
                                      : scf::ForOp();
   bool phasesKnown =
       enclosing.empty() ||
-      (outer && llvm::all_of(ValueRange{loop.getLowerBound(),
+      (outer && loop->getParentOp() == outer.getOperation() &&
+       llvm::all_of(ValueRange{loop.getLowerBound(),
                                         loop.getUpperBound(), loop.getStep()},
                              [&](Value v) {
                                return outer.isDefinedOutsideOfLoop(v);
@@ -550,7 +550,6 @@ static bool multiBufferLoop(scf::ForOp loop,
   if (viaTma.size() < entries.size())
     viaTma.clear();
   bool tma = !viaTma.empty();
-  bool cpAsync = !tma;
   Value barriers;
   if (tma) {
     MLIRContext *ctx = loop.getContext();
@@ -590,7 +589,7 @@ static bool multiBufferLoop(scf::ForOp loop,
   // A TMA tile's mbarrier is waited for once the next iteration's tiles are
   // issued.
   OpBuilder b = OpBuilder::atBlockBegin(body);
-  if (cpAsync) {
+  if (!tma) {
     // cp.async.wait_group counts groups: any token does as the operand.
     OpBuilder before(loop);
     Value token = nvgpu::DeviceAsyncCreateGroupOp::create(
