@@ -32,12 +32,11 @@ static llvm::json::Object describeTensorMaps(ArrayAttr maps,
     auto get = [&](StringRef key) {
       return cast<IntegerAttr>(map.get(key)).getInt();
     };
-    entries.push_back(json::Object{
-        {"tensor", params[get("tensor")].name},
-        {"row_dim", get("row_dim")},
-        {"box_rows", get("box_rows")},
-        {"box_cols", get("box_cols")},
-        {"swizzle_bytes", get("swizzle_bytes")}});
+    entries.push_back(json::Object{{"tensor", params[get("tensor")].name},
+                                   {"row_dim", get("row_dim")},
+                                   {"box_rows", get("box_rows")},
+                                   {"box_cols", get("box_cols")},
+                                   {"swizzle_bytes", get("swizzle_bytes")}});
   }
   return json::Object{
       {"name", "tensor_maps"},

@@ -11,17 +11,17 @@
 #include "flash/Conversion/Passes.h"
 
 #include "mlir/Analysis/TopologicalSortUtils.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
@@ -274,7 +274,8 @@ static bool clipsAtTensorEnd(Value size, BlockArgument tensor, int64_t rowDim,
 
 static std::optional<TmaSource> matchTmaSource(TileLoad load) {
   auto sub = load.copy.getSource().getDefiningOp<memref::SubViewOp>();
-  auto tensor = sub ? dyn_cast<BlockArgument>(sub.getSource()) : BlockArgument();
+  auto tensor =
+      sub ? dyn_cast<BlockArgument>(sub.getSource()) : BlockArgument();
   if (!tensor || !isa<func::FuncOp>(tensor.getOwner()->getParentOp()))
     return std::nullopt;
   auto type = cast<MemRefType>(tensor.getType());
@@ -303,9 +304,9 @@ static std::optional<TmaSource> matchTmaSource(TileLoad load) {
     source.offsets.push_back(
         getValueOrCreateConstantIndexOp(b, load.copy.getLoc(), o));
   Value size = dyn_cast<Value>(sizes[source.rowDim]);
-  if (!size || !clipsAtTensorEnd(size, tensor, source.rowDim,
-                                 source.offsets[source.rowDim],
-                                 tileType.getDimSize(0)))
+  if (!size ||
+      !clipsAtTensorEnd(size, tensor, source.rowDim,
+                        source.offsets[source.rowDim], tileType.getDimSize(0)))
     return std::nullopt;
   return source;
 }
@@ -329,7 +330,8 @@ public:
     rowDims.push_back(source.rowDim);
     Location loc = launch.getLoc();
     OpBuilder b = OpBuilder::atBlockBegin(&launch.getBody().front());
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer());
+    Value base =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer());
     Value address = arith::AddIOp::create(
         b, loc, arith::IndexCastOp::create(b, loc, b.getI64Type(), base),
         arith::ConstantIntOp::create(b, loc, b.getI64Type(), 128 * index));
@@ -403,13 +405,15 @@ static scf::ExecuteRegionOp buildTmaBranch(OpBuilder &b, scf::ForOp loop,
   };
   Value copy = arith::RemUIOp::create(
       t, loc,
-      arith::SubIOp::create(t, loc, loop.getInductionVar(), loop.getLowerBound()),
+      arith::SubIOp::create(t, loc, loop.getInductionVar(),
+                            loop.getLowerBound()),
       idx(2));
   Value barrier = arith::AddIOp::create(t, loc, copy, idx(firstBarrier));
   nvgpu::MBarrierArriveExpectTxOp::create(
       t, loc, barriers, idx(rows * cols * 2), barrier, leader);
   auto meta = memref::ExtractStridedMetadataOp::create(t, loc, load.shared);
-  auto boxType = cast<nvgpu::TensorMapDescriptorType>(desc.getType()).getTensor();
+  auto boxType =
+      cast<nvgpu::TensorMapDescriptorType>(desc.getType()).getTensor();
   SmallVector<OpFoldResult> sizes, strides;
   for (int64_t s : boxType.getShape())
     sizes.push_back(t.getIndexAttr(s));
@@ -421,14 +425,15 @@ static scf::ExecuteRegionOp buildTmaBranch(OpBuilder &b, scf::ForOp loop,
                              computeStrides(boxType.getShape())),
       boxType.getMemorySpace());
   for (int64_t panel = 0; panel < cols / 64; ++panel) {
-    Value offset = arith::AddIOp::create(t, loc, meta.getOffset(),
-                                         idx(panel * rows * 64));
-    Value dst = memref::ReinterpretCastOp::create(
-        t, loc, dstType, meta.getBaseBuffer(), OpFoldResult(offset), sizes,
-        strides);
+    Value offset =
+        arith::AddIOp::create(t, loc, meta.getOffset(), idx(panel * rows * 64));
+    Value dst =
+        memref::ReinterpretCastOp::create(t, loc, dstType, meta.getBaseBuffer(),
+                                          OpFoldResult(offset), sizes, strides);
     // Coordinates innermost first.
     SmallVector<Value> coords(source.offsets.rbegin(), source.offsets.rend());
-    coords.front() = arith::AddIOp::create(t, loc, coords.front(), idx(panel * 64));
+    coords.front() =
+        arith::AddIOp::create(t, loc, coords.front(), idx(panel * 64));
     nvgpu::TmaAsyncLoadOp::create(t, loc, dst, barriers, desc, coords, barrier,
                                   /*multicastMask=*/Value(), leader);
   }
@@ -468,14 +473,12 @@ static bool dominatesLoop(Operation *op, scf::ForOp loop) {
 /// cover them. Returns false, changing nothing, when the loop's tiles are
 /// not all plain carved loads read after their load, or when the copies
 /// would pass `limit` bytes.
-static bool multiBufferLoop(scf::ForOp loop,
-                            MutableArrayRef<scf::ExecuteRegionOp> issued,
-                            ArrayRef<TileLoad> loads, int64_t extraStart,
-                            int64_t &extraEnd, int64_t limit,
-                            llvm::SmallPtrSetImpl<Operation *> &pipelined,
-                            TensorMaps *tensorMaps,
-                            ArrayRef<std::optional<TmaSource>> tmaSources,
-                            Value leader) {
+static bool
+multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
+                ArrayRef<TileLoad> loads, int64_t extraStart, int64_t &extraEnd,
+                int64_t limit, llvm::SmallPtrSetImpl<Operation *> &pipelined,
+                TensorMaps *tensorMaps,
+                ArrayRef<std::optional<TmaSource>> tmaSources, Value leader) {
   Block *body = loop.getBody();
   struct Entry {
     scf::ExecuteRegionOp branch;
@@ -535,11 +538,9 @@ static bool multiBufferLoop(scf::ForOp loop,
   bool phasesKnown =
       enclosing.empty() ||
       (outer && loop->getParentOp() == outer.getOperation() &&
-       llvm::all_of(ValueRange{loop.getLowerBound(),
-                                        loop.getUpperBound(), loop.getStep()},
-                             [&](Value v) {
-                               return outer.isDefinedOutsideOfLoop(v);
-                             }));
+       llvm::all_of(ValueRange{loop.getLowerBound(), loop.getUpperBound(),
+                               loop.getStep()},
+                    [&](Value v) { return outer.isDefinedOutsideOfLoop(v); }));
   // Every tile of the loop by TMA, or none: a loop with a tile TMA cannot
   // load (a bias or mask tile narrower than its tensor's rows) stays on
   // cp.async as a whole, the schedule measured on the device.
@@ -578,8 +579,8 @@ static bool multiBufferLoop(scf::ForOp loop,
       Value desc =
           tensorMaps->descriptor(source, tileType.getDimSize(0), boxType);
       OpBuilder at(e.branch);
-      scf::ExecuteRegionOp branch = buildTmaBranch(
-          at, loop, load, source, desc, barriers, 2 * i, leader);
+      scf::ExecuteRegionOp branch =
+          buildTmaBranch(at, loop, load, source, desc, barriers, 2 * i, leader);
       e.branch->erase();
       e.branch = issued[e.load] = branch;
     }
@@ -664,8 +665,8 @@ static bool multiBufferLoop(scf::ForOp loop,
           arith::SubIOp::create(
               b, loc, arith::AddIOp::create(b, loc, trips, idx(b, 1)), copy),
           idx(b, 2));
-      phase = arith::AddIOp::create(
-          b, loc, phase, arith::MulIOp::create(b, loc, run, uses));
+      phase = arith::AddIOp::create(b, loc, phase,
+                                    arith::MulIOp::create(b, loc, run, uses));
     }
     phase = arith::RemUIOp::create(b, loc, phase, idx(b, 2));
     Value parity = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
@@ -723,8 +724,8 @@ static Value rowsAreAligned(OpBuilder &b, Location loc, Value memref,
 }
 
 void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
-                               int64_t stages, int64_t sharedLimit,
-                               bool tensorMapLoads) {
+                                int64_t stages, int64_t sharedLimit,
+                                bool tensorMapLoads) {
   SmallVector<TileLoad> loads;
   launch.getBody().walk([&](memref::CopyOp copy) {
     if (auto load = matchTileLoad(copy))
@@ -868,10 +869,9 @@ void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
   }
   for (scf::ForOp loop : loops)
     if (stages < 2 ||
-        !multiBufferLoop(loop, issued, loads, extraStart, extraEnd,
-                         sharedLimit, pipelined,
-                         tensorMaps ? &*tensorMaps : nullptr, tmaSources,
-                         leader))
+        !multiBufferLoop(loop, issued, loads, extraStart, extraEnd, sharedLimit,
+                         pipelined, tensorMaps ? &*tensorMaps : nullptr,
+                         tmaSources, leader))
       pipelineLoop(loop, issued, loads, pipelined);
   if (extraEnd > extraStart) {
     OpBuilder b(launch);

@@ -45,7 +45,8 @@ LogicalResult FlashDialect::verifyRegionArgAttribute(Operation *op,
           !map.getAs<IntegerAttr>("row_dim") ||
           !map.getAs<IntegerAttr>("box_cols") ||
           !map.getAs<IntegerAttr>("swizzle_bytes") || !fn ||
-          tensor.getInt() < 0 || tensor.getInt() >= (int64_t)fn.getNumArguments())
+          tensor.getInt() < 0 ||
+          tensor.getInt() >= (int64_t)fn.getNumArguments())
         maps = nullptr;
     }
     if (!maps)
