@@ -30,7 +30,10 @@ namespace mlir::flash {
 /// with TMA instead: one thread issues each tile's boxes against an mbarrier
 /// per tile and copy, every thread waits for the mbarrier's phase, and the
 /// function gets a last argument holding the tensor maps
-/// (`flash.tensor_maps`). The other loads stay on cp.async.
+/// (`flash.tensor_maps`). The loop must run once per launch, or once per
+/// iteration of the scf.for whose body holds it with the same bounds each
+/// time (the waits' phases are then known). The other loads stay on
+/// cp.async.
 void lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
                          int64_t stages, int64_t sharedLimit,
                          bool tensorMapLoads = false);
