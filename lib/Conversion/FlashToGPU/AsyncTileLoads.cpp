@@ -318,10 +318,11 @@ class TensorMaps {
 public:
   TensorMaps(gpu::LaunchOp launch) : launch(launch) {}
 
-  /// The descriptor of the map of `source`'s tensor with boxes of `rows` x 64
-  /// elements, as a value at the start of the launch body.
-  Value descriptor(const TmaSource &source, int64_t rows, MemRefType box) {
-    int64_t arg = source.tensor.getArgNumber();
+  /// The descriptor of the map of `source`'s tensor with boxes of one
+  /// 64-column panel of `tile` (its rows along the source's row dimension),
+  /// as a value at the start of the launch body.
+  Value descriptor(const TmaSource &source, MemRefType tile) {
+    int64_t arg = source.tensor.getArgNumber(), rows = tile.getDimSize(0);
     auto it = llvm::find(maps, std::make_pair(arg, rows));
     int64_t index = it - maps.begin();
     if (it != maps.end())
@@ -337,6 +338,14 @@ public:
         arith::ConstantIntOp::create(b, loc, b.getI64Type(), 128 * index));
     Value ptr = LLVM::IntToPtrOp::create(
         b, loc, LLVM::LLVMPointerType::get(b.getContext()), address);
+    SmallVector<int64_t> shape(
+        cast<MemRefType>(source.tensor.getType()).getRank(), 1);
+    shape[source.rowDim] = rows;
+    shape.back() = 64;
+    auto box = MemRefType::get(
+        shape, tile.getElementType(), MemRefLayoutAttrInterface(),
+        gpu::AddressSpaceAttr::get(b.getContext(),
+                                   gpu::AddressSpace::Workgroup));
     auto type = nvgpu::TensorMapDescriptorType::get(
         b.getContext(), box, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
         nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
@@ -476,8 +485,7 @@ static bool dominatesLoop(Operation *op, scf::ForOp loop) {
 static bool
 multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
                 ArrayRef<TileLoad> loads, int64_t extraStart, int64_t &extraEnd,
-                int64_t limit, llvm::SmallPtrSetImpl<Operation *> &pipelined,
-                TensorMaps *tensorMaps,
+                int64_t limit, TensorMaps *tensorMaps,
                 ArrayRef<std::optional<TmaSource>> tmaSources, Value leader) {
   Block *body = loop.getBody();
   struct Entry {
@@ -568,16 +576,8 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
       auto &[entry, source] = entryAndSource;
       Entry &e = *entry;
       const TileLoad &load = loads[e.load];
-      auto tileType = cast<MemRefType>(load.tile.getType());
-      auto tensorType = cast<MemRefType>(source.tensor.getType());
-      SmallVector<int64_t> box(tensorType.getRank(), 1);
-      box[source.rowDim] = tileType.getDimSize(0);
-      box.back() = 64;
-      auto boxType = MemRefType::get(
-          box, tileType.getElementType(), MemRefLayoutAttrInterface(),
-          gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-      Value desc =
-          tensorMaps->descriptor(source, tileType.getDimSize(0), boxType);
+      Value desc = tensorMaps->descriptor(
+          source, cast<MemRefType>(load.tile.getType()));
       OpBuilder at(e.branch);
       scf::ExecuteRegionOp branch =
           buildTmaBranch(at, loop, load, source, desc, barriers, 2 * i, leader);
@@ -671,9 +671,11 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
     phase = arith::RemUIOp::create(b, loc, phase, idx(b, 2));
     Value parity = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                          phase, idx(b, 0));
+    // The suspend-time hint of each try_wait round, in nanoseconds.
+    constexpr int64_t kWaitTicks = 10'000'000;
     for (int64_t i = 0, e = viaTma.size(); i < e; ++i)
       nvgpu::MBarrierTryWaitParityOp::create(
-          b, loc, barriers, parity, idx(b, 10000000),
+          b, loc, barriers, parity, idx(b, kWaitTicks),
           arith::AddIOp::create(b, loc, copy, idx(b, 2 * i)));
   }
   // The first iteration's, before the loop: once the block is past whatever
@@ -870,8 +872,8 @@ void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
   for (scf::ForOp loop : loops)
     if (stages < 2 ||
         !multiBufferLoop(loop, issued, loads, extraStart, extraEnd, sharedLimit,
-                         pipelined, tensorMaps ? &*tensorMaps : nullptr,
-                         tmaSources, leader))
+                         tensorMaps ? &*tensorMaps : nullptr, tmaSources,
+                         leader))
       pipelineLoop(loop, issued, loads, pipelined);
   if (extraEnd > extraStart) {
     OpBuilder b(launch);
