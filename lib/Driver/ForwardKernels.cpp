@@ -27,6 +27,13 @@ struct Config {
   int64_t rows, cols, threads;
   /// Worth it only when the contractions take wgmma.
   bool wgmmaOnly = false;
+  /// A producer warpgroup issues the TMA copies for `threads` consumers (the
+  /// block has 128 more threads); worth it only when the kernel came out
+  /// that way (every key-block tile by TMA).
+  bool warpSpecialized = false;
+  /// With warpSpecialized and two consumer warpgroups: their S = Q Kᵀ MMAs
+  /// take turns.
+  bool pingPong = false;
 };
 
 /// The kernel of one tile configuration after the kernel pipeline.
@@ -54,6 +61,8 @@ void setPipelineOptions(FlashGpuPipelineOptions &options, const Config &config,
   // (docs/GPU-NOTES.md 42); TMA under it is not checked on a GPU yet.
   options.tmaLoads = compile.tmaLoads && compile.chip == Chip::Sm90a &&
                      !compile.pipelineKeyLoops;
+  options.warpSpecialize = options.tmaLoads && config.warpSpecialized;
+  options.pingPong = options.warpSpecialize && config.pingPong;
 }
 
 /// Builds the kernel of `op` with `config` up to its outlined launch; with
@@ -117,18 +126,35 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
   // with wgmma, 128 x 48 (the training forward: LSE spills at 128 x 64) and
   // 128 x 128 on two warpgroups before 128 x 32.
   bool wgmma = tensorCoreChoice(compile) == TensorCores::Wgmma && asyncCopies;
+  // FlashAttention-3's warp-specialised tiles first where TMA loads K and V
+  // (docs/GPU-NOTES.md 48): three consumer warpgroups of 64 rows for
+  // D <= 64, two with ping-pong otherwise.
+  bool specialize = wgmma && compile.warpSpecialize && compile.tmaLoads &&
+                    compile.chip == Chip::Sm90a && !compile.pipelineKeyLoops;
+  int64_t headDim = std::max(op.getQuery().getType().getShape().back(),
+                             op.getValue().getType().getShape().back());
   SmallVector<Config> configs;
-  if (compile.blockRows || compile.blockCols || compile.threadsPerBlock)
-    configs.push_back(
-        {compile.blockRows ? compile.blockRows : 32,
-         compile.blockCols ? compile.blockCols : 32,
-         compile.threadsPerBlock ? compile.threadsPerBlock : 128});
-  else if (wgmma)
-    configs = {{128, 64, 128}, {128, 48, 128, true}, {128, 128, 256, true},
-               {128, 32, 128}, {128, 64, 256},       {128, 32, 256},
-               {64, 64, 128},  {64, 32, 128},        {32, 32, 128},
-               {16, 16, 128}};
-  else
+  if (compile.blockRows || compile.blockCols || compile.threadsPerBlock) {
+    Config forced = {compile.blockRows ? compile.blockRows : 32,
+                     compile.blockCols ? compile.blockCols : 32,
+                     compile.threadsPerBlock ? compile.threadsPerBlock : 128};
+    forced.warpSpecialized = specialize;
+    forced.pingPong = compile.pingPong;
+    configs.push_back(forced);
+  } else if (wgmma) {
+    if (specialize) {
+      Config wide = {192, 128, 384, true, true, false};
+      Config pair = {128, 128, 256, true, true, compile.pingPong};
+      Config narrow = {128, 64, 256, true, true, compile.pingPong};
+      if (headDim <= 64)
+        configs.push_back(wide);
+      configs.append({pair, narrow});
+    }
+    configs.append({{128, 64, 128}, {128, 48, 128, true}, {128, 128, 256, true},
+                    {128, 32, 128}, {128, 64, 256},       {128, 32, 256},
+                    {64, 64, 128},  {64, 32, 128},        {32, 32, 128},
+                    {16, 16, 128}});
+  } else
     configs = {{128, 64, 128}, {128, 32, 128}, {128, 64, 256}, {128, 32, 256},
                {64, 64, 128},  {64, 32, 128},  {32, 32, 128},  {16, 16, 128}};
   std::string ptxPath = kernelPath(outputDir, name, ".ptx");
@@ -147,6 +173,11 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
       continue;
     Kernel kernel = std::move(**built);
     if (config.wgmmaOnly && !kernel.launch.wgmma && !last)
+      continue;
+    bool specialized = !kernel.launch.block.empty() &&
+                       kernel.launch.block.front().getAsInteger() ==
+                           config.threads + 128;
+    if (config.warpSpecialized && !specialized && !last)
       continue;
     // Lowering and assembling is most of a build: skip what ptxas would
     // only report as spilling.
@@ -192,7 +223,7 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
                                           {"ceil_div", config.rows}},
                              json::Object{{"tensor", "q"}, {"dim", 1}},
                              json::Object{{"tensor", "q"}, {"dim", 0}}}},
-        {"block", json::Array{config.threads, 1, 1}},
+        {"block", json::Array(kernel.launch.block)},
         {"dynamic_shared_memory_bytes", kernel.launch.sharedMemory},
         {"block_rows", config.rows},
         {"block_cols", config.cols},
@@ -210,7 +241,8 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
       return failure();
     if (compile.log)
       *compile.log << name << ": " << ptxPath << ", tiles " << config.rows
-                   << "x" << config.cols << ", " << config.threads
+                   << "x" << config.cols << ", "
+                   << *kernel.launch.block.front().getAsInteger()
                    << " threads, registers " << ptxasReport.registers
                    << ", spill bytes " << ptxasReport.spillBytes
                    << ", shared memory " << kernel.launch.sharedMemory << " B"

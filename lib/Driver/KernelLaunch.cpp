@@ -117,15 +117,17 @@ driver::describeLaunches(Operation *op, ModuleOp module, ArrayRef<Param> params,
         }
         info.grid.push_back(std::move(*d));
       }
-      gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
-      for (Value t : {block.x, block.y, block.z}) {
-        IntegerAttr c;
-        if (!matchPattern(t, m_Constant(&c))) {
-          problem = "a block size is not a constant";
-          return WalkResult::interrupt();
-        }
-        info.block.push_back(c.getInt());
+    }
+    // The block as launched (a warp-specialised kernel's includes its
+    // producer warpgroup).
+    gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+    for (Value t : {block.x, block.y, block.z}) {
+      IntegerAttr c;
+      if (!matchPattern(t, m_Constant(&c))) {
+        problem = "a block size is not a constant";
+        return WalkResult::interrupt();
       }
+      info.block.push_back(c.getInt());
     }
     IntegerAttr smem;
     if (Value size = launch.getDynamicSharedMemorySize())

@@ -47,7 +47,7 @@ struct Launch {
   std::string entry, kernelModule;
   /// Its parameters in kernel-operand order (describeParam).
   llvm::json::Array params;
-  /// Grid (describeGridDim) and block sizes, when asked for.
+  /// Grid (describeGridDim, when asked for) and block sizes.
   llvm::json::Array grid, block;
   int64_t sharedMemory = 0;
   /// Scores and accumulator in warp registers (FlashAttention-2 mapping).

@@ -63,6 +63,8 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.asyncCopies = options.asyncCopies;
   mapping.loadStages = options.loadStages;
   mapping.tmaLoads = options.tmaLoads;
+  mapping.warpSpecialize = options.warpSpecialize;
+  mapping.pingPong = options.pingPong;
   pm.addNestedPass<func::FuncOp>(flash::createFlashMapTilesToGPUPass(mapping));
   if (options.pipelineKeyLoops)
     pm.addNestedPass<func::FuncOp>(flash::createFlashGpuAsyncMmaPass());

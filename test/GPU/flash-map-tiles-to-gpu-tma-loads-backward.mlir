@@ -12,8 +12,8 @@
 // CHECK: nvgpu.tma.async.load
 // CHECK: scf.for %[[J:[^ ]*]] = %[[LB:[^ ]*]] to %{{[^ ]*}} step %{{[^ ]*}} iter_args
 // CHECK-NOT: nvgpu.device_async_wait
-// CHECK: nvgpu.tma.async.load
 // CHECK: %[[REL:.*]] = arith.subi %[[J]], %[[LB]]
+// CHECK: nvgpu.tma.async.load
 // CHECK-NOT: arith.ceildivui
 // CHECK: nvgpu.mbarrier.try_wait.parity
 // The dK/dV kernel.
@@ -24,9 +24,9 @@
 // CHECK: nvgpu.tma.async.load
 // CHECK: scf.for %[[I:[^ ]*]] = %[[ILB:[^ ]*]] to %[[IUB:[^ ]*]] step %[[ISTEP:[^ ]*]] iter_args
 // CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[IREL:.*]] = arith.subi %[[I]], %[[ILB]]
 // CHECK-NOT: nvgpu.device_async_wait
 // CHECK: nvgpu.tma.async.load
-// CHECK: %[[IREL:.*]] = arith.subi %[[I]], %[[ILB]]
 // CHECK: %[[COPY:.*]] = arith.remui %[[IREL]], %c2
 // CHECK: %[[HALF:.*]] = arith.divui %[[IREL]], %c2
 // CHECK: %[[SPAN:.*]] = arith.subi %[[IUB]], %[[ILB]]

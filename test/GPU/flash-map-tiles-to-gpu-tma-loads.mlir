@@ -31,12 +31,12 @@
 // CHECK: nvgpu.tma.async.load
 // CHECK: scf.for %[[J:.*]] = %[[LB:[^ ]*]] to
 // CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[REL:.*]] = arith.subi %[[J]], %[[LB]]
 // CHECK-NOT: nvgpu.device_async_wait
 // Iteration j + 1's tiles into the other copies, then the wait for this
 // iteration's: copy (j - lb) mod 2, phase parity ((j - lb) / 2) mod 2.
 // CHECK: scf.if
 // CHECK: nvgpu.tma.async.load
-// CHECK: %[[REL:.*]] = arith.subi %[[J]], %[[LB]]
 // CHECK: %[[COPY:.*]] = arith.remui %[[REL]], %c2
 // CHECK: %[[HALF:.*]] = arith.divui %[[REL]], %c2
 // CHECK: %[[PHASE:.*]] = arith.remui %[[HALF]], %c2

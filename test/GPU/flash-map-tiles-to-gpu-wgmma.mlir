@@ -30,7 +30,7 @@
 // CHECK-NEXT: gpu.barrier
 // S = Q Kᵀ: A and B by descriptor (K-major), two 64-row slices, a fresh
 // accumulator (S is not read: no acc operand), four k steps of 16.
-// CHECK: flashgpu.warpgroup_mma a_desc(%{{.*}}) b_desc(%{{.*}}) {a_rows = 128 : i64, b_k_major, b_rows = 64 : i64, element_type = bf16, k_steps = 4 : i64, n = 64 : i64, slices = 2 : i64} : vector<64xf32>
+// CHECK: flashgpu.warpgroup_mma a_desc(%{{.*}}) b_desc(%{{.*}}) {a_rows = 128 : i64, b_k_major, b_rows = 64 : i64, element_type = bf16, flash.contraction = "scores", k_steps = 4 : i64, n = 64 : i64, slices = 2 : i64} : vector<64xf32>
 // The next K block is issued only after the MMA that reads K through its
 // descriptor.
 // CHECK-NEXT: nvgpu.device_async_wait
@@ -40,14 +40,14 @@
 // CHECK: nvgpu.device_async_copy
 // P V: P from registers (four i32 per slice and k step), V as [k, n] rows
 // (not K-major), accumulating into O.
-// CHECK: flashgpu.warpgroup_mma acc(%{{.*}}) a_regs(%{{.*}} : vector<32xi32>) b_desc(%{{.*}}) {b_rows = 64 : i64, element_type = bf16, k_steps = 4 : i64, n = 64 : i64, slices = 2 : i64} : vector<64xf32>
+// CHECK: flashgpu.warpgroup_mma acc(%{{.*}}) a_regs(%{{.*}} : vector<32xi32>) b_desc(%{{.*}}) {b_rows = 64 : i64, element_type = bf16, flash.contraction = "output", k_steps = 4 : i64, n = 64 : i64, slices = 2 : i64} : vector<64xf32>
 // CHECK: flash.shared_memory_bytes = 32768 : i64, flash.warp_register_tiles, flash.wgmma
 
 // GROUPS-LABEL: func.func @attention(
 // Warpgroup g starts at row 64 g: 512 x 16 bytes into Q.
 // GROUPS: arith.divui %{{.*}}, %c4
 // GROUPS: arith.muli %{{.*}}, %c512
-// GROUPS: flashgpu.warpgroup_mma a_desc(%{{.*}}) b_desc(%{{.*}}) {a_rows = 128 : i64, b_k_major, b_rows = 64 : i64, element_type = bf16, k_steps = 4 : i64, n = 64 : i64, slices = 1 : i64} : vector<32xf32>
+// GROUPS: flashgpu.warpgroup_mma a_desc(%{{.*}}) b_desc(%{{.*}}) {a_rows = 128 : i64, b_k_major, b_rows = 64 : i64, element_type = bf16, flash.contraction = "scores", k_steps = 4 : i64, n = 64 : i64, slices = 1 : i64} : vector<32xf32>
 
 // PTX: .target sm_90a
 // PTX: fence.proxy.async.shared::cta;

@@ -88,6 +88,18 @@ static opt<bool> tmaLoads(
     cl::desc("sm_90a forward kernels with two stages: K and V by TMA through "
              "tensor maps the runtime builds (--tma-loads=false: cp.async)"),
     cl::cat(flashCategory));
+static opt<bool> warpSpecialize(
+    "warp-specialize", cl::init(true),
+    cl::desc("sm_90a forward kernels with TMA: a producer warpgroup issues "
+             "the copies, the others compute (FlashAttention-3); tried "
+             "first, and the form of forced tiles (--warp-specialize=false: "
+             "every warp computes)"),
+    cl::cat(flashCategory));
+static opt<bool> pingPong(
+    "ping-pong", cl::init(true),
+    cl::desc("With --warp-specialize and two consumer warpgroups: their "
+             "S = Q Kᵀ MMAs take turns (FlashAttention-3's ping-pong)"),
+    cl::cat(flashCategory));
 static opt<TensorCores> tensorCores("tensor-cores", cl::init(TensorCores::Auto),
                                     cl::desc("Tile contractions on tensor "
                                              "cores"),
@@ -121,6 +133,8 @@ int main(int argc, char **argv) {
   options.loadStages = loadStages;
   options.pipelineKeyLoops = pipelineKeyLoops;
   options.tmaLoads = tmaLoads;
+  options.warpSpecialize = warpSpecialize;
+  options.pingPong = pingPong;
   options.ptxas = ptxas;
   if (std::string error = flash::checkKernelCompileOptions(options);
       !error.empty()) {

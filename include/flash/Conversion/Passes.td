@@ -52,7 +52,13 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
       thread 0 issues `nvgpu.tma.async.load` boxes against one mbarrier per
       tile and copy and every thread waits for its iteration's phase; the
       function gets a last `memref<?xi8>` argument with the tensor maps,
-      described by its `flash.tensor_maps` attribute;
+      described by its `flash.tensor_maps` attribute. With
+      `warp-specialize` too, a producer warpgroup (threads `threads` ...
+      `threads` + 127) issues those copies for every iteration into a ring
+      of two copies (it waits on an `empty` mbarrier per copy that every
+      consumer thread arrives on at the end of its iteration) and gives its
+      registers back (`setmaxnreg`); the compute threads' block barriers
+      become named barrier 1 over `threads` threads;
     - what is left (element copies, and every op of a nest the warp mapping
       does not take) is the portable SIMT mapping: each `scf.parallel` and
       `memref.copy` distributed over the block's threads and followed by
@@ -103,7 +109,18 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
            "With load-stages=2 on wgmma kernels: the key-block loops' tiles "
            "by TMA (cp.async.bulk.tensor into the swizzled copies, one "
            "mbarrier per tile and copy, issued by one thread) through tensor "
-           "maps the caller passes in a last argument (flash.tensor_maps)">
+           "maps the caller passes in a last argument (flash.tensor_maps)">,
+    Option<"warpSpecialize", "warp-specialize", "bool", "false",
+           "With tma-loads: a producer warpgroup of 128 more threads issues "
+           "the key-block loops' TMA copies into a ring of two copies per "
+           "tile (full/empty mbarriers) and keeps 24 registers; the "
+           "`threads` consumers compute with the rest (setmaxnreg). Applies "
+           "where the launch's key-block loops run one after another over "
+           "consecutive blocks with the same tiles">,
+    Option<"pingPong", "ping-pong", "bool", "false",
+           "With warp-specialize and two consumer warpgroups: their "
+           "S = Q Kᵀ MMAs take turns through named barriers, so that one "
+           "warpgroup's softmax runs under the other's MMAs">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

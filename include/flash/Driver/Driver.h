@@ -43,6 +43,13 @@ struct KernelCompileOptions {
   /// built by the runtime from the manifest's `tensor_maps` parameter);
   /// other kernels ignore it.
   bool tmaLoads = true;
+  /// With tmaLoads, forward kernels with a producer warpgroup that issues
+  /// the TMA copies (FlashAttention-3's warp specialisation): the driver
+  /// tries such tiles first; forced tiles are built in that form.
+  bool warpSpecialize = true;
+  /// With warpSpecialize and two consumer warpgroups: FlashAttention-3's
+  /// ping-pong of their S = Q Kᵀ MMAs.
+  bool pingPong = true;
   /// ptxas used to make cubins and to measure registers and spills; when it
   /// cannot be run, PTX and manifests are written without them.
   std::string ptxas = "/usr/local/cuda/bin/ptxas";

@@ -91,6 +91,16 @@ struct FlashGpuPipelineOptions
                      "through tensor maps passed in a last argument (see "
                      "--flash-map-tiles-to-gpu)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> warpSpecialize{
+      *this, "warp-specialize",
+      llvm::cl::desc("With tma-loads: a producer warpgroup issues the TMA "
+                     "copies (see --flash-map-tiles-to-gpu)"),
+      llvm::cl::init(false)};
+  PassOptions::Option<bool> pingPong{
+      *this, "ping-pong",
+      llvm::cl::desc("With warp-specialize and two consumer warpgroups: "
+                     "their S = Q Kᵀ MMAs take turns"),
+      llvm::cl::init(false)};
 };
 
 /// Tiles flash.attention, bufferizes (outputs written in place into

@@ -7,6 +7,7 @@
 #include "AsyncTileLoads.h"
 #include "TileContraction.h"
 #include "WarpRegisterTiles.h"
+#include "WarpSpecialization.h"
 
 #include "flash/Conversion/Passes.h"
 
@@ -27,6 +28,7 @@
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
 
@@ -241,6 +243,9 @@ static void pipelineLoop(scf::ForOp loop,
       pipelined.insert(e.branch);
 }
 
+/// The suspend-time hint of each mbarrier try_wait round, in nanoseconds.
+static constexpr int64_t kWaitTicks = 10'000'000;
+
 /// Where a tile load reads, for a TMA copy: a kernel argument whose
 /// innermost dimension is the tile's (whole) columns, one other dimension
 /// along which the tile's rows run, every other one indexed at a single
@@ -398,9 +403,10 @@ private:
 /// thread expects the tile's bytes on the mbarrier of its copy and issues one
 /// 64-column box per 128-byte panel of the swizzled tile; TMA zero-fills the
 /// rows past the tensor's end. Built at the cp.async branch's place, from the
-/// same iteration-dependent values, so that it is cloned the same way.
+/// same iteration-dependent values, so that it is cloned the same way; the
+/// copy is that of ring position `iv - origin`.
 static scf::ExecuteRegionOp buildTmaBranch(OpBuilder &b, scf::ForOp loop,
-                                           TileLoad load,
+                                           Value origin, TileLoad load,
                                            const TmaSource &source, Value desc,
                                            Value barriers, int64_t firstBarrier,
                                            Value leader) {
@@ -413,9 +419,7 @@ static scf::ExecuteRegionOp buildTmaBranch(OpBuilder &b, scf::ForOp loop,
     return arith::ConstantIndexOp::create(t, loc, v);
   };
   Value copy = arith::RemUIOp::create(
-      t, loc,
-      arith::SubIOp::create(t, loc, loop.getInductionVar(),
-                            loop.getLowerBound()),
+      t, loc, arith::SubIOp::create(t, loc, loop.getInductionVar(), origin),
       idx(2));
   Value barrier = arith::AddIOp::create(t, loc, copy, idx(firstBarrier));
   nvgpu::MBarrierArriveExpectTxOp::create(
@@ -469,6 +473,72 @@ static bool dominatesLoop(Operation *op, scf::ForOp loop) {
   return ancestor && op->isBeforeInBlock(ancestor);
 }
 
+namespace {
+/// One tile of a key-block loop with two copies: its load, the view it was
+/// carved as, and the byte shifts of its two copies.
+struct TileCopies {
+  scf::ExecuteRegionOp branch;
+  memref::ViewOp view;
+  int64_t shift, copyShift;
+  size_t load;
+};
+
+/// A warp-specialised launch's key-block loops (one after another, each
+/// starting where the previous one ends) share one ring of two copies per
+/// tile: ring position r = iv - origin of any of them uses copy r mod 2. The
+/// producer warpgroup issues position r's boxes once `empty[r mod 2]` says
+/// the consumers released position r - 2 (its phase (r / 2 + 1) mod 2
+/// completed); the consumers wait for `full[2 i + r mod 2]` (tile i) and
+/// arrive on `empty[r mod 2]` at the end of their iteration.
+struct WarpRing {
+  Value origin, full, empty;
+  /// Each loop with its TMA branches, which the producer clones per
+  /// iteration.
+  SmallVector<std::pair<scf::ForOp, SmallVector<scf::ExecuteRegionOp>>>
+      templates;
+};
+} // namespace
+
+/// The tiles loaded in `loop`'s body and where their second copies go (from
+/// `extraStart` on, each 1024-byte aligned; `end` is past the last), or
+/// nothing when a tile is not a plain carved load read after its load.
+static std::optional<SmallVector<TileCopies>>
+copiesOf(scf::ForOp loop, ArrayRef<scf::ExecuteRegionOp> issued,
+         ArrayRef<TileLoad> loads, int64_t extraStart, int64_t &end) {
+  Block *body = loop.getBody();
+  SmallVector<TileCopies> entries;
+  int64_t offset = extraStart;
+  for (auto [k, constBranch, load] : llvm::enumerate(issued, loads)) {
+    scf::ExecuteRegionOp branch = constBranch;
+    if (!branch || branch->getBlock() != body)
+      continue;
+    memref::ViewOp view = carvedViewOf(load.shared);
+    std::optional<int64_t> shift =
+        view ? getConstantIntValue(view.getByteShift()) : std::nullopt;
+    auto type = view ? view.getType() : MemRefType();
+    if (!shift || !type.hasStaticShape() || !dominatesLoop(view, loop))
+      return std::nullopt;
+    // Every reader of the tile in the body comes after its load.
+    llvm::DenseSet<Value> addresses = addressesOf(load);
+    for (Operation &op : *body) {
+      if (&op == branch.getOperation())
+        break;
+      if (&op != load.validRows && readsTile(&op, addresses) &&
+          !isMemoryEffectFree(&op))
+        return std::nullopt;
+    }
+    int64_t bytes = type.getNumElements() *
+                    llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+    offset = llvm::alignTo(offset, 1024);
+    entries.push_back({branch, view, *shift, offset, k});
+    offset += bytes;
+  }
+  if (entries.empty())
+    return std::nullopt;
+  end = offset;
+  return entries;
+}
+
 /// Every tile loaded in a key-block loop gets `stages` = 2 copies in shared
 /// memory, used in turn: the tiles of iteration j + 1 are issued at the top
 /// of iteration j, once the block is past iteration j - 1 (the last reader of
@@ -482,48 +552,26 @@ static bool dominatesLoop(Operation *op, scf::ForOp loop) {
 /// cover them. Returns false, changing nothing, when the loop's tiles are
 /// not all plain carved loads read after their load, or when the copies
 /// would pass `limit` bytes.
+///
+/// With a `ring` (a warp-specialised launch; every tile by TMA) the copies
+/// are those of ring position iv - origin, nothing is issued here and the
+/// body has no barrier: it waits for its position's `full` phase and
+/// releases the position on `empty` at its end; its TMA branches are left
+/// in the body for the producer (`ring.templates`).
 static bool
 multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
                 ArrayRef<TileLoad> loads, int64_t extraStart, int64_t &extraEnd,
                 int64_t limit, TensorMaps *tensorMaps,
-                ArrayRef<std::optional<TmaSource>> tmaSources, Value leader) {
+                ArrayRef<std::optional<TmaSource>> tmaSources, Value leader,
+                WarpRing *ring = nullptr) {
   Block *body = loop.getBody();
-  struct Entry {
-    scf::ExecuteRegionOp branch;
-    memref::ViewOp view;
-    int64_t shift, copyShift;
-    size_t load;
-  };
-  SmallVector<Entry> entries;
-  int64_t offset = extraStart;
-  for (auto [k, constBranch, load] : llvm::enumerate(issued, loads)) {
-    scf::ExecuteRegionOp branch = constBranch;
-    if (!branch || branch->getBlock() != body)
-      continue;
-    memref::ViewOp view = carvedViewOf(load.shared);
-    std::optional<int64_t> shift =
-        view ? getConstantIntValue(view.getByteShift()) : std::nullopt;
-    auto type = view ? view.getType() : MemRefType();
-    if (!shift || !type.hasStaticShape() || !dominatesLoop(view, loop))
-      return false;
-    // Every reader of the tile in the body comes after its load.
-    llvm::DenseSet<Value> addresses = addressesOf(load);
-    for (Operation &op : *body) {
-      if (&op == branch.getOperation())
-        break;
-      if (&op != load.validRows && readsTile(&op, addresses) &&
-          !isMemoryEffectFree(&op))
-        return false;
-    }
-    int64_t bytes = type.getNumElements() *
-                    llvm::divideCeil(type.getElementTypeBitWidth(), 8);
-    offset = llvm::alignTo(offset, 1024);
-    entries.push_back({branch, view, *shift, offset, k});
-    offset += bytes;
-  }
-  if (entries.empty() || offset > limit)
+  int64_t end = 0;
+  std::optional<SmallVector<TileCopies>> found =
+      copiesOf(loop, issued, loads, extraStart, end);
+  if (!found || end > limit)
     return false;
-  extraEnd = std::max(extraEnd, offset);
+  SmallVector<TileCopies> &entries = *found;
+  extraEnd = std::max(extraEnd, end);
 
   Location loc = loop.getLoc();
   auto idx = [&](OpBuilder &b, int64_t v) -> Value {
@@ -541,8 +589,9 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
        p = p->getParentOp())
     if (isa<LoopLikeOpInterface>(p))
       enclosing.push_back(p);
-  auto outer = enclosing.size() == 1 ? dyn_cast<scf::ForOp>(enclosing.front())
-                                     : scf::ForOp();
+  auto outer = enclosing.size() == 1 && !ring
+                   ? dyn_cast<scf::ForOp>(enclosing.front())
+                   : scf::ForOp();
   bool phasesKnown =
       enclosing.empty() ||
       (outer && loop->getParentOp() == outer.getOperation() &&
@@ -552,35 +601,42 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
   // Every tile of the loop by TMA, or none: a loop with a tile TMA cannot
   // load (a bias or mask tile narrower than its tensor's rows) stays on
   // cp.async as a whole, the schedule measured on the device.
-  SmallVector<std::pair<Entry *, TmaSource>> viaTma;
-  for (Entry &e : entries)
+  SmallVector<std::pair<TileCopies *, TmaSource>> viaTma;
+  for (TileCopies &e : entries)
     if (tensorMaps && phasesKnown && tmaSources[e.load])
       viaTma.push_back({&e, *tmaSources[e.load]});
   if (viaTma.size() < entries.size())
     viaTma.clear();
   bool tma = !viaTma.empty();
+  assert((!ring || tma) && "a warp-specialised loop loads by TMA");
+  Value origin = ring ? ring->origin : loop.getLowerBound();
   Value barriers;
   if (tma) {
-    MLIRContext *ctx = loop.getContext();
-    OpBuilder start(leader.getContext());
-    start.setInsertionPointAfterValue(leader);
-    barriers = nvgpu::MBarrierCreateOp::create(
-        start, loc,
-        nvgpu::MBarrierGroupType::get(
-            ctx, gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup),
-            2 * viaTma.size()));
-    for (int64_t i = 0, e = 2 * viaTma.size(); i < e; ++i)
-      nvgpu::MBarrierInitOp::create(start, loc, barriers, idx(start, 1),
-                                    idx(start, i), leader);
+    if (ring) {
+      barriers = ring->full;
+    } else {
+      MLIRContext *ctx = loop.getContext();
+      OpBuilder start(leader.getContext());
+      start.setInsertionPointAfterValue(leader);
+      barriers = nvgpu::MBarrierCreateOp::create(
+          start, loc,
+          nvgpu::MBarrierGroupType::get(
+              ctx,
+              gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup),
+              2 * viaTma.size()));
+      for (int64_t i = 0, e = 2 * viaTma.size(); i < e; ++i)
+        nvgpu::MBarrierInitOp::create(start, loc, barriers, idx(start, 1),
+                                      idx(start, i), leader);
+    }
     for (auto [i, entryAndSource] : llvm::enumerate(viaTma)) {
       auto &[entry, source] = entryAndSource;
-      Entry &e = *entry;
+      TileCopies &e = *entry;
       const TileLoad &load = loads[e.load];
       Value desc = tensorMaps->descriptor(
           source, cast<MemRefType>(load.tile.getType()));
       OpBuilder at(e.branch);
-      scf::ExecuteRegionOp branch =
-          buildTmaBranch(at, loop, load, source, desc, barriers, 2 * i, leader);
+      scf::ExecuteRegionOp branch = buildTmaBranch(
+          at, loop, origin, load, source, desc, barriers, 2 * i, leader);
       e.branch->erase();
       e.branch = issued[e.load] = branch;
     }
@@ -597,14 +653,19 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
         before, loc, nvgpu::DeviceAsyncTokenType::get(loop.getContext()), {});
     nvgpu::DeviceAsyncWaitOp::create(b, loc, token, b.getI32IntegerAttr(0));
   }
-  if (auto barrier = dyn_cast<gpu::BarrierOp>(*b.getInsertionPoint()))
+  // In a ring the empty mbarriers keep the producer from refilling a copy
+  // still read: the body needs no barrier (the warp tiles' one, before
+  // shared tiles are refilled, goes).
+  if (auto barrier = dyn_cast<gpu::BarrierOp>(*b.getInsertionPoint())) {
     b.setInsertionPointAfter(barrier);
-  else
+    if (ring)
+      barrier->erase();
+  } else if (!ring) {
     gpu::BarrierOp::create(b, loc);
-  Value relative =
-      arith::SubIOp::create(b, loc, loop.getInductionVar(), loop.getLowerBound());
+  }
+  Value relative = arith::SubIOp::create(b, loc, loop.getInductionVar(), origin);
   Value parity = arith::RemUIOp::create(b, loc, relative, idx(b, 2));
-  for (Entry &e : entries) {
+  for (TileCopies &e : entries) {
     Value shift = arith::AddIOp::create(
         b, loc, idx(b, e.shift),
         arith::MulIOp::create(b, loc, parity, idx(b, e.copyShift - e.shift)));
@@ -636,15 +697,15 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
   }
   // Next iteration's tiles into the other copies, issued now (measured
   // faster than after S = Q Kᵀ: docs/GPU-NOTES.md, 41).
-  Value next =
-      arith::AddIOp::create(b, loc, loop.getInductionVar(), loop.getStep());
-  for (const Entry &e : entries)
-    issueFor(b, loop, e.branch, next);
+  if (!ring) {
+    Value next =
+        arith::AddIOp::create(b, loc, loop.getInductionVar(), loop.getStep());
+    for (const TileCopies &e : entries)
+      issueFor(b, loop, e.branch, next);
+  }
   if (tma) {
     // Iteration j's copy c = (j - lb) mod 2 completes its mbarrier's phase
     // (j - lb) / 2: wait for that phase's parity.
-    Value relative = arith::SubIOp::create(b, loc, loop.getInductionVar(),
-                                           loop.getLowerBound());
     Value copy = arith::RemUIOp::create(b, loc, relative, idx(b, 2));
     Value phase = arith::DivUIOp::create(b, loc, relative, idx(b, 2));
     if (outer) {
@@ -671,22 +732,40 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
     phase = arith::RemUIOp::create(b, loc, phase, idx(b, 2));
     Value parity = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                          phase, idx(b, 0));
-    // The suspend-time hint of each try_wait round, in nanoseconds.
-    constexpr int64_t kWaitTicks = 10'000'000;
     for (int64_t i = 0, e = viaTma.size(); i < e; ++i)
       nvgpu::MBarrierTryWaitParityOp::create(
           b, loc, barriers, parity, idx(b, kWaitTicks),
           arith::AddIOp::create(b, loc, copy, idx(b, 2 * i)));
+    if (ring) {
+      // Every thread is done with the position's copies once its body is:
+      // the warpgroup MMAs reading them are waited for inside.
+      OpBuilder release = OpBuilder::atBlockTerminator(body);
+      nvgpu::MBarrierArriveOp::create(
+          release, loc,
+          nvgpu::MBarrierTokenType::get(loop.getContext()), ring->empty,
+          arith::RemUIOp::create(
+              release, loc,
+              arith::SubIOp::create(release, loc, loop.getInductionVar(),
+                                    origin),
+              idx(release, 2)));
+      SmallVector<scf::ExecuteRegionOp> branches;
+      for (TileCopies &e : entries) {
+        branches.push_back(e.branch);
+        issued[e.load] = nullptr;
+      }
+      ring->templates.push_back({loop, std::move(branches)});
+      return true;
+    }
   }
   // The first iteration's, before the loop: once the block is past whatever
   // ran before (the copies may share bytes with an earlier loop's tiles).
   {
     OpBuilder before(loop);
     gpu::BarrierOp::create(before, loc);
-    for (const Entry &e : entries)
+    for (const TileCopies &e : entries)
       issueFor(before, loop, e.branch, loop.getLowerBound());
   }
-  for (const Entry &e : entries) {
+  for (const TileCopies &e : entries) {
     e.branch->erase();
     issued[e.load] = nullptr;
   }
@@ -725,16 +804,179 @@ static Value rowsAreAligned(OpBuilder &b, Location loc, Value memref,
   return arith::AndIOp::create(b, loc, ok, isMultiple(ptr, 16));
 }
 
-void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
-                                int64_t stages, int64_t sharedLimit,
-                                bool tensorMapLoads) {
+/// The ring of a warp-specialised launch, when its key-block loops allow one:
+/// they sit directly in the launch body, step by 1, each starts where the
+/// previous one ends, and each loads the same tiles (all by TMA) into the
+/// same copies. Creates the `full` (one per tile and copy, one arrival: the
+/// producer's expect_tx) and `empty` (one per copy, one arrival per consumer
+/// thread) mbarriers, initialised by `leader`, then a barrier of the whole
+/// block; returns that barrier with the ring.
+static std::optional<std::pair<WarpRing, gpu::BarrierOp>>
+planWarpRing(gpu::LaunchOp launch, ArrayRef<scf::ForOp> loops,
+             ArrayRef<scf::ExecuteRegionOp> issued, ArrayRef<TileLoad> loads,
+             ArrayRef<std::optional<TmaSource>> tmaSources, int64_t extraStart,
+             int64_t limit, Value leader, int64_t consumers) {
+  if (loops.empty())
+    return std::nullopt;
+  using Placement = std::tuple<int64_t, int64_t, MemRefType>;
+  SmallVector<Placement> placement;
+  for (auto [i, constLoop] : llvm::enumerate(loops)) {
+    scf::ForOp loop = constLoop;
+    scf::ForOp previous = i > 0 ? loops[i - 1] : scf::ForOp();
+    if (loop->getParentOp() != launch.getOperation() ||
+        getConstantIntValue(loop.getStep()) != 1 ||
+        (previous && (loop.getLowerBound() != previous.getUpperBound() ||
+                      !previous->isBeforeInBlock(loop))))
+      return std::nullopt;
+    int64_t end = 0;
+    std::optional<SmallVector<TileCopies>> entries =
+        copiesOf(loop, issued, loads, extraStart, end);
+    if (!entries || end > limit)
+      return std::nullopt;
+    SmallVector<Placement> here;
+    for (TileCopies &e : *entries) {
+      if (!tmaSources[e.load])
+        return std::nullopt;
+      here.push_back({e.shift, e.copyShift, e.view.getType()});
+    }
+    if (i == 0)
+      placement = here;
+    else if (here != placement)
+      return std::nullopt;
+  }
+  MLIRContext *ctx = launch.getContext();
+  Location loc = launch.getLoc();
+  OpBuilder b(ctx);
+  b.setInsertionPointAfterValue(leader);
+  auto group = [&](int64_t n, int64_t count) {
+    Value barriers = nvgpu::MBarrierCreateOp::create(
+        b, loc,
+        nvgpu::MBarrierGroupType::get(
+            ctx, gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup),
+            n));
+    for (int64_t i = 0; i < n; ++i)
+      nvgpu::MBarrierInitOp::create(
+          b, loc, barriers, arith::ConstantIndexOp::create(b, loc, count),
+          arith::ConstantIndexOp::create(b, loc, i), leader);
+    return barriers;
+  };
+  WarpRing ring;
+  ring.origin = scf::ForOp(loops.front()).getLowerBound();
+  ring.full = group(2 * placement.size(), 1);
+  ring.empty = group(2, consumers);
+  auto initialised = gpu::BarrierOp::create(b, loc);
+  return std::make_pair(std::move(ring), initialised);
+}
+
+/// The producer warpgroup of a warp-specialised launch, right after
+/// `initialised`: threads `consumers` ... `consumers` + 127; the first of
+/// them walks the ring loops' iterations in order and, for each, waits until
+/// the consumers released the position's copies and issues the iteration's
+/// TMA branches (cloned from the consumer loops, which then drop them). The
+/// values the clones need from the launch body are computed again inside
+/// (pure index and view arithmetic), so that the producer depends only on
+/// what precedes it. The consumers are the rest of the body, which
+/// `splitWarpRoles` wraps once the body is complete.
+static LogicalResult buildProducer(gpu::LaunchOp launch, WarpRing &ring,
+                                   gpu::BarrierOp initialised, Value leader,
+                                   int64_t consumers) {
+  Location loc = launch.getLoc();
+  OpBuilder b(initialised->getBlock(), std::next(initialised->getIterator()));
+  auto idx = [&](OpBuilder &at, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(at, loc, v);
+  };
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  auto producer = scf::IfOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, tid,
+                            idx(b, consumers)),
+      /*withElseRegion=*/false);
+  producer->setAttr(flash::kWarpRoleAttr, b.getStringAttr("producer"));
+  OpBuilder p = producer.getThenBodyBuilder();
+  auto issuer = scf::IfOp::create(
+      p, loc,
+      arith::CmpIOp::create(p, loc, arith::CmpIPredicate::eq, tid,
+                            idx(p, consumers)),
+      /*withElseRegion=*/false);
+  OpBuilder ib = issuer.getThenBodyBuilder();
+  Value on = arith::ConstantOp::create(ib, loc, ib.getBoolAttr(true));
+  for (auto &[loop, branches] : ring.templates) {
+    auto copies = scf::ForOp::create(ib, loc, loop.getLowerBound(),
+                                     loop.getUpperBound(), loop.getStep());
+    OpBuilder lb = OpBuilder::atBlockTerminator(copies.getBody());
+    Value r = arith::SubIOp::create(lb, loc, copies.getInductionVar(),
+                                    ring.origin);
+    Value copy = arith::RemUIOp::create(lb, loc, r, idx(lb, 2));
+    // Position r - 2's release completed phase r / 2 - 1 of empty[copy];
+    // the first two positions pass at once (phase parity 1 of a fresh
+    // barrier).
+    Value released = arith::RemUIOp::create(
+        lb, loc,
+        arith::AddIOp::create(lb, loc,
+                              arith::DivUIOp::create(lb, loc, r, idx(lb, 2)),
+                              idx(lb, 1)),
+        idx(lb, 2));
+    nvgpu::MBarrierTryWaitParityOp::create(
+        lb, loc, ring.empty,
+        arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ne, released,
+                              idx(lb, 0)),
+        idx(lb, kWaitTicks), copy);
+    IRMapping map;
+    map.map(loop.getInductionVar(), copies.getInductionVar());
+    map.map(leader, on);
+    for (scf::ExecuteRegionOp branch : branches) {
+      for (Operation *op : blockSlice(branch, loop.getBody()))
+        if (!map.contains(op->getResult(0)))
+          lb.clone(*op, map);
+      lb.clone(*branch, map);
+    }
+    for (scf::ExecuteRegionOp branch : branches)
+      branch->erase();
+  }
+
+  // What the clones use from the launch body after the producer, computed
+  // again at its start.
+  Block &body = launch.getBody().front();
+  llvm::SetVector<Value> above;
+  getUsedValuesDefinedAbove(producer.getThenRegion(), above);
+  IRMapping again;
+  OpBuilder at = OpBuilder::atBlockBegin(producer.thenBlock());
+  std::function<LogicalResult(Value)> recompute = [&](Value v) -> LogicalResult {
+    Operation *def = v.getDefiningOp();
+    if (!def || again.contains(v) ||
+        (def->getBlock() == &body && def->isBeforeInBlock(producer)))
+      return success();
+    if (def->getBlock() != &body || !isMemoryEffectFree(def) ||
+        def->getNumRegions())
+      return launch.emitError("flash-map-tiles-to-gpu: the TMA producer "
+                              "needs ")
+             << v << ", which is not a pure computation before the loops";
+    for (Value operand : def->getOperands())
+      if (failed(recompute(operand)))
+        return failure();
+    at.clone(*def, again);
+    return success();
+  };
+  for (Value v : above)
+    if (failed(recompute(v)))
+      return failure();
+  for (auto [from, to] : again.getValueMap())
+    replaceAllUsesInRegionWith(from, to, producer.getThenRegion());
+  launch->setAttr(flash::kWarpSpecializedAttr, b.getI64IntegerAttr(consumers));
+  return success();
+}
+
+LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
+                                         int64_t stages, int64_t sharedLimit,
+                                         bool tensorMapLoads,
+                                         bool warpSpecialize) {
   SmallVector<TileLoad> loads;
   launch.getBody().walk([&](memref::CopyOp copy) {
     if (auto load = matchTileLoad(copy))
       loads.push_back(*load);
   });
   if (loads.empty())
-    return;
+    return success();
   MLIRContext *ctx = launch.getContext();
   Location loc = launch.getLoc();
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
@@ -869,12 +1111,19 @@ void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
         gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
         arith::ConstantIndexOp::create(b, loc, 0));
   }
+  std::optional<std::pair<WarpRing, gpu::BarrierOp>> ring;
+  if (tensorMaps && warpSpecialize)
+    ring = planWarpRing(launch, loops, issued, loads, tmaSources, extraStart,
+                        sharedLimit, leader, threads);
   for (scf::ForOp loop : loops)
     if (stages < 2 ||
         !multiBufferLoop(loop, issued, loads, extraStart, extraEnd, sharedLimit,
                          tensorMaps ? &*tensorMaps : nullptr, tmaSources,
-                         leader))
+                         leader, ring ? &ring->first : nullptr))
       pipelineLoop(loop, issued, loads, pipelined);
+  if (ring &&
+      failed(buildProducer(launch, ring->first, ring->second, leader, threads)))
+    return failure();
   if (extraEnd > extraStart) {
     OpBuilder b(launch);
     launch->setAttr(flash::kSharedMemoryBytesAttr, b.getI64IntegerAttr(extraEnd));
@@ -923,4 +1172,5 @@ void flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
           b, loc, NVVM::ProxyKind::async_shared,
           NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
     });
+  return success();
 }

@@ -34,9 +34,19 @@ namespace mlir::flash {
 /// iteration of the scf.for whose body holds it with the same bounds each
 /// time (the waits' phases are then known). The other loads stay on
 /// cp.async.
-void lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
-                         int64_t stages, int64_t sharedLimit,
-                         bool tensorMapLoads = false);
+///
+/// With `warpSpecialize` as well, where the launch's key-block loops run one
+/// after another over consecutive key blocks with the same TMA tiles, a
+/// producer warpgroup (threads `threads` ... `threads` + 127, an `scf.if`
+/// tagged `flash.warp_role = "producer"` near the body's start) issues every
+/// iteration's boxes into a ring of two copies guarded by `full` and `empty`
+/// mbarriers, and the loops (the consumers' code, `threads` threads) only
+/// wait and release; the launch is tagged `flash.warp_specialized` for
+/// `splitWarpRoles`, which must run once the body is complete.
+LogicalResult lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
+                                  int64_t stages, int64_t sharedLimit,
+                                  bool tensorMapLoads = false,
+                                  bool warpSpecialize = false);
 
 } // namespace mlir::flash
 

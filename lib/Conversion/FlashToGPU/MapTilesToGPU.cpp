@@ -10,6 +10,7 @@
 #include "BufferLiveness.h"
 #include "TileContraction.h"
 #include "WarpRegisterTiles.h"
+#include "WarpSpecialization.h"
 
 #include "flash/Target/AttentionTarget.h"
 
@@ -45,10 +46,12 @@ class TileMapper {
 public:
   TileMapper(scf::ForallOp forall, Chip chip, int64_t threads,
              TensorCores tensorCores, bool registerTiles, bool asyncCopies,
-             int64_t loadStages, bool tmaLoads)
+             int64_t loadStages, bool tmaLoads, bool warpSpecialize,
+             bool pingPong)
       : forall(forall), loc(forall.getLoc()), chip(chip), threads(threads),
         tensorCores(tensorCores), registerTiles(registerTiles),
-        asyncCopies(asyncCopies), loadStages(loadStages), tmaLoads(tmaLoads) {}
+        asyncCopies(asyncCopies), loadStages(loadStages), tmaLoads(tmaLoads),
+        warpSpecialize(warpSpecialize), pingPong(pingPong) {}
 
   LogicalResult run();
 
@@ -70,7 +73,7 @@ private:
   TensorCores tensorCores;
   bool registerTiles, asyncCopies;
   int64_t loadStages;
-  bool tmaLoads;
+  bool tmaLoads, warpSpecialize, pingPong;
 };
 } // namespace
 
@@ -208,10 +211,11 @@ LogicalResult TileMapper::run() {
     if (inRegisters.usesWgmma())
       launch->setAttr("flash.wgmma", start.getUnitAttr());
   }
-  if (asyncCopies)
-    flash::lowerAsyncTileLoads(launch, threads, loadStages,
-                               flash::maxSharedMemoryPerBlock(chip),
-                               tmaLoads && launch->hasAttr("flash.wgmma"));
+  if (asyncCopies &&
+      failed(flash::lowerAsyncTileLoads(
+          launch, threads, loadStages, flash::maxSharedMemoryPerBlock(chip),
+          tmaLoads && launch->hasAttr("flash.wgmma"), warpSpecialize)))
+    return failure();
   if (failed(lowerLinalg(launch)))
     return failure();
 
@@ -231,7 +235,7 @@ LogicalResult TileMapper::run() {
     OpBuilder ob(op);
     distribute(op, ob, gpu::ThreadIdOp::create(ob, loc, gpu::Dimension::x));
   }
-  return success();
+  return flash::splitWarpRoles(launch, pingPong);
 }
 
 LogicalResult TileMapper::sinkValuesDefinedAbove(gpu::LaunchOp launch) {
@@ -741,7 +745,8 @@ struct FlashMapTilesToGPUPass
     }
     for (scf::ForallOp forall : foralls)
       if (failed(TileMapper(forall, chip, threads, cores, registerTiles,
-                            asyncCopies, loadStages, tmaLoads)
+                            asyncCopies, loadStages, tmaLoads, warpSpecialize,
+                            pingPong)
                      .run()))
         return signalPassFailure();
   }

@@ -1129,6 +1129,8 @@ LogicalResult TileRewriter::rewriteWarpgroupContraction(OpBuilder &b,
   auto mma = flashgpu::WarpgroupMmaOp::create(
       b, loc, accType, accIn, aDescriptor, aFragments, bDescriptor, n, steps,
       mTiles, et, aRows, bType.getDimSize(0), /*b_k_major=*/m.transposeB);
+  if (std::optional<Contraction> role = getContraction(op))
+    setContraction(mma, *role);
   for (int64_t mi = 0; mi < mTiles; ++mi)
     for (int64_t i = 0; i < perSlice; ++i)
       acc = insert(b, extract(b, mma, mi * perSlice + i), acc,

@@ -1,0 +1,141 @@
+//===- WarpSpecialization.cpp - producer and consumer warps -----*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// FlashAttention-3's warp specialisation: one warpgroup only issues TMA
+// copies and holds few registers, the others compute with the registers it
+// gave back. The producer's code is built with the loads it issues
+// (AsyncTileLoads.cpp); this step separates the roles.
+//
+//===----------------------------------------------------------------------===//
+
+#include "WarpSpecialization.h"
+
+#include "flash/Dialect/Flash/IR/TileRoles.h"
+#include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+
+/// Ping-pong between the two consumer warpgroups of `consumer`.
+static void alternateScoreMmas(scf::IfOp consumer, Value tid) {
+  Location loc = consumer.getLoc();
+  SmallVector<flashgpu::WarpgroupMmaOp> scores;
+  consumer.getThenRegion().walk([&](flashgpu::WarpgroupMmaOp mma) {
+    if (flash::getContraction(mma) == flash::Contraction::Scores)
+      scores.push_back(mma);
+  });
+  if (scores.empty())
+    return;
+  auto i32 = [&](OpBuilder &b, int64_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+  };
+  Block *inside = consumer.thenBlock();
+  OpBuilder start(inside, std::next(inside->begin()));
+  Value group = arith::IndexCastUIOp::create(
+      start, loc, start.getI32Type(),
+      arith::DivUIOp::create(start, loc, tid,
+                             arith::ConstantIndexOp::create(start, loc, 128)));
+  Value own = arith::AddIOp::create(start, loc, group, i32(start, 2));
+  Value other = arith::SubIOp::create(start, loc, i32(start, 3), group);
+  Value isFirst = arith::CmpIOp::create(start, loc, arith::CmpIPredicate::eq,
+                                        group, i32(start, 0));
+  auto ifOp = [&](OpBuilder &b, bool first, auto body) {
+    Value cond = first ? isFirst
+                       : arith::XOrIOp::create(
+                             b, loc, isFirst,
+                             arith::ConstantOp::create(b, loc,
+                                                       b.getBoolAttr(true)));
+    auto guard = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
+    OpBuilder then = guard.getThenBodyBuilder();
+    body(then);
+  };
+  ifOp(start, /*first=*/false, [&](OpBuilder &b) {
+    NVVM::BarrierArriveOp::create(b, loc, i32(b, 2), i32(b, 256));
+  });
+  for (flashgpu::WarpgroupMmaOp mma : scores) {
+    OpBuilder before(mma);
+    NVVM::BarrierOp::create(before, loc, Type(), own, i32(before, 256),
+                            NVVM::BarrierReductionAttr(), Value());
+    OpBuilder after(mma->getBlock(), std::next(mma->getIterator()));
+    NVVM::BarrierArriveOp::create(after, loc, other, i32(after, 256));
+  }
+  OpBuilder end = OpBuilder::atBlockTerminator(inside);
+  ifOp(end, /*first=*/true, [&](OpBuilder &b) {
+    NVVM::BarrierOp::create(b, loc, Type(), i32(b, 2), i32(b, 256),
+                            NVVM::BarrierReductionAttr(), Value());
+  });
+}
+
+LogicalResult flash::splitWarpRoles(gpu::LaunchOp launch, bool pingPong) {
+  auto tagged = launch->getAttrOfType<IntegerAttr>(kWarpSpecializedAttr);
+  if (!tagged)
+    return success();
+  int64_t consumers = tagged.getInt();
+  Block &body = launch.getBody().front();
+  scf::IfOp producer;
+  for (Operation &op : body)
+    if (auto role = op.getAttrOfType<StringAttr>(kWarpRoleAttr);
+        role && role.getValue() == "producer")
+      producer = cast<scf::IfOp>(op);
+  if (!producer)
+    return launch.emitError("flash-map-tiles-to-gpu: a warp-specialised "
+                            "launch without its producer");
+  Location loc = launch.getLoc();
+  auto i32 = [&](OpBuilder &b, int64_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+  };
+
+  OpBuilder b(body.getTerminator());
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  auto consumer = scf::IfOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid,
+                            arith::ConstantIndexOp::create(b, loc, consumers)),
+      /*withElseRegion=*/false);
+  consumer->setAttr(kWarpRoleAttr, b.getStringAttr("consumer"));
+  Block *inside = consumer.thenBlock();
+  // The consumers' code: everything between the producer and the new if.
+  auto first = std::next(producer->getIterator());
+  auto last = tid.getDefiningOp()->getIterator();
+  inside->getOperations().splice(inside->begin(), body.getOperations(), first,
+                                 last);
+
+  SmallVector<gpu::BarrierOp> barriers;
+  consumer.getThenRegion().walk(
+      [&](gpu::BarrierOp barrier) { barriers.push_back(barrier); });
+  for (gpu::BarrierOp barrier : barriers) {
+    OpBuilder at(barrier);
+    NVVM::BarrierOp::create(at, loc, Type(), i32(at, 1), i32(at, consumers),
+                            NVVM::BarrierReductionAttr(), Value());
+    barrier->erase();
+  }
+
+  // One CTA per SM: the block's 64 K registers, less the producer's.
+  constexpr int64_t kRegistersPerSM = 64 * 1024;
+  int64_t consumerRegisters = std::min<int64_t>(
+      240, (kRegistersPerSM - 128 * kProducerRegisters) / consumers / 8 * 8);
+  {
+    OpBuilder at = OpBuilder::atBlockBegin(producer.thenBlock());
+    NVVM::SetMaxRegisterOp::create(at, loc, kProducerRegisters,
+                                   NVVM::SetMaxRegisterAction::decrease);
+  }
+  {
+    OpBuilder at = OpBuilder::atBlockBegin(inside);
+    NVVM::SetMaxRegisterOp::create(at, loc, consumerRegisters,
+                                   NVVM::SetMaxRegisterAction::increase);
+  }
+
+  if (pingPong && consumers == 256)
+    alternateScoreMmas(consumer, tid);
+
+  OpBuilder before(launch);
+  launch.getBlockSizeXMutable().assign(
+      arith::ConstantIndexOp::create(before, loc, consumers + 128));
+  return success();
+}

@@ -1,0 +1,41 @@
+//===- WarpSpecialization.h - producer and consumer warps -------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_LIB_CONVERSION_FLASHTOGPU_WARPSPECIALIZATION_H
+#define FLASH_LIB_CONVERSION_FLASHTOGPU_WARPSPECIALIZATION_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+namespace mlir::flash {
+
+/// On a launch: the number of consumer threads of a warp-specialised kernel,
+/// whose producer warpgroup `lowerAsyncTileLoads` built.
+inline constexpr llvm::StringLiteral kWarpSpecializedAttr =
+    "flash.warp_specialized";
+/// On the `scf.if` that holds a warp role's code: "producer" or "consumer".
+inline constexpr llvm::StringLiteral kWarpRoleAttr = "flash.warp_role";
+
+/// Registers per thread the producer warpgroup keeps (`setmaxnreg.dec`).
+inline constexpr int64_t kProducerRegisters = 24;
+
+/// Completes a launch tagged `flash.warp_specialized` (C consumer threads):
+/// everything after the producer's `scf.if` becomes the consumers' `scf.if`
+/// (threads 0 ... C - 1), their block barriers become named barrier 1 over
+/// C threads (the producer never reaches them), the producer gives registers
+/// back (`setmaxnreg.dec` to kProducerRegisters) and the consumers take
+/// what that frees (`setmaxnreg.inc`, up to 240 with 1 CTA per SM), and the
+/// block grows by the producer's 128 threads.
+///
+/// With `pingPong` and two consumer warpgroups, their S = Q Kᵀ MMAs take
+/// turns (FlashAttention-3's ping-pong): warpgroup g waits on named barrier
+/// 2 + g before each and arrives on the other's after it, so that one
+/// warpgroup's softmax runs while the other's MMAs do; warpgroup 1 lets
+/// warpgroup 0 start, and warpgroup 0 takes the last arrival at its end.
+LogicalResult splitWarpRoles(gpu::LaunchOp launch, bool pingPong = false);
+
+} // namespace mlir::flash
+
+#endif // FLASH_LIB_CONVERSION_FLASHTOGPU_WARPSPECIALIZATION_H
