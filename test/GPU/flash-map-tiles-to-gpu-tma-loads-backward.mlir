@@ -8,7 +8,7 @@
 // CHECK-LABEL: func.func @backward(
 // The dQ kernel: its key loop runs once per launch.
 // CHECK: gpu.launch
-// CHECK: nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+// CHECK: builtin.unrealized_conversion_cast %{{.*}} : memref<4xi64, #gpu.address_space<workgroup>> to !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
 // CHECK: nvgpu.tma.async.load
 // CHECK: scf.for %[[J:[^ ]*]] = %[[LB:[^ ]*]] to %{{[^ ]*}} step %{{[^ ]*}} iter_args
 // CHECK-NOT: nvgpu.device_async_wait
@@ -18,7 +18,7 @@
 // CHECK: nvgpu.mbarrier.try_wait.parity
 // The dK/dV kernel.
 // CHECK: gpu.launch
-// CHECK: %[[BARS:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+// CHECK: %[[BARS:.*]] = builtin.unrealized_conversion_cast %{{.*}} : memref<4xi64, #gpu.address_space<workgroup>> to !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
 // CHECK: scf.for %[[H:[^ ]*]] = %[[HLB:[^ ]*]] to %{{[^ ]*}} step %[[HSTEP:[^ ]*]] iter_args
 // Run k's first query block, before the query loop.
 // CHECK: nvgpu.tma.async.load

@@ -19,7 +19,7 @@
 // CHECK: memref.extract_aligned_pointer_as_index %[[MAPS]]
 // CHECK: builtin.unrealized_conversion_cast %{{.*}} : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x1x64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
 // CHECK: %[[LEADER:.*]] = arith.cmpi eq, %{{.*}}, %c0
-// CHECK: %[[BARS:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+// CHECK: %[[BARS:.*]] = builtin.unrealized_conversion_cast %{{.*}} : memref<4xi64, #gpu.address_space<workgroup>> to !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
 // CHECK: nvgpu.mbarrier.init %[[BARS]][%{{.*}}], %{{.*}}, predicate = %[[LEADER]]
 // Q by cp.async.
 // CHECK: nvgpu.device_async_copy

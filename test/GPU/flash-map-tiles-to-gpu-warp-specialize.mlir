@@ -18,10 +18,14 @@
 
 // CHECK-LABEL: func.func @causal_d128(
 // CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{[^ ]*}} = %c384,
+// The mbarriers are words of the dynamic shared memory, after the tiles.
+// CHECK: %[[WINDOW:.*]] = gpu.dynamic_shared_memory
 // CHECK: %[[LEADER:.*]] = arith.cmpi eq, %{{.*}}, %c0
-// CHECK: %[[FULL:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+// CHECK: %[[FULLW:.*]] = memref.view %[[WINDOW]][%c163840{{.*}}] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4xi64, #gpu.address_space<workgroup>>
+// CHECK: %[[FULL:.*]] = builtin.unrealized_conversion_cast %[[FULLW]] : memref<4xi64, #gpu.address_space<workgroup>> to !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
 // CHECK-COUNT-4: nvgpu.mbarrier.init %[[FULL]][%{{.*}}], %c1{{.*}}, predicate = %[[LEADER]]
-// CHECK: %[[EMPTY:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+// CHECK: %[[EMPTYW:.*]] = memref.view %[[WINDOW]][%c163872{{.*}}] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2xi64, #gpu.address_space<workgroup>>
+// CHECK: %[[EMPTY:.*]] = builtin.unrealized_conversion_cast %[[EMPTYW]] : memref<2xi64, #gpu.address_space<workgroup>> to !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
 // CHECK-COUNT-2: nvgpu.mbarrier.init %[[EMPTY]][%{{.*}}], %c256{{.*}}, predicate = %[[LEADER]]
 // CHECK-NEXT: gpu.barrier
 // CHECK: %[[TID:.*]] = gpu.thread_id x

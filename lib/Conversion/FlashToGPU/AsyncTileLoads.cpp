@@ -474,6 +474,76 @@ static bool dominatesLoop(Operation *op, scf::ForOp loop) {
 }
 
 namespace {
+/// The launch's mbarriers, carved from its dynamic shared memory after the
+/// tiles rather than made by `nvgpu.mbarrier.create`: that op's storage is a
+/// static shared variable, and the NVVM lowering declares the dynamic window
+/// as one too (a demoted 1-byte `.shared` symbol at the start of the static
+/// ones), so the tiles carved from it would overlap the barriers. Each group
+/// is a view of 8-byte words cast to the group type that the nvgpu ops take
+/// (both lower to the same memref descriptor); its place is fixed once every
+/// tile's is (`place`).
+class BarrierSpace {
+public:
+  /// Barriers are created and initialised right after `leader` (thread 0's
+  /// predicate, at the start of the launch body), in order.
+  explicit BarrierSpace(Value leader) : leader(leader) {
+    cursor = leader.getDefiningOp();
+    OpBuilder b(cursor->getBlock(), cursor->getBlock()->begin());
+    window = gpu::DynamicSharedMemoryOp::create(
+        b, cursor->getLoc(),
+        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                        MemRefLayoutAttrInterface(),
+                        gpu::AddressSpaceAttr::get(
+                            b.getContext(), gpu::AddressSpace::Workgroup)));
+  }
+
+  /// `n` mbarriers initialised with `count` arrivals each.
+  Value allocate(Location loc, int64_t n, int64_t count) {
+    MLIRContext *ctx = leader.getContext();
+    OpBuilder b(ctx);
+    b.setInsertionPointAfter(cursor);
+    auto workgroup =
+        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    auto words = MemRefType::get({n}, b.getI64Type(),
+                                 MemRefLayoutAttrInterface(), workgroup);
+    auto view = memref::ViewOp::create(
+        b, loc, words, window.getResultMemref(),
+        arith::ConstantIndexOp::create(b, loc, bytes), ValueRange{});
+    views.push_back({view, bytes});
+    bytes += 8 * n;
+    Value group = UnrealizedConversionCastOp::create(
+                      b, loc, nvgpu::MBarrierGroupType::get(ctx, workgroup, n),
+                      view.getResult())
+                      .getResult(0);
+    for (int64_t i = 0; i < n; ++i)
+      cursor = nvgpu::MBarrierInitOp::create(
+          b, loc, group, arith::ConstantIndexOp::create(b, loc, count),
+          arith::ConstantIndexOp::create(b, loc, i), leader);
+    return group;
+  }
+
+  /// The last op that creates or initialises a barrier.
+  Operation *initialised() const { return cursor; }
+
+  /// Places the barriers from `end` (the tiles' end) on; returns their end.
+  int64_t place(int64_t end) {
+    int64_t at = llvm::alignTo(end, 8);
+    for (auto [view, offset] : views) {
+      OpBuilder b(view);
+      view.getByteShiftMutable().assign(
+          arith::ConstantIndexOp::create(b, view.getLoc(), at + offset));
+    }
+    return views.empty() ? end : at + bytes;
+  }
+
+private:
+  Value leader;
+  Operation *cursor;
+  gpu::DynamicSharedMemoryOp window;
+  SmallVector<std::pair<memref::ViewOp, int64_t>> views;
+  int64_t bytes = 0;
+};
+
 /// One tile of a key-block loop with two copies: its load, the view it was
 /// carved as, and the byte shifts of its two copies.
 struct TileCopies {
@@ -563,7 +633,7 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
                 ArrayRef<TileLoad> loads, int64_t extraStart, int64_t &extraEnd,
                 int64_t limit, TensorMaps *tensorMaps,
                 ArrayRef<std::optional<TmaSource>> tmaSources, Value leader,
-                WarpRing *ring = nullptr) {
+                BarrierSpace *barrierSpace, WarpRing *ring = nullptr) {
   Block *body = loop.getBody();
   int64_t end = 0;
   std::optional<SmallVector<TileCopies>> found =
@@ -612,22 +682,8 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
   Value origin = ring ? ring->origin : loop.getLowerBound();
   Value barriers;
   if (tma) {
-    if (ring) {
-      barriers = ring->full;
-    } else {
-      MLIRContext *ctx = loop.getContext();
-      OpBuilder start(leader.getContext());
-      start.setInsertionPointAfterValue(leader);
-      barriers = nvgpu::MBarrierCreateOp::create(
-          start, loc,
-          nvgpu::MBarrierGroupType::get(
-              ctx,
-              gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup),
-              2 * viaTma.size()));
-      for (int64_t i = 0, e = 2 * viaTma.size(); i < e; ++i)
-        nvgpu::MBarrierInitOp::create(start, loc, barriers, idx(start, 1),
-                                      idx(start, i), leader);
-    }
+    barriers =
+        ring ? ring->full : barrierSpace->allocate(loc, 2 * viaTma.size(), 1);
     for (auto [i, entryAndSource] : llvm::enumerate(viaTma)) {
       auto &[entry, source] = entryAndSource;
       TileCopies &e = *entry;
@@ -815,7 +871,8 @@ static std::optional<std::pair<WarpRing, gpu::BarrierOp>>
 planWarpRing(gpu::LaunchOp launch, ArrayRef<scf::ForOp> loops,
              ArrayRef<scf::ExecuteRegionOp> issued, ArrayRef<TileLoad> loads,
              ArrayRef<std::optional<TmaSource>> tmaSources, int64_t extraStart,
-             int64_t limit, Value leader, int64_t consumers) {
+             int64_t limit, Value leader, int64_t consumers,
+             BarrierSpace &barrierSpace) {
   if (loops.empty())
     return std::nullopt;
   using Placement = std::tuple<int64_t, int64_t, MemRefType>;
@@ -844,26 +901,13 @@ planWarpRing(gpu::LaunchOp launch, ArrayRef<scf::ForOp> loops,
     else if (here != placement)
       return std::nullopt;
   }
-  MLIRContext *ctx = launch.getContext();
   Location loc = launch.getLoc();
-  OpBuilder b(ctx);
-  b.setInsertionPointAfterValue(leader);
-  auto group = [&](int64_t n, int64_t count) {
-    Value barriers = nvgpu::MBarrierCreateOp::create(
-        b, loc,
-        nvgpu::MBarrierGroupType::get(
-            ctx, gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup),
-            n));
-    for (int64_t i = 0; i < n; ++i)
-      nvgpu::MBarrierInitOp::create(
-          b, loc, barriers, arith::ConstantIndexOp::create(b, loc, count),
-          arith::ConstantIndexOp::create(b, loc, i), leader);
-    return barriers;
-  };
   WarpRing ring;
   ring.origin = scf::ForOp(loops.front()).getLowerBound();
-  ring.full = group(2 * placement.size(), 1);
-  ring.empty = group(2, consumers);
+  ring.full = barrierSpace.allocate(loc, 2 * placement.size(), 1);
+  ring.empty = barrierSpace.allocate(loc, 2, consumers);
+  OpBuilder b(launch.getContext());
+  b.setInsertionPointAfter(barrierSpace.initialised());
   auto initialised = gpu::BarrierOp::create(b, loc);
   return std::make_pair(std::move(ring), initialised);
 }
@@ -1111,16 +1155,22 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
         gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
         arith::ConstantIndexOp::create(b, loc, 0));
   }
+  std::optional<BarrierSpace> barrierSpace;
+  if (tensorMaps)
+    barrierSpace.emplace(leader);
   std::optional<std::pair<WarpRing, gpu::BarrierOp>> ring;
   if (tensorMaps && warpSpecialize)
     ring = planWarpRing(launch, loops, issued, loads, tmaSources, extraStart,
-                        sharedLimit, leader, threads);
+                        sharedLimit, leader, threads, *barrierSpace);
   for (scf::ForOp loop : loops)
     if (stages < 2 ||
         !multiBufferLoop(loop, issued, loads, extraStart, extraEnd, sharedLimit,
                          tensorMaps ? &*tensorMaps : nullptr, tmaSources,
-                         leader, ring ? &ring->first : nullptr))
+                         leader, barrierSpace ? &*barrierSpace : nullptr,
+                         ring ? &ring->first : nullptr))
       pipelineLoop(loop, issued, loads, pipelined);
+  if (barrierSpace)
+    extraEnd = barrierSpace->place(extraEnd);
   if (ring &&
       failed(buildProducer(launch, ring->first, ring->second, leader, threads)))
     return failure();
