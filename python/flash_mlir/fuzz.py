@@ -652,7 +652,9 @@ def gpu_pass(rng):
         _opt(rng, "format", ["isa"], ["bin", "foo"], 0.05, 0.2),
         _opt(rng, "load-stages", [1, 2], [0, 3, -1], 0.1, 0.3),
         _opt(rng, "pipeline-key-loops", ["true", "false"], ["2"], 0.05, 0.3),
-        _opt(rng, "tma-loads", ["true", "false"], ["2"], 0.05, 0.4)])
+        _opt(rng, "tma-loads", ["true", "false"], ["2"], 0.05, 0.4),
+        _opt(rng, "warp-specialize", ["true", "false"], ["2"], 0.05, 0.4),
+        _opt(rng, "ping-pong", ["true", "false"], ["2"], 0.05, 0.3)])
 
 
 PASSES = [
@@ -679,6 +681,8 @@ PASSES = [
         _opt(r, "--kv-block-cols", [0, 32, 64], EDGE_INTS, 0.1, 0.2),
         _opt(r, "--load-stages", [0, 1, 2], [3, -1], 0.1, 0.2),
         _opt(r, "--tma-loads", ["true", "false"], ["x"], 0.05, 0.3),
+        _opt(r, "--warp-specialize", ["true", "false"], ["x"], 0.05, 0.3),
+        _opt(r, "--ping-pong", ["true", "false"], ["x"], 0.05, 0.2),
         _opt(r, "--tensor-cores", ["auto", "mma-sync", "wgmma", "wmma", "none"], ["foo"],
              0.05, 0.3)] if o)),
 ]
