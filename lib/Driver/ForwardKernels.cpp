@@ -128,7 +128,7 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
   bool wgmma = tensorCoreChoice(compile) == TensorCores::Wgmma && asyncCopies;
   // FlashAttention-3's warp-specialised tiles first where TMA loads K and V
   // (docs/GPU-NOTES.md 48): three consumer warpgroups of 64 rows for
-  // D <= 64, two with ping-pong otherwise, with 176 keys per step for
+  // D <= 64, two otherwise, their score MMAs taking turns, with 176 keys per step for
   // D <= 128 without a causal mask (+5% at 16k; the diagonal blocks of a
   // causal one waste more of the wider step) and 80 above D = 128 (+4-8%
   // over 64 at D = 256, FlashAttention-3's shape).
@@ -146,7 +146,7 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
     configs.push_back(forced);
   } else if (wgmma) {
     if (specialize) {
-      Config wide = {192, 128, 384, true, true, false};
+      Config wide = {192, 128, 384, true, true, compile.pingPong};
       Config longer = {128, 176, 256, true, true, compile.pingPong};
       Config pair = {128, 128, 256, true, true, compile.pingPong};
       Config wideHeads = {128, 80, 256, true, true, compile.pingPong};

@@ -11,6 +11,9 @@
 // (24) to the consumers (240). With ping-pong, warpgroup g waits on named
 // barrier 2 + g before its S = Q Kᵀ MMA and arrives on the other's after.
 // RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=256 tensor-cores=wgmma load-stages=2 tma-loads=1 warp-specialize=1 ping-pong=1" | FileCheck %s
+// Three consumer warpgroups take turns in order: g waits on 2 + g and arrives
+// on 2 + (g + 1) mod 3; warpgroup 2 lets warpgroup 0 start.
+// RUN: flash-opt %s --flash-tile-attention="block-rows=192 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=384 tensor-cores=wgmma load-stages=2 tma-loads=1 warp-specialize=1 ping-pong=1" | FileCheck %s --check-prefix=THREE
 // Without TMA there is no producer: the block keeps its 256 threads.
 // RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=256 tensor-cores=wgmma load-stages=2 tma-loads=0 warp-specialize=1" | FileCheck %s --check-prefix=NOTMA
 // And to PTX.
@@ -86,6 +89,25 @@
 // CHECK: nvvm.barrier id = %c2_i32{{.*}} number_of_threads = %c256_i32
 // CHECK: } {flash.warp_role = "consumer"}
 // CHECK-NEXT: gpu.terminator
+
+// THREE-LABEL: func.func @causal_d128(
+// THREE: gpu.launch {{.*}} threads({{.*}}) in (%{{[^ ]*}} = %c512,
+// THREE: scf.if %{{.*}} {
+// THREE-NEXT: nvvm.setmaxregister decrease 24
+// THREE: } {flash.warp_role = "producer"}
+// THREE: nvvm.setmaxregister increase 160
+// THREE: %[[GROUP:.*]] = arith.index_castui %{{.*}} : index to i32
+// THREE: %[[OWN:.*]] = arith.addi %[[GROUP]], %c2_i32
+// THREE: %[[PLUS:.*]] = arith.addi %[[GROUP]], %c1_i32
+// THREE: %[[MOD:.*]] = arith.remui %[[PLUS]], %c3_i32
+// THREE: %[[NEXT:.*]] = arith.addi %[[MOD]], %c2_i32
+// THREE: %[[LAST:.*]] = arith.cmpi eq, %[[GROUP]], %c2_i32
+// THREE: scf.if %[[LAST]] {
+// THREE: %[[FIRST:.*]] = arith.constant 2 : i32
+// THREE-NEXT: nvvm.barrier.arrive id = %[[FIRST]]
+// THREE: nvvm.barrier id = %[[OWN]] number_of_threads =
+// THREE-NEXT: flashgpu.warpgroup_mma {{.*}}flash.contraction = "scores"
+// THREE: nvvm.barrier.arrive id = %[[NEXT]] number_of_threads =
 
 // NOTMA-LABEL: func.func @causal_d128(
 // NOTMA: gpu.launch {{.*}} threads({{.*}}) in (%{{[^ ]*}} = %c256,

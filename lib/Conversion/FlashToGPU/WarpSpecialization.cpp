@@ -22,8 +22,13 @@
 
 using namespace mlir;
 
-/// Ping-pong between the two consumer warpgroups of `consumer`.
-static void alternateScoreMmas(scf::IfOp consumer, Value tid) {
+/// The consumer warpgroups of `consumer` (`groups` of them) take turns with
+/// their S = Q Kᵀ MMAs, in order: warpgroup g waits on named barrier 2 + g
+/// before each and arrives on the next one's after it. Each such barrier
+/// counts the 128 threads that wait and the 128 that arrive; the last
+/// warpgroup lets warpgroup 0 take the first turn, and warpgroup 0 takes its
+/// last arrival at the end, so every barrier ends complete.
+static void alternateScoreMmas(scf::IfOp consumer, Value tid, int64_t groups) {
   Location loc = consumer.getLoc();
   SmallVector<flashgpu::WarpgroupMmaOp> scores;
   consumer.getThenRegion().walk([&](flashgpu::WarpgroupMmaOp mma) {
@@ -42,20 +47,20 @@ static void alternateScoreMmas(scf::IfOp consumer, Value tid) {
       arith::DivUIOp::create(start, loc, tid,
                              arith::ConstantIndexOp::create(start, loc, 128)));
   Value own = arith::AddIOp::create(start, loc, group, i32(start, 2));
-  Value other = arith::SubIOp::create(start, loc, i32(start, 3), group);
-  Value isFirst = arith::CmpIOp::create(start, loc, arith::CmpIPredicate::eq,
-                                        group, i32(start, 0));
-  auto ifOp = [&](OpBuilder &b, bool first, auto body) {
-    Value cond = first ? isFirst
-                       : arith::XOrIOp::create(
-                             b, loc, isFirst,
-                             arith::ConstantOp::create(b, loc,
-                                                       b.getBoolAttr(true)));
-    auto guard = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
+  Value next = arith::AddIOp::create(
+      start, loc,
+      arith::RemUIOp::create(
+          start, loc, arith::AddIOp::create(start, loc, group, i32(start, 1)),
+          i32(start, groups)),
+      i32(start, 2));
+  auto ifGroup = [&](OpBuilder &b, int64_t g, auto body) {
+    Value is = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, group,
+                                     i32(b, g));
+    auto guard = scf::IfOp::create(b, loc, is, /*withElseRegion=*/false);
     OpBuilder then = guard.getThenBodyBuilder();
     body(then);
   };
-  ifOp(start, /*first=*/false, [&](OpBuilder &b) {
+  ifGroup(start, groups - 1, [&](OpBuilder &b) {
     NVVM::BarrierArriveOp::create(b, loc, i32(b, 2), i32(b, 256));
   });
   for (flashgpu::WarpgroupMmaOp mma : scores) {
@@ -63,10 +68,10 @@ static void alternateScoreMmas(scf::IfOp consumer, Value tid) {
     NVVM::BarrierOp::create(before, loc, Type(), own, i32(before, 256),
                             NVVM::BarrierReductionAttr(), Value());
     OpBuilder after(mma->getBlock(), std::next(mma->getIterator()));
-    NVVM::BarrierArriveOp::create(after, loc, other, i32(after, 256));
+    NVVM::BarrierArriveOp::create(after, loc, next, i32(after, 256));
   }
   OpBuilder end = OpBuilder::atBlockTerminator(inside);
-  ifOp(end, /*first=*/true, [&](OpBuilder &b) {
+  ifGroup(end, 0, [&](OpBuilder &b) {
     NVVM::BarrierOp::create(b, loc, Type(), i32(b, 2), i32(b, 256),
                             NVVM::BarrierReductionAttr(), Value());
   });
@@ -131,8 +136,8 @@ LogicalResult flash::splitWarpRoles(gpu::LaunchOp launch, bool pingPong) {
                                    NVVM::SetMaxRegisterAction::increase);
   }
 
-  if (pingPong && consumers == 256)
-    alternateScoreMmas(consumer, tid);
+  if (pingPong && (consumers == 256 || consumers == 384))
+    alternateScoreMmas(consumer, tid, consumers / 128);
 
   OpBuilder before(launch);
   launch.getBlockSizeXMutable().assign(

@@ -29,11 +29,12 @@ inline constexpr int64_t kProducerRegisters = 24;
 /// what that frees (`setmaxnreg.inc`, up to 240 with 1 CTA per SM), and the
 /// block grows by the producer's 128 threads.
 ///
-/// With `pingPong` and two consumer warpgroups, their S = Q Kᵀ MMAs take
-/// turns (FlashAttention-3's ping-pong): warpgroup g waits on named barrier
-/// 2 + g before each and arrives on the other's after it, so that one
-/// warpgroup's softmax runs while the other's MMAs do; warpgroup 1 lets
-/// warpgroup 0 start, and warpgroup 0 takes the last arrival at its end.
+/// With `pingPong` and two or three consumer warpgroups, their S = Q Kᵀ MMAs
+/// take turns in order (FlashAttention-3's ping-pong): warpgroup g waits on
+/// named barrier 2 + g before each and arrives on the next one's after it,
+/// so that a warpgroup's softmax runs while another's MMAs do; the last
+/// warpgroup lets warpgroup 0 start, and warpgroup 0 takes the last arrival
+/// at its end.
 LogicalResult splitWarpRoles(gpu::LaunchOp launch, bool pingPong = false);
 
 } // namespace mlir::flash
