@@ -128,10 +128,10 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
   bool wgmma = tensorCoreChoice(compile) == TensorCores::Wgmma && asyncCopies;
   // FlashAttention-3's warp-specialised tiles first where TMA loads K and V
   // (docs/GPU-NOTES.md 48): three consumer warpgroups of 64 rows for
-  // D <= 64, two otherwise, their score MMAs taking turns, with 176 keys per step for
-  // D <= 128 without a causal mask (+5% at 16k; the diagonal blocks of a
-  // causal one waste more of the wider step) and 80 above D = 128 (+4-8%
-  // over 64 at D = 256, FlashAttention-3's shape).
+  // D <= 64, two otherwise, their score MMAs taking turns, with 176 keys per
+  // step for D <= 128 without a causal mask (+5% at 16k; the diagonal blocks of
+  // a causal one waste more of the wider step) and 80 above D = 128 (+4-8% over
+  // 64 at D = 256, FlashAttention-3's shape).
   bool specialize = wgmma && compile.warpSpecialize && compile.tmaLoads &&
                     compile.chip == Chip::Sm90a && !compile.pipelineKeyLoops;
   int64_t headDim = std::max(op.getQuery().getType().getShape().back(),
@@ -161,9 +161,15 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
         configs.push_back(wideHeads);
       configs.push_back(narrow);
     }
-    configs.append({{128, 64, 128}, {128, 48, 128, true}, {128, 128, 256, true},
-                    {128, 32, 128}, {128, 64, 256},       {128, 32, 256},
-                    {64, 64, 128},  {64, 32, 128},        {32, 32, 128},
+    configs.append({{128, 64, 128},
+                    {128, 48, 128, true},
+                    {128, 128, 256, true},
+                    {128, 32, 128},
+                    {128, 64, 256},
+                    {128, 32, 256},
+                    {64, 64, 128},
+                    {64, 32, 128},
+                    {32, 32, 128},
                     {16, 16, 128}});
   } else
     configs = {{128, 64, 128}, {128, 32, 128}, {128, 64, 256}, {128, 32, 256},
@@ -185,9 +191,9 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
     Kernel kernel = std::move(**built);
     if (config.wgmmaOnly && !kernel.launch.wgmma && !last)
       continue;
-    bool specialized = !kernel.launch.block.empty() &&
-                       kernel.launch.block.front().getAsInteger() ==
-                           config.threads + 128;
+    bool specialized =
+        !kernel.launch.block.empty() &&
+        kernel.launch.block.front().getAsInteger() == config.threads + 128;
     if (config.warpSpecialized && !specialized && !last)
       continue;
     // Lowering and assembling is most of a build: skip what ptxas would

@@ -719,7 +719,8 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
   } else if (!ring) {
     gpu::BarrierOp::create(b, loc);
   }
-  Value relative = arith::SubIOp::create(b, loc, loop.getInductionVar(), origin);
+  Value relative =
+      arith::SubIOp::create(b, loc, loop.getInductionVar(), origin);
   Value parity = arith::RemUIOp::create(b, loc, relative, idx(b, 2));
   for (TileCopies &e : entries) {
     Value shift = arith::AddIOp::create(
@@ -797,13 +798,13 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
       // the warpgroup MMAs reading them are waited for inside.
       OpBuilder release = OpBuilder::atBlockTerminator(body);
       nvgpu::MBarrierArriveOp::create(
-          release, loc,
-          nvgpu::MBarrierTokenType::get(loop.getContext()), ring->empty,
-          arith::RemUIOp::create(
-              release, loc,
-              arith::SubIOp::create(release, loc, loop.getInductionVar(),
-                                    origin),
-              idx(release, 2)));
+          release, loc, nvgpu::MBarrierTokenType::get(loop.getContext()),
+          ring->empty,
+          arith::RemUIOp::create(release, loc,
+                                 arith::SubIOp::create(release, loc,
+                                                       loop.getInductionVar(),
+                                                       origin),
+                                 idx(release, 2)));
       SmallVector<scf::ExecuteRegionOp> branches;
       for (TileCopies &e : entries) {
         branches.push_back(e.branch);
@@ -930,26 +931,26 @@ static LogicalResult buildProducer(gpu::LaunchOp launch, WarpRing &ring,
     return arith::ConstantIndexOp::create(at, loc, v);
   };
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  auto producer = scf::IfOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, tid,
-                            idx(b, consumers)),
-      /*withElseRegion=*/false);
+  auto producer =
+      scf::IfOp::create(b, loc,
+                        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                              tid, idx(b, consumers)),
+                        /*withElseRegion=*/false);
   producer->setAttr(flash::kWarpRoleAttr, b.getStringAttr("producer"));
   OpBuilder p = producer.getThenBodyBuilder();
-  auto issuer = scf::IfOp::create(
-      p, loc,
-      arith::CmpIOp::create(p, loc, arith::CmpIPredicate::eq, tid,
-                            idx(p, consumers)),
-      /*withElseRegion=*/false);
+  auto issuer =
+      scf::IfOp::create(p, loc,
+                        arith::CmpIOp::create(p, loc, arith::CmpIPredicate::eq,
+                                              tid, idx(p, consumers)),
+                        /*withElseRegion=*/false);
   OpBuilder ib = issuer.getThenBodyBuilder();
   Value on = arith::ConstantOp::create(ib, loc, ib.getBoolAttr(true));
   for (auto &[loop, branches] : ring.templates) {
     auto copies = scf::ForOp::create(ib, loc, loop.getLowerBound(),
                                      loop.getUpperBound(), loop.getStep());
     OpBuilder lb = OpBuilder::atBlockTerminator(copies.getBody());
-    Value r = arith::SubIOp::create(lb, loc, copies.getInductionVar(),
-                                    ring.origin);
+    Value r =
+        arith::SubIOp::create(lb, loc, copies.getInductionVar(), ring.origin);
     Value copy = arith::RemUIOp::create(lb, loc, r, idx(lb, 2));
     // Position r - 2's release completed phase r / 2 - 1 of empty[copy];
     // the first two positions pass at once (phase parity 1 of a fresh
@@ -985,7 +986,8 @@ static LogicalResult buildProducer(gpu::LaunchOp launch, WarpRing &ring,
   getUsedValuesDefinedAbove(producer.getThenRegion(), above);
   IRMapping again;
   OpBuilder at = OpBuilder::atBlockBegin(producer.thenBlock());
-  std::function<LogicalResult(Value)> recompute = [&](Value v) -> LogicalResult {
+  std::function<LogicalResult(Value)> recompute =
+      [&](Value v) -> LogicalResult {
     Operation *def = v.getDefiningOp();
     if (!def || again.contains(v) ||
         (def->getBlock() == &body && def->isBeforeInBlock(producer)))
