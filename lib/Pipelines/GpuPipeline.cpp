@@ -64,8 +64,11 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.loadStages = options.loadStages;
   mapping.tmaLoads = options.tmaLoads;
   mapping.warpSpecialize = options.warpSpecialize;
-  mapping.pingPong = options.pingPong;
   pm.addNestedPass<func::FuncOp>(flash::createFlashMapTilesToGPUPass(mapping));
+  flash::FlashGpuSplitWarpRolesPassOptions roles;
+  roles.pingPong = options.pingPong;
+  pm.addNestedPass<func::FuncOp>(
+      flash::createFlashGpuSplitWarpRolesPass(roles));
   if (options.pipelineKeyLoops)
     pm.addNestedPass<func::FuncOp>(flash::createFlashGpuAsyncMmaPass());
   pm.addNestedPass<func::FuncOp>(flash::createFlashGpuFastExp2Pass());

@@ -1,4 +1,5 @@
-// warp-specialize (with tma-loads): a producer warpgroup, threads 256-383 of
+// warp-specialize (with tma-loads), completed by --flash-gpu-split-warp-roles
+// (its own test: flash-gpu-split-warp-roles.mlir): a producer warpgroup, threads 256-383 of
 // a 384-thread block, issues the K and V boxes of both causal key loops (the
 // unmasked blocks, then the diagonal ones) into one ring of two copies per
 // tile; thread 256 alone walks the iterations and first waits until every
@@ -10,12 +11,12 @@
 // barrier 1 over 256 threads. setmaxnreg moves registers from the producer
 // (24) to the consumers (240). With ping-pong, warpgroup g waits on named
 // barrier 2 + g before its S = Q Kᵀ MMA and arrives on the other's after.
-// RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=256 tensor-cores=wgmma load-stages=2 tma-loads=1 warp-specialize=1 ping-pong=1" | FileCheck %s
+// RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=256 tensor-cores=wgmma load-stages=2 tma-loads=1 warp-specialize=1" --flash-gpu-split-warp-roles="ping-pong=1" | FileCheck %s
 // Three consumer warpgroups take turns in order: g waits on 2 + g and arrives
 // on 2 + (g + 1) mod 3; warpgroup 2 lets warpgroup 0 start.
-// RUN: flash-opt %s --flash-tile-attention="block-rows=192 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=384 tensor-cores=wgmma load-stages=2 tma-loads=1 warp-specialize=1 ping-pong=1" | FileCheck %s --check-prefix=THREE
+// RUN: flash-opt %s --flash-tile-attention="block-rows=192 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=384 tensor-cores=wgmma load-stages=2 tma-loads=1 warp-specialize=1" --flash-gpu-split-warp-roles="ping-pong=1" | FileCheck %s --check-prefix=THREE
 // Without TMA there is no producer: the block keeps its 256 threads.
-// RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=256 tensor-cores=wgmma load-stages=2 tma-loads=0 warp-specialize=1" | FileCheck %s --check-prefix=NOTMA
+// RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=256 tensor-cores=wgmma load-stages=2 tma-loads=0 warp-specialize=1" --flash-gpu-split-warp-roles | FileCheck %s --check-prefix=NOTMA
 // And to PTX.
 // RUN: flash-opt %s --flash-gpu-pipeline="chip=sm_90a format=isa block-rows=128 block-cols=128 threads=256 load-stages=2 tma-loads=1 warp-specialize=1 ping-pong=1" | FileCheck %s --check-prefix=PTX
 

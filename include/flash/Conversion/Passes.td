@@ -54,11 +54,12 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
       function gets a last `memref<?xi8>` argument with the tensor maps,
       described by its `flash.tensor_maps` attribute. With
       `warp-specialize` too, a producer warpgroup (threads `threads` ...
-      `threads` + 127) issues those copies for every iteration into a ring
-      of two copies (it waits on an `empty` mbarrier per copy that every
-      consumer thread arrives on at the end of its iteration) and gives its
-      registers back (`setmaxnreg`); the compute threads' block barriers
-      become named barrier 1 over `threads` threads;
+      `threads` + 127, an `scf.if` tagged `flash.warp_role = "producer"`)
+      issues those copies for every iteration into a ring of two copies (it
+      waits on an `empty` mbarrier per copy that every consumer thread
+      arrives on at the end of its iteration); the launch is tagged
+      `flash.warp_specialized` and is complete only after
+      `--flash-gpu-split-warp-roles`;
     - what is left (element copies, and every op of a nest the warp mapping
       does not take) is the portable SIMT mapping: each `scf.parallel` and
       `memref.copy` distributed over the block's threads and followed by
@@ -116,11 +117,8 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
            "tile (full/empty mbarriers) and keeps 24 registers; the "
            "`threads` consumers compute with the rest (setmaxnreg). Applies "
            "where the launch's key-block loops run one after another over "
-           "consecutive blocks with the same tiles">,
-    Option<"pingPong", "ping-pong", "bool", "false",
-           "With warp-specialize and two consumer warpgroups: their "
-           "S = Q Kᵀ MMAs take turns through named barriers, so that one "
-           "warpgroup's softmax runs under the other's MMAs">
+           "consecutive blocks with the same tiles; --flash-gpu-split-warp-"
+           "roles must follow">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -131,6 +129,45 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
     "::mlir::nvgpu::NVGPUDialect",
     "::mlir::vector::VectorDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+def FlashGpuSplitWarpRolesPass : Pass<"flash-gpu-split-warp-roles"> {
+  let summary = "Separate a warp-specialised launch's producer and consumers";
+  let description = [{
+    Completes each `gpu.launch` tagged `flash.warp_specialized = C` (C
+    consumer threads) by `--flash-map-tiles-to-gpu{warp-specialize}`, whose
+    body holds the producer's `scf.if` (`flash.warp_role = "producer"`,
+    threads C and up) followed by the consumers' code:
+
+    - everything after the producer becomes the consumers' `scf.if`
+      (threads 0 ... C - 1, `flash.warp_role = "consumer"`), and the launch
+      gets the producer's 128 threads more;
+    - the consumers' `gpu.barrier`s become named barrier 1 over C threads
+      (the producer, which exits when its copies are issued, never reaches
+      them);
+    - `setmaxnreg`: the producer keeps 24 registers per thread and the
+      consumers take what that frees, up to 240 (one CTA per SM);
+    - with `ping-pong` and two or three consumer warpgroups, their
+      S = Q Kᵀ MMAs (`flashgpu.warpgroup_mma` with
+      `flash.contraction = "scores"`) take turns in order: warpgroup g
+      waits on named barrier 2 + g before each and arrives on the next
+      one's after it; the last warpgroup lets warpgroup 0 start, and
+      warpgroup 0 takes the last arrival at its end
+      (FlashAttention-3's ping-pong: one warpgroup's softmax runs while
+      another's MMAs do).
+
+    Launches without the tag are left as they are.
+  }];
+  let options = [
+    Option<"pingPong", "ping-pong", "bool", "false",
+           "The consumer warpgroups' S = Q Kᵀ MMAs take turns through named "
+           "barriers (two or three consumer warpgroups)">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect"
   ];
 }

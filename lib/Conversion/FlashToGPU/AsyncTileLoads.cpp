@@ -921,7 +921,7 @@ planWarpRing(gpu::LaunchOp launch, ArrayRef<scf::ForOp> loops,
 /// values the clones need from the launch body are computed again inside
 /// (pure index and view arithmetic), so that the producer depends only on
 /// what precedes it. The consumers are the rest of the body, which
-/// `splitWarpRoles` wraps once the body is complete.
+/// `--flash-gpu-split-warp-roles` wraps once the mapping is complete.
 static LogicalResult buildProducer(gpu::LaunchOp launch, WarpRing &ring,
                                    gpu::BarrierOp initialised, Value leader,
                                    int64_t consumers) {

@@ -42,7 +42,7 @@ namespace mlir::flash {
 /// iteration's boxes into a ring of two copies guarded by `full` and `empty`
 /// mbarriers, and the loops (the consumers' code, `threads` threads) only
 /// wait and release; the launch is tagged `flash.warp_specialized` for
-/// `splitWarpRoles`, which must run once the body is complete.
+/// `--flash-gpu-split-warp-roles` (`splitWarpRoles`), which completes it.
 LogicalResult lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
                                   int64_t stages, int64_t sharedLimit,
                                   bool tensorMapLoads = false,

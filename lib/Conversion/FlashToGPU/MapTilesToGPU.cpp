@@ -10,7 +10,6 @@
 #include "BufferLiveness.h"
 #include "TileContraction.h"
 #include "WarpRegisterTiles.h"
-#include "WarpSpecialization.h"
 
 #include "flash/Target/AttentionTarget.h"
 
@@ -46,12 +45,11 @@ class TileMapper {
 public:
   TileMapper(scf::ForallOp forall, Chip chip, int64_t threads,
              TensorCores tensorCores, bool registerTiles, bool asyncCopies,
-             int64_t loadStages, bool tmaLoads, bool warpSpecialize,
-             bool pingPong)
+             int64_t loadStages, bool tmaLoads, bool warpSpecialize)
       : forall(forall), loc(forall.getLoc()), chip(chip), threads(threads),
         tensorCores(tensorCores), registerTiles(registerTiles),
         asyncCopies(asyncCopies), loadStages(loadStages), tmaLoads(tmaLoads),
-        warpSpecialize(warpSpecialize), pingPong(pingPong) {}
+        warpSpecialize(warpSpecialize) {}
 
   LogicalResult run();
 
@@ -73,7 +71,7 @@ private:
   TensorCores tensorCores;
   bool registerTiles, asyncCopies;
   int64_t loadStages;
-  bool tmaLoads, warpSpecialize, pingPong;
+  bool tmaLoads, warpSpecialize;
 };
 } // namespace
 
@@ -235,7 +233,7 @@ LogicalResult TileMapper::run() {
     OpBuilder ob(op);
     distribute(op, ob, gpu::ThreadIdOp::create(ob, loc, gpu::Dimension::x));
   }
-  return flash::splitWarpRoles(launch, pingPong);
+  return success();
 }
 
 LogicalResult TileMapper::sinkValuesDefinedAbove(gpu::LaunchOp launch) {
@@ -745,8 +743,7 @@ struct FlashMapTilesToGPUPass
     }
     for (scf::ForallOp forall : foralls)
       if (failed(TileMapper(forall, chip, threads, cores, registerTiles,
-                            asyncCopies, loadStages, tmaLoads, warpSpecialize,
-                            pingPong)
+                            asyncCopies, loadStages, tmaLoads, warpSpecialize)
                      .run()))
         return signalPassFailure();
   }

@@ -13,12 +13,18 @@
 
 #include "WarpSpecialization.h"
 
+#include "flash/Conversion/Passes.h"
 #include "flash/Dialect/Flash/IR/TileRoles.h"
 #include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace mlir::flash {
+#define GEN_PASS_DEF_FLASHGPUSPLITWARPROLESPASS
+#include "flash/Conversion/Passes.h.inc"
+} // namespace mlir::flash
 
 using namespace mlir;
 
@@ -89,7 +95,7 @@ LogicalResult flash::splitWarpRoles(gpu::LaunchOp launch, bool pingPong) {
         role && role.getValue() == "producer")
       producer = cast<scf::IfOp>(op);
   if (!producer)
-    return launch.emitError("flash-map-tiles-to-gpu: a warp-specialised "
+    return launch.emitError("flash-gpu-split-warp-roles: a warp-specialised "
                             "launch without its producer");
   Location loc = launch.getLoc();
   auto i32 = [&](OpBuilder &b, int64_t v) -> Value {
@@ -142,5 +148,20 @@ LogicalResult flash::splitWarpRoles(gpu::LaunchOp launch, bool pingPong) {
   OpBuilder before(launch);
   launch.getBlockSizeXMutable().assign(
       arith::ConstantIndexOp::create(before, loc, consumers + 128));
+  launch->removeAttr(kWarpSpecializedAttr);
   return success();
 }
+
+namespace {
+struct FlashGpuSplitWarpRolesPass
+    : flash::impl::FlashGpuSplitWarpRolesPassBase<FlashGpuSplitWarpRolesPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    SmallVector<gpu::LaunchOp> launches;
+    getOperation()->walk([&](gpu::LaunchOp op) { launches.push_back(op); });
+    for (gpu::LaunchOp launch : launches)
+      if (failed(flash::splitWarpRoles(launch, pingPong)))
+        return signalPassFailure();
+  }
+};
+} // namespace
