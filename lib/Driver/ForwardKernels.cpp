@@ -31,10 +31,15 @@ struct Config {
   /// block has 128 more threads); worth it only when the kernel came out
   /// that way (every key-block tile by TMA).
   bool warpSpecialized = false;
-  /// With warpSpecialized and two consumer warpgroups: their S = Q Kᵀ MMAs
-  /// take turns.
-  bool pingPong = false;
 };
+
+/// Whether forward kernels load K and V by TMA: sm_90a, unless the opt-in
+/// overlap keeps the cp.async loads it was measured with (docs/GPU-NOTES.md
+/// 42; TMA under it is not checked on a GPU yet).
+bool forwardTmaLoads(const KernelCompileOptions &compile) {
+  return compile.tmaLoads && compile.chip == Chip::Sm90a &&
+         !compile.pipelineKeyLoops;
+}
 
 /// The kernel of one tile configuration after the kernel pipeline.
 struct Kernel {
@@ -57,12 +62,9 @@ void setPipelineOptions(FlashGpuPipelineOptions &options, const Config &config,
   options.asyncCopies = asyncCopies;
   options.loadStages = loadStagesChoice(compile, /*backward=*/false);
   options.pipelineKeyLoops = compile.pipelineKeyLoops;
-  // The opt-in overlap keeps the cp.async loads it was measured with
-  // (docs/GPU-NOTES.md 42); TMA under it is not checked on a GPU yet.
-  options.tmaLoads = compile.tmaLoads && compile.chip == Chip::Sm90a &&
-                     !compile.pipelineKeyLoops;
+  options.tmaLoads = forwardTmaLoads(compile);
   options.warpSpecialize = options.tmaLoads && config.warpSpecialized;
-  options.pingPong = options.warpSpecialize && config.pingPong;
+  options.pingPong = options.warpSpecialize && compile.pingPong;
 }
 
 /// Builds the kernel of `op` with `config` up to its outlined launch; with
@@ -132,8 +134,7 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
   // step for D <= 128 without a causal mask (+5% at 16k; the diagonal blocks of
   // a causal one waste more of the wider step) and 80 above D = 128 (+4-8% over
   // 64 at D = 256, FlashAttention-3's shape).
-  bool specialize = wgmma && compile.warpSpecialize && compile.tmaLoads &&
-                    compile.chip == Chip::Sm90a && !compile.pipelineKeyLoops;
+  bool specialize = wgmma && compile.warpSpecialize && forwardTmaLoads(compile);
   int64_t headDim = std::max(op.getQuery().getType().getShape().back(),
                              op.getValue().getType().getShape().back());
   SmallVector<Config> configs;
@@ -142,24 +143,19 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
                      compile.blockCols ? compile.blockCols : 32,
                      compile.threadsPerBlock ? compile.threadsPerBlock : 128};
     forced.warpSpecialized = specialize;
-    forced.pingPong = compile.pingPong;
     configs.push_back(forced);
   } else if (wgmma) {
     if (specialize) {
-      Config wide = {192, 128, 384, true, true, compile.pingPong};
-      Config longer = {128, 176, 256, true, true, compile.pingPong};
-      Config pair = {128, 128, 256, true, true, compile.pingPong};
-      Config wideHeads = {128, 80, 256, true, true, compile.pingPong};
-      Config narrow = {128, 64, 256, true, true, compile.pingPong};
+      auto specialised = [&](int64_t rows, int64_t cols, int64_t threads) {
+        configs.push_back({rows, cols, threads, /*wgmmaOnly=*/true,
+                           /*warpSpecialized=*/true});
+      };
       if (headDim <= 64)
-        configs.push_back(wide);
+        specialised(192, 128, 384);
       else if (headDim <= 128 && !op.getCausal())
-        configs.push_back(longer);
-      if (headDim <= 128)
-        configs.push_back(pair);
-      else
-        configs.push_back(wideHeads);
-      configs.push_back(narrow);
+        specialised(128, 176, 256);
+      specialised(128, headDim <= 128 ? 128 : 80, 256);
+      specialised(128, 64, 256);
     }
     configs.append({{128, 64, 128},
                     {128, 48, 128, true},
