@@ -32,11 +32,12 @@ namespace {
 /// Compiles the backward `op` into DIR/<name>.json and one PTX (and cubin)
 /// per launch: the dQ kernel (which also writes D) and the dK/dV kernel.
 /// With `asyncCopies` the kernels need aligned rows and the manifest names
-/// `general` for other inputs.
+/// `general` for other inputs. With `specialize` (two stages by TMA) each
+/// kernel whose loop allows a ring gets a producer warpgroup.
 LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
                               StringRef outputDir, bool asyncCopies,
                               StringRef general, int64_t kvBlockCols,
-                              int64_t &spills,
+                              bool specialize, int64_t &spills,
                               const KernelCompileOptions &compile) {
   MLIRContext *ctx = op.getContext();
   SmallVector<Param> params;
@@ -65,6 +66,8 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
   options.asyncCopies = asyncCopies;
   options.loadStages = loadStagesChoice(compile, /*backward=*/true);
   options.tmaLoads = compile.tmaLoads && compile.chip == Chip::Sm90a;
+  options.warpSpecialize =
+      specialize && options.tmaLoads && options.loadStages >= 2;
   // No search over tile sizes here: tiles over the chip's shared memory are
   // the pipeline's error.
   if (runKernelPipeline(*module, options, /*tryingTiles=*/false) !=
@@ -164,26 +167,34 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
   }
   // On sm_90a with TMA loads, first two stages at the widest steps: with
   // TMA's registers back both kernels fit them without spills at D = 128
-  // (fwd+bwd 1.10-1.18x of one stage on cp.async, docs/GPU-NOTES.md 47);
-  // where they spill, one stage and the search below.
+  // (fwd+bwd 1.10-1.18x of one stage on cp.async, docs/GPU-NOTES.md 47),
+  // first with a producer warpgroup issuing the copies (docs/GPU-NOTES.md
+  // 51); where they spill, one stage and the search below.
   if (!compile.loadStages && compile.chip == Chip::Sm90a && compile.tmaLoads &&
       asyncCopies && tensorCoreChoice(compile) == TensorCores::Wgmma) {
     KernelCompileOptions twoStages = compile;
     twoStages.loadStages = 2;
-    int64_t spills = 0;
-    if (failed(compileBackward(op, name, outputDir, asyncCopies, general,
-                               candidates.front(), spills, twoStages)))
-      return failure();
-    if (spills == 0)
-      return success();
-    if (compile.log)
-      *compile.log << name << ": spills " << spills
-                   << " bytes with two stages; one stage\n";
+    SmallVector<bool, 2> forms = {false};
+    if (compile.warpSpecialize)
+      forms.insert(forms.begin(), true);
+    for (bool specialize : forms) {
+      int64_t spills = 0;
+      if (failed(compileBackward(op, name, outputDir, asyncCopies, general,
+                                 candidates.front(), specialize, spills,
+                                 twoStages)))
+        return failure();
+      if (spills == 0)
+        return success();
+      if (compile.log)
+        *compile.log << name << ": spills " << spills
+                     << " bytes with two stages"
+                     << (specialize ? " and a producer warpgroup\n" : "\n");
+    }
   }
   for (auto [i, cols] : llvm::enumerate(candidates)) {
     int64_t spills = 0;
     if (failed(compileBackward(op, name, outputDir, asyncCopies, general, cols,
-                               spills, compile)))
+                               /*specialize=*/false, spills, compile)))
       return failure();
     if (spills == 0)
       return success();

@@ -65,6 +65,7 @@ void setPipelineOptions(FlashGpuPipelineOptions &options, const Config &config,
   options.tmaLoads = forwardTmaLoads(compile);
   options.warpSpecialize = options.tmaLoads && config.warpSpecialized;
   options.pingPong = options.warpSpecialize && compile.pingPong;
+  options.persistent = options.warpSpecialize && compile.persistent;
 }
 
 /// Builds the kernel of `op` with `config` up to its outlined launch; with
@@ -238,6 +239,10 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
                              json::Object{{"tensor", "q"}, {"dim", 0}}}},
         {"block", json::Array(kernel.launch.block)},
         {"dynamic_shared_memory_bytes", kernel.launch.sharedMemory},
+        // The grid above is the most CTAs; a persistent kernel walks its
+        // tiles with any fewer.
+        {"persistent", config.warpSpecialized && compile.persistent &&
+                           forwardTmaLoads(compile)},
         {"block_rows", config.rows},
         {"block_cols", config.cols},
         {"has_lse", static_cast<bool>(op.getLse())},

@@ -64,6 +64,7 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.loadStages = options.loadStages;
   mapping.tmaLoads = options.tmaLoads;
   mapping.warpSpecialize = options.warpSpecialize;
+  mapping.persistent = options.persistent;
   pm.addNestedPass<func::FuncOp>(flash::createFlashMapTilesToGPUPass(mapping));
   flash::FlashGpuSplitWarpRolesPassOptions roles;
   roles.pingPong = options.pingPong;
@@ -74,6 +75,7 @@ void flash::buildFlashGpuKernelPipeline(
   pm.addNestedPass<func::FuncOp>(flash::createFlashGpuFastExp2Pass());
   pm.addNestedPass<func::FuncOp>(flash::createConvertFlashGPUToLLVMPass());
   pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(flash::createFlashGpuLaunchBoundsPass());
 }
 
 void flash::buildFlashGpuBinaryPipeline(

@@ -15,6 +15,7 @@ import threading
 from flash_mlir import validate
 
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
 CUDA_ERROR_NO_BINARY_FOR_GPU = 209
 
 log = logging.getLogger("flash_mlir.runtime")
@@ -161,6 +162,22 @@ class Launch:
         _check(lib.cuFuncSetAttribute(
             self.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             ctypes.c_int(self.shared)), "cuFuncSetAttribute")
+        # A persistent kernel gets as many CTAs as stay resident at once.
+        self.max_ctas = 0
+        if entry.get("persistent"):
+            per_sm, dev, sms = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+            threads = 1
+            for b in entry["block"]:
+                threads *= b
+            _check(lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                ctypes.byref(per_sm), self.function, ctypes.c_int(threads),
+                ctypes.c_size_t(self.shared)),
+                "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+            _check(lib.cuCtxGetDevice(ctypes.byref(dev)), "cuCtxGetDevice")
+            _check(lib.cuDeviceGetAttribute(
+                ctypes.byref(sms), CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                dev), "cuDeviceGetAttribute")
+            self.max_ctas = per_sm.value * sms.value
         self._arguments()
 
     def grid(self, tensors):
@@ -199,7 +216,8 @@ class Launch:
             values += (ptr, ptr, 0)
             values += t.shape
             values += t.stride()
-        gx, gy, gz = self.grid(tensors)
+        gx, gy, gz = validate.launch_grid(self.entry, self.grid(tensors),
+                                          self.max_ctas)
         if min(gx, gy, gz) == 0:
             return
         bx, by, bz = self.entry["block"]
@@ -249,11 +267,13 @@ class Kernel:
         return validate.manifest_params(self.manifest)
 
     def rows_aligned(self, infos):
-        """Whether every input tensor's rows are contiguous and start on 16
-        bytes (the kernel's entry check, on the host)."""
+        """Whether every tensor's rows are contiguous and start on 16 bytes
+        (the kernel's checks, on the host): the inputs it loads with cp.async
+        or TMA and the outputs it stores two elements at a time (O, dQ); the
+        LSE is stored element by element."""
         workspace = {w["name"] for w in self.manifest.get("workspace", [])}
         return all(validate.rows_aligned(infos[p["name"]]) for p in self.params
-                   if p["name"] not in ("o", "lse") and p["name"] not in workspace)
+                   if p["name"] != "lse" and p["name"] not in workspace)
 
     def check(self, tensors):
         """Raises TypeError/ValueError naming the tensor if `tensors` do not

@@ -375,3 +375,18 @@ def tensor_maps_apply(manifest, tensors):
                 except (TypeError, ValueError):
                     return False
     return True
+
+
+def launch_grid(entry, grid, max_ctas):
+    """The grid to launch: the manifest's (one CTA per tile), or for a
+    persistent kernel (whose CTAs walk the tiles, correct for any count) at
+    most `max_ctas` CTAs along x: as many as stay resident on the GPU."""
+    if not entry.get("persistent"):
+        return tuple(grid)
+    tiles = 1
+    for g in grid:
+        tiles *= g
+    if max_ctas < 1:
+        raise ValueError(f"{entry.get('entry', 'kernel')}: no CTA of this "
+                         "kernel fits an SM")
+    return (min(tiles, max_ctas), 1, 1)

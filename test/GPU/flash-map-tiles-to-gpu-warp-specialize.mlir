@@ -78,8 +78,8 @@
 // CHECK-NEXT: flashgpu.warpgroup_mma {{.*}}flash.contraction = "scores"
 // CHECK: nvvm.barrier.arrive id = %[[OTHER:[^ ]*]] number_of_threads = %c256
 // CHECK: flashgpu.warpgroup_mma {{.*}}flash.contraction = "output"
-// CHECK: %[[RELEASE:.*]] = arith.subi %[[I]], %[[CORIGIN]]
-// CHECK: %[[RCOPY:.*]] = arith.remui %[[RELEASE]], %c2
+// The position's copy, released once the body is done with it.
+// CHECK: %[[RCOPY:.*]] = arith.remui %[[CR]], %c2
 // CHECK: nvgpu.mbarrier.arrive %[[EMPTY]][%[[RCOPY]]]
 // CHECK-NEXT: scf.yield
 // CHECK: scf.for %{{[^ ]*}} = %[[CMID]] to

@@ -5,7 +5,7 @@ existed) and more; each must raise the right error naming the tensor."""
 import unittest
 
 from flash_mlir.validate import (TensorInfo, check_attention, check_backward,
-                                 check_launch, rows_aligned)
+                                 check_launch, launch_grid, rows_aligned)
 
 
 def t(name, shape, dtype="bfloat16", device="cuda:0", strides=None, ptr=256):
@@ -222,6 +222,26 @@ class Strides(unittest.TestCase):
         # Broadcast dims (stride 0) keep the fast path.
         self.assertTrue(rows_aligned(t("bias", (2, 4, 100, 128), "float32",
                                        strides=(0, 0, 128, 1))))
+
+
+class PersistentGrid(unittest.TestCase):
+    """A persistent kernel's CTAs walk the tiles: the runtime launches at
+    most as many as stay resident, along x; other kernels their grid."""
+
+    def test_plain_kernel_keeps_its_grid(self):
+        self.assertEqual(launch_grid({}, (32, 16, 4), 132), (32, 16, 4))
+        self.assertEqual(launch_grid({"persistent": False}, (32, 16, 4), 132),
+                         (32, 16, 4))
+
+    def test_persistent_kernel_takes_resident_ctas(self):
+        entry = {"persistent": True}
+        self.assertEqual(launch_grid(entry, (32, 16, 4), 132), (132, 1, 1))
+        self.assertEqual(launch_grid(entry, (3, 2, 1), 132), (6, 1, 1))
+        self.assertEqual(launch_grid(entry, (0, 16, 4), 132), (0, 1, 1))
+
+    def test_no_resident_cta(self):
+        with self.assertRaisesRegex(ValueError, "no CTA"):
+            launch_grid({"persistent": True, "entry": "k"}, (32, 16, 4), 0)
 
 
 if __name__ == "__main__":

@@ -90,10 +90,15 @@ static opt<bool> tmaLoads(
     cl::cat(flashCategory));
 static opt<bool> warpSpecialize(
     "warp-specialize", cl::init(true),
-    cl::desc("sm_90a forward kernels with TMA: a producer warpgroup issues "
-             "the copies, the others compute (FlashAttention-3); tried "
-             "first, and the form of forced tiles (--warp-specialize=false: "
-             "every warp computes)"),
+    cl::desc("sm_90a kernels with TMA: a producer warpgroup issues the "
+             "copies, the others compute (FlashAttention-3); tried first "
+             "(forward and backward), and the form of forced forward tiles "
+             "(--warp-specialize=false: every warp computes)"),
+    cl::cat(flashCategory));
+static opt<bool> persistent(
+    "persistent", cl::init(false),
+    cl::desc("With --warp-specialize: forward kernels as persistent CTAs, "
+             "each walking tiles (the runtime launches about one per SM)"),
     cl::cat(flashCategory));
 static opt<bool> pingPong(
     "ping-pong", cl::init(true),
@@ -134,6 +139,7 @@ int main(int argc, char **argv) {
   options.pipelineKeyLoops = pipelineKeyLoops;
   options.tmaLoads = tmaLoads;
   options.warpSpecialize = warpSpecialize;
+  options.persistent = persistent;
   options.pingPong = pingPong;
   options.ptxas = ptxas;
   if (std::string error = flash::checkKernelCompileOptions(options);

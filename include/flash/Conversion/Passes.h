@@ -28,6 +28,15 @@ namespace mlir::flash {
 #define GEN_PASS_REGISTRATION
 #include "flash/Conversion/Passes.h.inc"
 
+/// --flash-map-tiles-to-gpu{persistent}: on the scf.for over a launch's
+/// tiles (an outer loop, not a key-block loop), and on the launch, which
+/// is correct with any number of CTAs.
+constexpr llvm::StringLiteral kTileLoopAttr = "flash.tile_loop";
+constexpr llvm::StringLiteral kPersistentAttr = "flash.persistent";
+/// On the buffers of a persistent launch's tiles, allocated before its tile
+/// loop: each tile writes them before it reads them.
+constexpr llvm::StringLiteral kTileBufferAttr = "flash.tile_buffer";
+
 /// The dynamic shared memory of a launch of --flash-map-tiles-to-gpu, in
 /// bytes (an i64 attribute on the gpu.launch).
 constexpr llvm::StringLiteral kSharedMemoryBytesAttr =

@@ -118,7 +118,15 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
            "`threads` consumers compute with the rest (setmaxnreg). Applies "
            "where the launch's key-block loops run one after another over "
            "consecutive blocks with the same tiles; --flash-gpu-split-warp-"
-           "roles must follow">
+           "roles must follow">,
+    Option<"persistent", "persistent", "bool", "false",
+           "The launch body is a loop over the tiles (row block fastest, "
+           "batch slowest), tile t = the CTA's linear index + k * the grid's "
+           "CTAs: correct for any grid, and the launch is tagged "
+           "flash.persistent so that a caller may launch fewer CTAs than "
+           "tiles (about one per SM). With warp-specialize the producer "
+           "walks the tiles too, so it loads a CTA's next tile while the "
+           "consumers finish the current one">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -167,6 +175,7 @@ def FlashGpuSplitWarpRolesPass : Pass<"flash-gpu-split-warp-roles"> {
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::flashgpu::FlashGPUDialect",
     "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect"
   ];
@@ -229,6 +238,17 @@ def ConvertFlashGPUToLLVMPass : Pass<"convert-flashgpu-to-llvm"> {
     "::mlir::LLVM::LLVMDialect",
     "::mlir::vector::VectorDialect"
   ];
+}
+
+def FlashGpuLaunchBoundsPass : Pass<"flash-gpu-launch-bounds"> {
+  let summary = "Make each kernel's flashgpu.ctas_per_sm its nvvm.minctasm";
+  let description = [{
+    Runs after kernel outlining: the `flashgpu.ctas_per_sm` ops inside a
+    `gpu.func` (placed by `--flash-gpu-split-warp-roles` before outlining,
+    which keeps no attribute of the launch) become the function's
+    `nvvm.minctasm`, which the NVVM lowering prints as `.minnctapersm`;
+    the ops are erased. Two different counts in one kernel are an error.
+  }];
 }
 
 #endif // FLASH_CONVERSION_PASSES_TD

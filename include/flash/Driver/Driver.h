@@ -45,11 +45,16 @@ struct KernelCompileOptions {
   bool tmaLoads = true;
   /// With tmaLoads, forward kernels with a producer warpgroup that issues
   /// the TMA copies (FlashAttention-3's warp specialisation): the driver
-  /// tries such tiles first; forced tiles are built in that form.
+  /// tries such tiles first; forced tiles are built in that form. Backward
+  /// kernels with two stages try it first too.
   bool warpSpecialize = true;
   /// With warpSpecialize and two consumer warpgroups: FlashAttention-3's
   /// ping-pong of their S = Q Kᵀ MMAs.
   bool pingPong = true;
+  /// Warp-specialised forward kernels as persistent CTAs (a loop over the
+  /// tiles; the manifest says `persistent` and the runtime launches about
+  /// one CTA per SM).
+  bool persistent = false;
   /// ptxas used to make cubins and to measure registers and spills; when it
   /// cannot be run, PTX and manifests are written without them.
   std::string ptxas = "/usr/local/cuda/bin/ptxas";

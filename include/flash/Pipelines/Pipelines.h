@@ -101,6 +101,11 @@ struct FlashGpuPipelineOptions
       llvm::cl::desc("With warp-specialize and two consumer warpgroups: "
                      "their S = Q Kᵀ MMAs take turns"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> persistent{
+      *this, "persistent",
+      llvm::cl::desc("Each launch a loop over its tiles, correct with any "
+                     "number of CTAs (see --flash-map-tiles-to-gpu)"),
+      llvm::cl::init(false)};
 };
 
 /// Tiles flash.attention, bufferizes (outputs written in place into

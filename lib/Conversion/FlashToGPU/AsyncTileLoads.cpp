@@ -399,17 +399,24 @@ private:
   SmallVector<Value> values;
 };
 
+/// Ring position `iv - origin`, plus `base` (the positions of the earlier
+/// runs of the loop) when there is one.
+static Value ringPosition(OpBuilder &b, Location loc, Value iv, Value origin,
+                          Value base) {
+  Value relative = arith::SubIOp::create(b, loc, iv, origin);
+  return base ? arith::AddIOp::create(b, loc, relative, base) : relative;
+}
+
 /// The TMA form of a tile load in a key-block loop with two copies: one
 /// thread expects the tile's bytes on the mbarrier of its copy and issues one
 /// 64-column box per 128-byte panel of the swizzled tile; TMA zero-fills the
 /// rows past the tensor's end. Built at the cp.async branch's place, from the
 /// same iteration-dependent values, so that it is cloned the same way; the
-/// copy is that of ring position `iv - origin`.
-static scf::ExecuteRegionOp buildTmaBranch(OpBuilder &b, scf::ForOp loop,
-                                           Value origin, TileLoad load,
-                                           const TmaSource &source, Value desc,
-                                           Value barriers, int64_t firstBarrier,
-                                           Value leader) {
+/// copy is that of ring position `iv - origin (+ base)`.
+static scf::ExecuteRegionOp
+buildTmaBranch(OpBuilder &b, scf::ForOp loop, Value origin, Value base,
+               TileLoad load, const TmaSource &source, Value desc,
+               Value barriers, int64_t firstBarrier, Value leader) {
   Location loc = loop.getLoc();
   auto tileType = cast<MemRefType>(load.tile.getType());
   int64_t rows = tileType.getDimSize(0), cols = tileType.getDimSize(1);
@@ -419,7 +426,7 @@ static scf::ExecuteRegionOp buildTmaBranch(OpBuilder &b, scf::ForOp loop,
     return arith::ConstantIndexOp::create(t, loc, v);
   };
   Value copy = arith::RemUIOp::create(
-      t, loc, arith::SubIOp::create(t, loc, loop.getInductionVar(), origin),
+      t, loc, ringPosition(t, loc, loop.getInductionVar(), origin, base),
       idx(2));
   Value barrier = arith::AddIOp::create(t, loc, copy, idx(firstBarrier));
   nvgpu::MBarrierArriveExpectTxOp::create(
@@ -560,8 +567,24 @@ struct TileCopies {
 /// the consumers released position r - 2 (its phase (r / 2 + 1) mod 2
 /// completed); the consumers wait for `full[2 i + r mod 2]` (tile i) and
 /// arrive on `empty[r mod 2]` at the end of their iteration.
+///
+/// When the loops run once per iteration of an `outer` loop (the dK/dV
+/// kernel's loop over a GQA group's query heads) the positions run on across
+/// its iterations: r = iv - origin + base, where `base` (an iteration
+/// argument of `outer`, 0 at first) counts the positions of the earlier
+/// iterations. The producer walks the same outer loop with its own count.
+///
+/// When the first copies share bytes with tiles the consumers use before the
+/// loops (the buffer liveness gives a tile dead before the key loop its
+/// bytes), the producer must not fill them before the consumers are past
+/// those uses: they arrive on both `empty` barriers once, right before the
+/// loops (`released`), and the producer's position r waits for phase r / 2
+/// of its copy's barrier instead of r / 2 - 1.
 struct WarpRing {
   Value origin, full, empty;
+  scf::ForOp outer;
+  Value base;
+  bool startsReleased = false;
   /// Each loop with its TMA branches, which the producer clones per
   /// iteration.
   SmallVector<std::pair<scf::ForOp, SmallVector<scf::ExecuteRegionOp>>>
@@ -607,6 +630,44 @@ copiesOf(scf::ForOp loop, ArrayRef<scf::ExecuteRegionOp> issued,
     return std::nullopt;
   end = offset;
   return entries;
+}
+
+/// Whether an op of `body` other than the tile loads of `entries` and the
+/// mbarrier operations may write workgroup memory (a memref without an
+/// address space may be a shared tile cast to a generic one).
+static bool writesSharedMemory(Block *body, ArrayRef<TileCopies> entries) {
+  auto isWorkgroup = [](Value v) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    if (!type)
+      return false;
+    auto space = dyn_cast_or_null<gpu::AddressSpaceAttr>(type.getMemorySpace());
+    return !type.getMemorySpace() ||
+           (space && space.getValue() == gpu::AddressSpace::Workgroup);
+  };
+  for (Operation &op : *body) {
+    if (llvm::any_of(entries, [&](const TileCopies &e) {
+          return scf::ExecuteRegionOp(e.branch).getOperation() == &op;
+        }))
+      continue;
+    WalkResult found = op.walk([&](Operation *inner) {
+      if (inner->getDialect() && inner->getDialect()->getNamespace() ==
+                                     nvgpu::NVGPUDialect::getDialectNamespace())
+        return WalkResult::advance();
+      auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
+      if (!effects)
+        return WalkResult::advance();
+      SmallVector<MemoryEffects::EffectInstance> list;
+      effects.getEffects(list);
+      for (const MemoryEffects::EffectInstance &effect : list)
+        if (isa<MemoryEffects::Write>(effect.getEffect()) &&
+            effect.getValue() && isWorkgroup(effect.getValue()))
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (found.wasInterrupted())
+      return true;
+  }
+  return false;
 }
 
 /// Every tile loaded in a key-block loop gets `stages` = 2 copies in shared
@@ -663,7 +724,7 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
                    ? dyn_cast<scf::ForOp>(enclosing.front())
                    : scf::ForOp();
   bool phasesKnown =
-      enclosing.empty() ||
+      ring || enclosing.empty() ||
       (outer && loop->getParentOp() == outer.getOperation() &&
        llvm::all_of(ValueRange{loop.getLowerBound(), loop.getUpperBound(),
                                loop.getStep()},
@@ -680,6 +741,7 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
   bool tma = !viaTma.empty();
   assert((!ring || tma) && "a warp-specialised loop loads by TMA");
   Value origin = ring ? ring->origin : loop.getLowerBound();
+  Value base = ring ? ring->base : Value();
   Value barriers;
   if (tma) {
     barriers =
@@ -692,7 +754,7 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
           source, cast<MemRefType>(load.tile.getType()));
       OpBuilder at(e.branch);
       scf::ExecuteRegionOp branch = buildTmaBranch(
-          at, loop, origin, load, source, desc, barriers, 2 * i, leader);
+          at, loop, origin, base, load, source, desc, barriers, 2 * i, leader);
       e.branch->erase();
       e.branch = issued[e.load] = branch;
     }
@@ -711,16 +773,17 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
   }
   // In a ring the empty mbarriers keep the producer from refilling a copy
   // still read: the body needs no barrier (the warp tiles' one, before
-  // shared tiles are refilled, goes).
+  // shared tiles are refilled, goes) unless its threads also write shared
+  // memory that others read (the dK/dV kernel's LSE and D columns): then
+  // the next iteration's writes wait for this one's readers.
   if (auto barrier = dyn_cast<gpu::BarrierOp>(*b.getInsertionPoint())) {
     b.setInsertionPointAfter(barrier);
-    if (ring)
+    if (ring && !writesSharedMemory(body, entries))
       barrier->erase();
   } else if (!ring) {
     gpu::BarrierOp::create(b, loc);
   }
-  Value relative =
-      arith::SubIOp::create(b, loc, loop.getInductionVar(), origin);
+  Value relative = ringPosition(b, loc, loop.getInductionVar(), origin, base);
   Value parity = arith::RemUIOp::create(b, loc, relative, idx(b, 2));
   for (TileCopies &e : entries) {
     Value shift = arith::AddIOp::create(
@@ -800,11 +863,7 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
       nvgpu::MBarrierArriveOp::create(
           release, loc, nvgpu::MBarrierTokenType::get(loop.getContext()),
           ring->empty,
-          arith::RemUIOp::create(release, loc,
-                                 arith::SubIOp::create(release, loc,
-                                                       loop.getInductionVar(),
-                                                       origin),
-                                 idx(release, 2)));
+          arith::RemUIOp::create(release, loc, relative, idx(release, 2)));
       SmallVector<scf::ExecuteRegionOp> branches;
       for (TileCopies &e : entries) {
         branches.push_back(e.branch);
@@ -861,13 +920,68 @@ static Value rowsAreAligned(OpBuilder &b, Location loc, Value memref,
   return arith::AndIOp::create(b, loc, ok, isMultiple(ptr, 16));
 }
 
+/// Whether a tile carved from the launch's dynamic shared memory other than
+/// the ring's shares bytes with one of `ring` (byte ranges [shift, shift +
+/// size)); nullopt when such a tile is used between `first` and `last` (ops
+/// of the launch body: the ring's loops), which no start signal can order.
+/// Uses after `last` are safe: every box the producer issues is waited for
+/// in the loops.
+static std::optional<bool>
+ringSharesBytes(gpu::LaunchOp launch,
+                ArrayRef<std::pair<int64_t, int64_t>> ring, Operation *first,
+                Operation *last) {
+  Block &body = launch.getBody().front();
+  bool shares = false;
+  bool unordered = false;
+  launch.getBody().walk([&](memref::ViewOp view) {
+    if (!view.getSource().getDefiningOp<gpu::DynamicSharedMemoryOp>())
+      return;
+    std::optional<int64_t> shift = getConstantIntValue(view.getByteShift());
+    auto type = view.getType();
+    if (!shift || !type.hasStaticShape() ||
+        !type.getElementType().isIntOrFloat())
+      return;
+    int64_t size = type.getNumElements() *
+                   llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+    bool overlaps = false;
+    for (auto [start, bytes] : ring)
+      if (*shift == start && size == bytes)
+        return; // the ring's own tile
+      else if (*shift < start + bytes && start < *shift + size)
+        overlaps = true;
+    if (!overlaps || type.getElementType().isInteger(64))
+      return; // mbarrier words are placed after every tile
+    shares = true;
+    // Every use, through views, casts and address arithmetic, before
+    // `first` or after `last`.
+    SmallVector<Value> work = {view.getResult()};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        Operation *inBody = body.findAncestorOpInBlock(*user);
+        if (!inBody ||
+            (!inBody->isBeforeInBlock(first) && !last->isBeforeInBlock(inBody)))
+          unordered = true;
+        // Addresses made from the tile, not values read from it.
+        if (isMemoryEffectFree(user))
+          llvm::append_range(work, user->getResults());
+      }
+    }
+  });
+  if (unordered)
+    return std::nullopt;
+  return shares;
+}
+
 /// The ring of a warp-specialised launch, when its key-block loops allow one:
-/// they sit directly in the launch body, step by 1, each starts where the
-/// previous one ends, and each loads the same tiles (all by TMA) into the
-/// same copies. Creates the `full` (one per tile and copy, one arrival: the
-/// producer's expect_tx) and `empty` (one per copy, one arrival per consumer
-/// thread) mbarriers, initialised by `leader`, then a barrier of the whole
-/// block; returns that barrier with the ring.
+/// they sit in one block, the launch body's or that of an scf.for directly
+/// in it (then `outer` gets an iteration argument counting the positions of
+/// its earlier iterations), step by 1, each starts where the previous one
+/// ends, and each loads the same tiles (all by TMA) into the same copies.
+/// Creates the `full` (one per tile and copy, one arrival: the producer's
+/// expect_tx) and `empty` (one per copy, one arrival per consumer thread)
+/// mbarriers, initialised by `leader`, then a barrier of the whole block;
+/// returns that barrier with the ring.
 static std::optional<std::pair<WarpRing, gpu::BarrierOp>>
 planWarpRing(gpu::LaunchOp launch, ArrayRef<scf::ForOp> loops,
              ArrayRef<scf::ExecuteRegionOp> issued, ArrayRef<TileLoad> loads,
@@ -876,12 +990,17 @@ planWarpRing(gpu::LaunchOp launch, ArrayRef<scf::ForOp> loops,
              BarrierSpace &barrierSpace) {
   if (loops.empty())
     return std::nullopt;
+  Operation *parent = scf::ForOp(loops.front())->getParentOp();
+  auto outer = dyn_cast<scf::ForOp>(parent);
+  if (parent != launch.getOperation() &&
+      (!outer || outer->getParentOp() != launch.getOperation()))
+    return std::nullopt;
   using Placement = std::tuple<int64_t, int64_t, MemRefType>;
   SmallVector<Placement> placement;
   for (auto [i, constLoop] : llvm::enumerate(loops)) {
     scf::ForOp loop = constLoop;
     scf::ForOp previous = i > 0 ? loops[i - 1] : scf::ForOp();
-    if (loop->getParentOp() != launch.getOperation() ||
+    if (loop->getParentOp() != parent ||
         getConstantIntValue(loop.getStep()) != 1 ||
         (previous && (loop.getLowerBound() != previous.getUpperBound() ||
                       !previous->isBeforeInBlock(loop))))
@@ -902,11 +1021,49 @@ planWarpRing(gpu::LaunchOp launch, ArrayRef<scf::ForOp> loops,
     else if (here != placement)
       return std::nullopt;
   }
+  // The loops' structure in the launch body: the outer loop or the first.
+  Operation *start = outer ? outer.getOperation() : scf::ForOp(loops.front());
+  Operation *end = outer ? outer.getOperation() : scf::ForOp(loops.back());
+  SmallVector<std::pair<int64_t, int64_t>> ringBytes;
+  for (auto &[shift, copyShift, type] : placement)
+    ringBytes.push_back(
+        {shift, type.getNumElements() *
+                    llvm::divideCeil(type.getElementTypeBitWidth(), 8)});
+  std::optional<bool> shares = ringSharesBytes(launch, ringBytes, start, end);
+  if (!shares)
+    return std::nullopt;
   Location loc = launch.getLoc();
   WarpRing ring;
+  ring.startsReleased = *shares;
   ring.origin = scf::ForOp(loops.front()).getLowerBound();
+  if (outer) {
+    // base' = base + (the last loop's ub - origin): this iteration's
+    // positions.
+    Value last = scf::ForOp(loops.back()).getUpperBound();
+    IRRewriter rewriter(launch.getContext());
+    rewriter.setInsertionPoint(outer);
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    FailureOr<LoopLikeOpInterface> counted = outer.replaceWithAdditionalYields(
+        rewriter, zero, /*replaceInitOperandUsesInLoop=*/false,
+        [&](OpBuilder &b, Location at, ArrayRef<BlockArgument> base) {
+          Value span = arith::SubIOp::create(b, at, last, ring.origin);
+          return SmallVector<Value>{
+              arith::AddIOp::create(b, at, base.front(), span)};
+        });
+    if (failed(counted))
+      return std::nullopt;
+    ring.outer = cast<scf::ForOp>(counted->getOperation());
+    ring.base = ring.outer.getRegionIterArgs().back();
+  }
   ring.full = barrierSpace.allocate(loc, 2 * placement.size(), 1);
   ring.empty = barrierSpace.allocate(loc, 2, consumers);
+  if (ring.startsReleased) {
+    OpBuilder before(start);
+    for (int64_t copy : {0, 1})
+      nvgpu::MBarrierArriveOp::create(
+          before, loc, nvgpu::MBarrierTokenType::get(launch.getContext()),
+          ring.empty, arith::ConstantIndexOp::create(before, loc, copy));
+  }
   OpBuilder b(launch.getContext());
   b.setInsertionPointAfter(barrierSpace.initialised());
   auto initialised = gpu::BarrierOp::create(b, loc);
@@ -945,21 +1102,33 @@ static LogicalResult buildProducer(gpu::LaunchOp launch, WarpRing &ring,
                         /*withElseRegion=*/false);
   OpBuilder ib = issuer.getThenBodyBuilder();
   Value on = arith::ConstantOp::create(ib, loc, ib.getBoolAttr(true));
+  // With an outer loop the producer walks it too, counting its own
+  // positions; the values its iterations need from the consumers' outer
+  // body are computed again in its own (below).
+  scf::ForOp runs;
+  Value base;
+  if (ring.outer) {
+    runs = scf::ForOp::create(ib, loc, ring.outer.getLowerBound(),
+                              ring.outer.getUpperBound(), ring.outer.getStep(),
+                              ValueRange{idx(ib, 0)});
+    base = runs.getRegionIterArgs().front();
+    ib.setInsertionPointToStart(runs.getBody());
+  }
   for (auto &[loop, branches] : ring.templates) {
     auto copies = scf::ForOp::create(ib, loc, loop.getLowerBound(),
                                      loop.getUpperBound(), loop.getStep());
     OpBuilder lb = OpBuilder::atBlockTerminator(copies.getBody());
     Value r =
-        arith::SubIOp::create(lb, loc, copies.getInductionVar(), ring.origin);
+        ringPosition(lb, loc, copies.getInductionVar(), ring.origin, base);
     Value copy = arith::RemUIOp::create(lb, loc, r, idx(lb, 2));
     // Position r - 2's release completed phase r / 2 - 1 of empty[copy];
     // the first two positions pass at once (phase parity 1 of a fresh
-    // barrier).
+    // barrier). With the consumers' start arrivals every phase is one later.
+    Value half = arith::DivUIOp::create(lb, loc, r, idx(lb, 2));
     Value released = arith::RemUIOp::create(
         lb, loc,
-        arith::AddIOp::create(lb, loc,
-                              arith::DivUIOp::create(lb, loc, r, idx(lb, 2)),
-                              idx(lb, 1)),
+        ring.startsReleased ? half
+                            : arith::AddIOp::create(lb, loc, half, idx(lb, 1)),
         idx(lb, 2));
     nvgpu::MBarrierTryWaitParityOp::create(
         lb, loc, ring.empty,
@@ -969,6 +1138,8 @@ static LogicalResult buildProducer(gpu::LaunchOp launch, WarpRing &ring,
     IRMapping map;
     map.map(loop.getInductionVar(), copies.getInductionVar());
     map.map(leader, on);
+    if (base)
+      map.map(ring.base, base);
     for (scf::ExecuteRegionOp branch : branches) {
       for (Operation *op : blockSlice(branch, loop.getBody()))
         if (!map.contains(op->getResult(0)))
@@ -977,6 +1148,48 @@ static LogicalResult buildProducer(gpu::LaunchOp launch, WarpRing &ring,
     }
     for (scf::ExecuteRegionOp branch : branches)
       branch->erase();
+  }
+  if (runs) {
+    OpBuilder end = OpBuilder::atBlockEnd(runs.getBody());
+    Value span = arith::SubIOp::create(
+        end, loc, ring.templates.back().first.getUpperBound(), ring.origin);
+    scf::YieldOp::create(
+        end, loc, ValueRange{arith::AddIOp::create(end, loc, base, span)});
+    // What the iterations use from the consumers' outer body: pure values,
+    // computed again from the producer's own induction variable.
+    Block *outerBody = ring.outer.getBody();
+    // (Not getUsedValuesDefinedAbove: the consumers' outer body is no
+    // ancestor of the producer.)
+    llvm::SetVector<Value> used;
+    runs.walk([&](Operation *op) {
+      for (Value v : op->getOperands())
+        if (!runs->isAncestor(v.getParentRegion()->getParentOp()))
+          used.insert(v);
+    });
+    IRMapping again;
+    again.map(ring.outer.getInductionVar(), runs.getInductionVar());
+    OpBuilder at = OpBuilder::atBlockBegin(runs.getBody());
+    std::function<LogicalResult(Value)> recompute =
+        [&](Value v) -> LogicalResult {
+      Operation *def = v.getDefiningOp();
+      if (!def || again.contains(v) || def->getBlock() != outerBody)
+        return success();
+      if (!isMemoryEffectFree(def) || def->getNumRegions())
+        return launch.emitError("flash-map-tiles-to-gpu: the TMA producer "
+                                "needs ")
+               << v << ", which is not a pure computation in the outer loop";
+      for (Value operand : def->getOperands())
+        if (failed(recompute(operand)))
+          return failure();
+      at.clone(*def, again);
+      return success();
+    };
+    for (Value v : used) {
+      if (failed(recompute(v)))
+        return failure();
+    }
+    for (auto [from, to] : again.getValueMap())
+      replaceAllUsesInRegionWith(from, to, runs.getRegion());
   }
 
   // What the clones use from the launch body after the producer, computed
@@ -1140,9 +1353,12 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
 
   llvm::SmallPtrSet<Operation *, 8> pipelined;
   SmallVector<scf::ForOp> loops;
+  // Key-block loops; a persistent launch's tile loop loads its tiles (Q)
+  // once per iteration, as a launch body does.
   for (scf::ExecuteRegionOp branch : issued)
     if (auto loop = dyn_cast<scf::ForOp>(branch->getParentOp());
-        loop && !llvm::is_contained(loops, loop))
+        loop && !loop->hasAttr(flash::kTileLoopAttr) &&
+        !llvm::is_contained(loops, loop))
       loops.push_back(loop);
   auto carved = launch->getAttrOfType<IntegerAttr>(flash::kSharedMemoryBytesAttr);
   int64_t extraStart = llvm::alignTo(carved ? carved.getInt() : 0, 1024);

@@ -6,6 +6,8 @@
 
 #include "BufferLiveness.h"
 
+#include "flash/Conversion/Passes.h"
+
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -28,15 +30,22 @@ int64_t flash::BufferLiveness::lastInside(Operation *op) const {
 std::pair<int64_t, int64_t>
 flash::BufferLiveness::range(Value buffer) const {
   Operation *alloc = buffer.getDefiningOp();
-  int64_t first = position.lookup(alloc), last = first;
+  // A persistent launch's tile buffers are allocated before its tile loop
+  // and written by each tile before they are read: they live from their
+  // first use, and the tile loop carries none of them.
+  bool perTile = alloc->hasAttr(kTileBufferAttr);
+  int64_t first = perTile ? count : position.lookup(alloc);
+  int64_t last = position.lookup(alloc);
   SmallVector<Value> aliases = {buffer};
   while (!aliases.empty()) {
     Value v = aliases.pop_back_val();
     for (Operation *user : v.getUsers()) {
+      if (perTile)
+        first = std::min(first, position.lookup(user));
       last = std::max(last, lastInside(user));
       for (Operation *p = user->getParentOp(); p && !p->isAncestor(alloc);
            p = p->getParentOp())
-        if (isa<LoopLikeOpInterface>(p))
+        if (isa<LoopLikeOpInterface>(p) && !p->hasAttr(kTileLoopAttr))
           last = std::max(last, lastInside(p));
       if (isa<ViewLikeOpInterface>(user))
         llvm::append_range(aliases, user->getResults());

@@ -45,16 +45,18 @@ class TileMapper {
 public:
   TileMapper(scf::ForallOp forall, Chip chip, int64_t threads,
              TensorCores tensorCores, bool registerTiles, bool asyncCopies,
-             int64_t loadStages, bool tmaLoads, bool warpSpecialize)
+             int64_t loadStages, bool tmaLoads, bool warpSpecialize,
+             bool persistent)
       : forall(forall), loc(forall.getLoc()), chip(chip), threads(threads),
         tensorCores(tensorCores), registerTiles(registerTiles),
         asyncCopies(asyncCopies), loadStages(loadStages), tmaLoads(tmaLoads),
-        warpSpecialize(warpSpecialize) {}
+        warpSpecialize(warpSpecialize), persistent(persistent) {}
 
   LogicalResult run();
 
 private:
   LogicalResult sinkValuesDefinedAbove(gpu::LaunchOp launch);
+  LogicalResult buildTileLoop(gpu::LaunchOp launch, ArrayRef<Value> ubs);
   int64_t carveSharedMemory(gpu::LaunchOp launch,
                             const flash::WarpRegisterTiles &inRegisters);
   void distribute(Operation *op, OpBuilder &b, Value tid);
@@ -71,7 +73,7 @@ private:
   TensorCores tensorCores;
   bool registerTiles, asyncCopies;
   int64_t loadStages;
-  bool tmaLoads, warpSpecialize;
+  bool tmaLoads, warpSpecialize, persistent;
 };
 } // namespace
 
@@ -155,25 +157,31 @@ LogicalResult TileMapper::run() {
                                       one, one);
   Block &body = launch.getBody().front();
   Block *src = forall.getBody();
-  body.getOperations().splice(body.end(), src->getOperations(), src->begin(),
-                              std::prev(src->end()));
   // A copy: getInductionVars() returns a temporary vector.
   SmallVector<Value> ivs = forall.getInductionVars();
   gpu::KernelDim3 blocks = launch.getBlockIds();
   unsigned rank = ivs.size();
-  if (rank >= 3)
-    ivs[rank - 3].replaceAllUsesWith(blocks.z);
-  if (rank >= 2)
-    ivs[rank - 2].replaceAllUsesWith(blocks.y);
-  // Row blocks last to first: under a causal mask the last query blocks see
-  // the most keys, and starting them first shortens the tail of the grid.
-  if (rank >= 1) {
-    OpBuilder first = OpBuilder::atBlockBegin(&body);
-    Value last =
-        arith::SubIOp::create(first, loc, launch.getGridSize().x,
-                              arith::ConstantIndexOp::create(first, loc, 1));
-    ivs[rank - 1].replaceAllUsesWith(
-        arith::SubIOp::create(first, loc, last, blocks.x).getResult());
+  if (persistent) {
+    if (failed(buildTileLoop(launch, ubs)))
+      return failure();
+  } else {
+    body.getOperations().splice(body.end(), src->getOperations(), src->begin(),
+                                std::prev(src->end()));
+    if (rank >= 3)
+      ivs[rank - 3].replaceAllUsesWith(blocks.z);
+    if (rank >= 2)
+      ivs[rank - 2].replaceAllUsesWith(blocks.y);
+    // Row blocks last to first: under a causal mask the last query blocks
+    // see the most keys, and starting them first shortens the tail of the
+    // grid.
+    if (rank >= 1) {
+      OpBuilder first = OpBuilder::atBlockBegin(&body);
+      Value last =
+          arith::SubIOp::create(first, loc, launch.getGridSize().x,
+                                arith::ConstantIndexOp::create(first, loc, 1));
+      ivs[rank - 1].replaceAllUsesWith(
+          arith::SubIOp::create(first, loc, last, blocks.x).getResult());
+    }
   }
   OpBuilder end = OpBuilder::atBlockEnd(&body);
   gpu::TerminatorOp::create(end, loc);
@@ -203,7 +211,7 @@ LogicalResult TileMapper::run() {
   OpBuilder start = OpBuilder::atBlockBegin(&body);
   Value tid = gpu::ThreadIdOp::create(start, loc, gpu::Dimension::x);
   if (!inRegisters.empty()) {
-    if (failed(inRegisters.rewrite(tid)))
+    if (failed(inRegisters.rewrite(tid, /*pairStores=*/asyncCopies)))
       return failure();
     launch->setAttr("flash.warp_register_tiles", start.getUnitAttr());
     if (inRegisters.usesWgmma())
@@ -233,6 +241,70 @@ LogicalResult TileMapper::run() {
     OpBuilder ob(op);
     distribute(op, ob, gpu::ThreadIdOp::create(ob, loc, gpu::Dimension::x));
   }
+  return success();
+}
+
+/// The persistent form: the launch body is one loop over the tiles (row
+/// block fastest, batch slowest, row blocks last to first as in the plain
+/// grid), tile t = this CTA's linear index + k * the grid's CTAs. With the
+/// grid as built (one CTA per tile) every CTA runs one tile; a caller may
+/// launch fewer CTAs (`flash.persistent`: any count from 1 up), each then
+/// walking its share, so that a CTA's end of one tile overlaps the start
+/// of its next. The tiles' buffers are allocated once, before the loop
+/// (each tile writes them before it reads them).
+LogicalResult TileMapper::buildTileLoop(gpu::LaunchOp launch,
+                                        ArrayRef<Value> ubs) {
+  Block &body = launch.getBody().front();
+  Block *src = forall.getBody();
+  SmallVector<Value> ivs = forall.getInductionVars();
+  unsigned rank = ivs.size();
+  OpBuilder b = OpBuilder::atBlockEnd(&body);
+  gpu::KernelDim3 blocks = launch.getBlockIds();
+  gpu::KernelDim3 grid = launch.getGridSize();
+  // ubs: (batch, head, row block), padded with leading ones.
+  Value linear = arith::AddIOp::create(
+      b, loc, blocks.x,
+      arith::MulIOp::create(
+          b, loc, grid.x,
+          arith::AddIOp::create(
+              b, loc, blocks.y,
+              arith::MulIOp::create(b, loc, grid.y, blocks.z))));
+  Value stride = arith::MulIOp::create(
+      b, loc, grid.x, arith::MulIOp::create(b, loc, grid.y, grid.z));
+  Value tiles = arith::MulIOp::create(
+      b, loc, ubs[2], arith::MulIOp::create(b, loc, ubs[1], ubs[0]));
+  auto tileLoop = scf::ForOp::create(b, loc, linear, tiles, stride);
+  tileLoop->setAttr(flash::kTileLoopAttr, b.getUnitAttr());
+  launch->setAttr(flash::kPersistentAttr, b.getUnitAttr());
+  Block *loopBody = tileLoop.getBody();
+  loopBody->getOperations().splice(loopBody->begin(), src->getOperations(),
+                                   src->begin(), std::prev(src->end()));
+  OpBuilder in = OpBuilder::atBlockBegin(loopBody);
+  // Every thread is done with the previous tile's buffers.
+  gpu::BarrierOp::create(in, loc);
+  Value t = tileLoop.getInductionVar();
+  Value rowBlock = arith::RemUIOp::create(in, loc, t, ubs[2]);
+  Value rest = arith::DivUIOp::create(in, loc, t, ubs[2]);
+  Value one = arith::ConstantIndexOp::create(in, loc, 1);
+  if (rank >= 3)
+    ivs[rank - 3].replaceAllUsesWith(
+        arith::DivUIOp::create(in, loc, rest, ubs[1]).getResult());
+  if (rank >= 2)
+    ivs[rank - 2].replaceAllUsesWith(
+        arith::RemUIOp::create(in, loc, rest, ubs[1]).getResult());
+  if (rank >= 1)
+    ivs[rank - 1].replaceAllUsesWith(
+        arith::SubIOp::create(
+            in, loc, arith::SubIOp::create(in, loc, ubs[2], one), rowBlock)
+            .getResult());
+  for (Operation &op : llvm::make_early_inc_range(*loopBody))
+    if (auto alloc = dyn_cast<memref::AllocOp>(&op)) {
+      if (!alloc.getType().hasStaticShape())
+        return alloc.emitError("flash-map-tiles-to-gpu{persistent}: a tile "
+                               "of dynamic shape");
+      alloc->moveBefore(tileLoop);
+      alloc->setAttr(flash::kTileBufferAttr, b.getUnitAttr());
+    }
   return success();
 }
 
@@ -743,7 +815,8 @@ struct FlashMapTilesToGPUPass
     }
     for (scf::ForallOp forall : foralls)
       if (failed(TileMapper(forall, chip, threads, cores, registerTiles,
-                            asyncCopies, loadStages, tmaLoads, warpSpecialize)
+                            asyncCopies, loadStages, tmaLoads, warpSpecialize,
+                            persistent)
                      .run()))
         return signalPassFailure();
   }

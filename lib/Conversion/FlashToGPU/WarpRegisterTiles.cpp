@@ -353,9 +353,9 @@ namespace {
 class TileRewriter {
 public:
   TileRewriter(gpu::LaunchOp launch, int64_t warps, int64_t rows,
-               const llvm::SetVector<Value> &tiles, bool wgmma)
+               const llvm::SetVector<Value> &tiles, bool wgmma, bool pairStores)
       : launch(launch), loc(launch.getLoc()), warps(warps), rows(rows),
-        tiles(tiles), wgmma(wgmma) {}
+        tiles(tiles), wgmma(wgmma), pairStores(pairStores) {}
 
   LogicalResult run(Value tid);
 
@@ -413,7 +413,7 @@ private:
   Location loc;
   int64_t warps, rows;
   const llvm::SetVector<Value> &tiles;
-  bool wgmma;
+  bool wgmma, pairStores;
   DenseMap<Value, Value> values;
   // Lane coordinates: first row of the warp, the lane's first row and
   // column in the accumulator layout, and its ldmatrix row address parts.
@@ -422,8 +422,9 @@ private:
 };
 } // namespace
 
-LogicalResult WarpRegisterTiles::rewrite(Value tid) {
-  return TileRewriter(launch, warps, rows, tiles, usesWgmma()).run(tid);
+LogicalResult WarpRegisterTiles::rewrite(Value tid, bool pairStores) {
+  return TileRewriter(launch, warps, rows, tiles, usesWgmma(), pairStores)
+      .run(tid);
 }
 
 LogicalResult TileRewriter::run(Value tid) {
@@ -1151,20 +1152,80 @@ void TileRewriter::store(OpBuilder &b, Value tile, Value validRows,
   // A row vector is replicated over the quad: its first lane writes it.
   Value firstOfQuad = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                             quadLane, idx(b, 0));
-  for (int64_t r = 0; r < slots(); ++r) {
-    Value row = rowOf(b, r);
-    Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
-                                        validRows);
-    if (!rank2)
-      valid = arith::AndIOp::create(b, loc, valid, firstOfQuad);
-    auto guard = scf::IfOp::create(b, loc, valid, /*withElseRegion=*/false);
-    OpBuilder then = guard.getThenBodyBuilder();
-    for (int64_t q = 0; q < per; ++q) {
-      SmallVector<Value> at = {row};
-      if (rank2)
-        at.push_back(colIdx[q]);
-      memref::StoreOp::create(then, loc, extract(then, v, r * per + q), target,
-                              at);
+  // Element by element, or in pairs (the fragments' adjacent columns
+  // 2c, 2c + 1) through `pairTarget`, a view of the target with contiguous
+  // rows: one store and one address per pair instead of two, and column
+  // offsets that are immediates off a row's address (at seq 1k, 39% of the
+  // forward's stall samples were the element stores' 64-bit address
+  // arithmetic, docs/GPU-NOTES.md 52).
+  int64_t bytes = type.getElementTypeBitWidth() / 8;
+  auto storeRows = [&](OpBuilder &at, Value pairTarget) {
+    for (int64_t r = 0; r < slots(); ++r) {
+      Value row = rowOf(at, r);
+      Value valid = arith::CmpIOp::create(at, loc, arith::CmpIPredicate::ult,
+                                          row, validRows);
+      if (!rank2)
+        valid = arith::AndIOp::create(at, loc, valid, firstOfQuad);
+      auto guard = scf::IfOp::create(at, loc, valid, /*withElseRegion=*/false);
+      OpBuilder then = guard.getThenBodyBuilder();
+      for (int64_t q = 0; q < per; q += pairTarget ? 2 : 1) {
+        if (pairTarget) {
+          Value pair = vector::FromElementsOp::create(
+              then, loc, VectorType::get({2}, type.getElementType()),
+              ValueRange{extract(then, v, r * per + q),
+                         extract(then, v, r * per + q + 1)});
+          vector::StoreOp::create(
+              then, loc, pair, pairTarget, ValueRange{row, colIdx[q]},
+              /*nontemporal=*/false, llvm::Align(2 * bytes));
+          continue;
+        }
+        SmallVector<Value> index = {row};
+        if (rank2)
+          index.push_back(colIdx[q]);
+        memref::StoreOp::create(then, loc, extract(then, v, r * per + q),
+                                target, index);
+      }
     }
+  };
+  auto targetType = cast<MemRefType>(target.getType());
+  bool global = !targetType.getMemorySpace();
+  if (!pairStores || !rank2 || per % 2 != 0 || !global ||
+      (bytes != 2 && bytes != 4) ||
+      targetType.getElementType() != type.getElementType()) {
+    storeRows(b, Value());
+    return;
   }
+  // Pairs: the kernel is for contiguous, aligned rows (the caller takes the
+  // general kernel otherwise) and stops here rather than write a misaligned
+  // pair. No element-store fallback: the values stored are computed before
+  // the branch and both branches would keep them live at once (D = 256
+  // spilled 384 bytes).
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, target);
+  auto isMultiple = [&](Value x, int64_t m) -> Value {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                 arith::RemUIOp::create(b, loc, x, idx(b, m)),
+                                 idx(b, 0));
+  };
+  Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                   meta.getStrides()[1], idx(b, 1));
+  ok = arith::AndIOp::create(b, loc, ok, isMultiple(meta.getStrides()[0], 2));
+  ok = arith::AndIOp::create(b, loc, ok, isMultiple(meta.getOffset(), 2));
+  ok = arith::AndIOp::create(
+      b, loc, ok,
+      isMultiple(memref::ExtractAlignedPointerAsIndexOp::create(b, loc, target),
+                 2 * bytes));
+  Value misaligned = arith::XOrIOp::create(
+      b, loc, ok, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+  auto guard = scf::IfOp::create(b, loc, misaligned, /*withElseRegion=*/false);
+  OpBuilder trap = guard.getThenBodyBuilder();
+  LLVM::Trap::create(trap, loc);
+  auto rowsType = MemRefType::get(
+      targetType.getShape(), targetType.getElementType(),
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
+                             {ShapedType::kDynamic, 1}));
+  Value rowsView = memref::ReinterpretCastOp::create(
+      b, loc, rowsType, meta.getBaseBuffer(), OpFoldResult(meta.getOffset()),
+      memref::getMixedSizes(b, loc, target),
+      ArrayRef<OpFoldResult>{meta.getStrides()[0], b.getIndexAttr(1)});
+  storeRows(b, rowsView);
 }

@@ -53,8 +53,11 @@ public:
 
   /// Replaces the ops on the register tiles with per-lane code; `tid` is
   /// the thread index in the block. Call after shared memory was carved out
-  /// for the other tiles.
-  LogicalResult rewrite(Value tid);
+  /// for the other tiles. With `pairStores` (kernels for aligned rows) a
+  /// tile stored to global memory is written two adjacent elements per
+  /// store where the target's rows are contiguous and aligned (checked when
+  /// the kernel runs), element by element otherwise.
+  LogicalResult rewrite(Value tid, bool pairStores = false);
 
 private:
   bool supports(Value tile);

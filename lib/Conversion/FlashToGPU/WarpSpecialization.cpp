@@ -127,19 +127,54 @@ LogicalResult flash::splitWarpRoles(gpu::LaunchOp launch, bool pingPong) {
     barrier->erase();
   }
 
-  // One CTA per SM: the block's 64 K registers, less the producer's.
-  constexpr int64_t kRegistersPerSM = 64 * 1024;
-  int64_t consumerRegisters = std::min<int64_t>(
-      240, (kRegistersPerSM - 128 * kProducerRegisters) / consumers / 8 * 8);
-  {
-    OpBuilder at = OpBuilder::atBlockBegin(producer.thenBlock());
-    NVVM::SetMaxRegisterOp::create(at, loc, kProducerRegisters,
-                                   NVVM::SetMaxRegisterAction::decrease);
+  // The registers of an SM, shared by the CTAs that fit its shared memory:
+  // two when each consumer thread still gets kMinConsumerRegisters (one
+  // consumer warpgroup: 232 each, the dK/dV kernel's loop fits; two
+  // CTAs measured 1.3-1.4x one at 255 registers, docs/GPU-NOTES.md 51),
+  // else one. The producer gives back all but kProducerRegisters. When
+  // every thread of a lone CTA may have the most a thread can (255) there
+  // is nothing to move: `setmaxnreg.inc` below what the launch gave would
+  // be no increase.
+  constexpr int64_t kRegistersPerSM = 64 * 1024, kRegistersPerThread = 255,
+                    kMinConsumerRegisters = 224;
+  // Hopper's (setmaxnreg is sm_90a's): 228 KiB per SM, 1 KiB of it
+  // reserved per CTA.
+  constexpr int64_t kSharedMemoryPerSM = 228 * 1024,
+                    kReservedSharedMemoryPerBlock = 1024;
+  int64_t block = consumers + 128;
+  // A persistent producer walks the tiles too (their bounds and
+  // coordinates): 24 registers spill there.
+  int64_t producerRegisters = launch->hasAttr(kPersistentAttr)
+                                  ? kPersistentProducerRegisters
+                                  : kProducerRegisters;
+  auto consumerShare = [&](int64_t ctas) {
+    return std::min<int64_t>(
+        240,
+        (kRegistersPerSM / ctas - 128 * producerRegisters) / consumers / 8 * 8);
+  };
+  auto shared = launch->getAttrOfType<IntegerAttr>(kSharedMemoryBytesAttr);
+  int64_t ctas =
+      shared &&
+              2 * (shared.getInt() + kReservedSharedMemoryPerBlock) <=
+                  kSharedMemoryPerSM &&
+              consumerShare(2) >= kMinConsumerRegisters
+          ? 2
+          : 1;
+  if (ctas > 1 || block * kRegistersPerThread > kRegistersPerSM) {
+    {
+      OpBuilder at = OpBuilder::atBlockBegin(producer.thenBlock());
+      NVVM::SetMaxRegisterOp::create(at, loc, producerRegisters,
+                                     NVVM::SetMaxRegisterAction::decrease);
+    }
+    {
+      OpBuilder at = OpBuilder::atBlockBegin(inside);
+      NVVM::SetMaxRegisterOp::create(at, loc, consumerShare(ctas),
+                                     NVVM::SetMaxRegisterAction::increase);
+    }
   }
-  {
-    OpBuilder at = OpBuilder::atBlockBegin(inside);
-    NVVM::SetMaxRegisterOp::create(at, loc, consumerRegisters,
-                                   NVVM::SetMaxRegisterAction::increase);
+  if (ctas > 1) {
+    OpBuilder at = OpBuilder::atBlockBegin(&body);
+    flashgpu::CtasPerSmOp::create(at, loc, ctas);
   }
 
   if (pingPong && (consumers == 256 || consumers == 384))

@@ -20,6 +20,7 @@ inline constexpr llvm::StringLiteral kWarpRoleAttr = "flash.warp_role";
 
 /// Registers per thread the producer warpgroup keeps (`setmaxnreg.dec`).
 inline constexpr int64_t kProducerRegisters = 24;
+inline constexpr int64_t kPersistentProducerRegisters = 40;
 
 /// Completes a launch tagged `flash.warp_specialized` (C consumer threads):
 /// everything after the producer's `scf.if` becomes the consumers' `scf.if`

@@ -6,6 +6,8 @@
 
 #include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
 using namespace mlir;
 using namespace mlir::flashgpu;
 
@@ -90,5 +92,13 @@ LogicalResult WarpgroupMmaWaitOp::inferReturnTypes(
     DictionaryAttr, OpaqueProperties, RegionRange,
     SmallVectorImpl<Type> &inferredReturnTypes) {
   llvm::append_range(inferredReturnTypes, operands.getTypes());
+  return success();
+}
+
+LogicalResult CtasPerSmOp::verify() {
+  if (!(*this)->getParentOfType<gpu::LaunchOp>() &&
+      !(*this)->getParentOfType<gpu::GPUFuncOp>())
+    return emitOpError("states a kernel's launch bound: it must be inside a "
+                       "gpu.launch or gpu.func");
   return success();
 }

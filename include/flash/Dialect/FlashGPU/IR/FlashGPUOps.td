@@ -119,4 +119,19 @@ def FlashGPU_WarpgroupMmaWaitOp : FlashGPU_Op<"warpgroup_mma_wait",
   let hasVerifier = 1;
 }
 
+def FlashGPU_CtasPerSmOp : FlashGPU_Op<"ctas_per_sm"> {
+  let summary = "the kernel it is in is meant to run `count` CTAs per SM";
+  let description = [{
+    A launch bound stated from inside the kernel, where it survives kernel
+    outlining: `--flash-gpu-launch-bounds` makes it the outlined
+    function's `nvvm.minctasm` (PTX `.minnctapersm`), so that ptxas keeps
+    the registers of each thread at launch within the block's share of an
+    SM, and erases it. `--flash-gpu-split-warp-roles` places it where two
+    warp-specialised CTAs of one consumer warpgroup fit an SM.
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntPositive]>:$count);
+  let assemblyFormat = "$count attr-dict";
+  let hasVerifier = 1;
+}
+
 #endif // FLASH_DIALECT_FLASHGPU_IR_FLASHGPUOPS_TD
