@@ -29,19 +29,22 @@ using namespace mlir::flash::driver;
 namespace json = llvm::json;
 
 namespace {
-/// Compiles the backward `op` into DIR/<name>.json and one PTX (and cubin)
-/// per launch: the dQ kernel (which also writes D) and the dK/dV kernel.
-/// With `asyncCopies` the kernels need aligned rows and the manifest names
-/// `general` for other inputs. With `specialize` (two stages by TMA) each
-/// kernel whose loop allows a ring gets a producer warpgroup.
-LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
-                              StringRef outputDir, bool asyncCopies,
-                              StringRef general, int64_t kvBlockCols,
-                              bool specialize, int64_t &spills,
-                              const KernelCompileOptions &compile) {
-  MLIRContext *ctx = op.getContext();
+/// The two launches of the backward `op` through the kernel pipeline and
+/// down to PTX, with the manifest's parameters (the workspace included).
+struct BuiltBackward {
   SmallVector<Param> params;
-  OwningOpRef<ModuleOp> module = buildBackwardKernelModule(op, name, params);
+  SmallVector<Launch> launches;
+  bool alignedRows = false;
+};
+
+FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
+                                       bool asyncCopies, int64_t kvBlockCols,
+                                       bool specialize,
+                                       const KernelCompileOptions &compile) {
+  MLIRContext *ctx = op.getContext();
+  BuiltBackward built;
+  OwningOpRef<ModuleOp> module =
+      buildBackwardKernelModule(op, name, built.params);
   // Tiled first with this choice of dK/dV steps; the pipeline's own tiling
   // then finds nothing left to tile.
   PassManager tiling(ctx);
@@ -75,56 +78,106 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
     return op.emitError("flash-compile: building the backward kernels failed");
   // Workspace arguments the pipeline appended, for the manifest.
   auto func = *module->getOps<func::FuncOp>().begin();
-  for (unsigned i = params.size(); i < func.getNumArguments(); ++i) {
+  for (unsigned i = built.params.size(); i < func.getNumArguments(); ++i) {
     if (func.getArgAttr(i, kTensorMapsAttr))
       continue; // described by describeLaunches
     auto tag = func.getArgAttrOfType<StringAttr>(i, kWorkspaceAttr);
     auto type = dyn_cast<MemRefType>(func.getArgument(i).getType());
     if (!tag || !type)
       return op.emitError("flash-compile: an unexpected kernel argument");
-    params.push_back(
+    built.params.push_back(
         {tag.getValue().str(),
          RankedTensorType::get(type.getShape(), type.getElementType())});
   }
 
   FailureOr<SmallVector<Launch>> launches =
-      describeLaunches(op, *module, params, /*describeGrid=*/true,
+      describeLaunches(op, *module, built.params, /*describeGrid=*/true,
                        /*abi=*/false);
-  bool alignedRows = requiresAlignedRows(*module);
+  built.alignedRows = requiresAlignedRows(*module);
   if (failed(launches) || failed(lowerToPtx(op, *module, options, *launches)))
     return failure();
+  built.launches = std::move(*launches);
+  return built;
+}
+
+/// Compiles the backward `op` into DIR/<name>.json and one PTX (and cubin)
+/// per launch: the dQ kernel (which also writes D) and the dK/dV kernel.
+/// With `asyncCopies` the kernels need aligned rows and the manifest names
+/// `general` for other inputs. With `specialize` (two stages by TMA) each
+/// launch takes the form with a producer warpgroup where ptxas assembles
+/// it without spills, and the other form elsewhere (the dQ kernel's loop is
+/// 2-5% faster so; the dK/dV kernel spills at two CTAs per SM:
+/// docs/GPU-NOTES.md 51).
+LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
+                              StringRef outputDir, bool asyncCopies,
+                              StringRef general, int64_t kvBlockCols,
+                              bool specialize, int64_t &spills,
+                              const KernelCompileOptions &compile) {
+  FailureOr<BuiltBackward> plain = buildBackward(
+      op, name, asyncCopies, kvBlockCols, /*specialize=*/false, compile);
+  if (failed(plain))
+    return failure();
+  std::optional<BuiltBackward> specialized;
+  if (specialize) {
+    FailureOr<BuiltBackward> built = buildBackward(
+        op, name, asyncCopies, kvBlockCols, /*specialize=*/true, compile);
+    if (failed(built))
+      return failure();
+    // Both forms read the same parameters; a launch of either may be taken.
+    if (built->launches.size() == plain->launches.size())
+      specialized = std::move(*built);
+  }
   json::Array launchList;
   int64_t maxRegisters = 0, spillBytes = 0;
-  for (auto [i, l] : llvm::enumerate(*launches)) {
+  for (auto [i, plainLaunch] : llvm::enumerate(plain->launches)) {
     std::string base = (name + "." + std::to_string(i)).str();
     std::string ptxPath = kernelPath(outputDir, base, ".ptx");
-    FailureOr<PtxasReport> assembled =
-        writeKernel(op, l.ptx, outputDir, base, compile);
+    Launch *l = &plainLaunch;
+    FailureOr<PtxasReport> assembled = failure();
+    // A launch the ring could not take has the plain form's block.
+    if (specialized && !(specialized->launches[i].block == plainLaunch.block)) {
+      l = &specialized->launches[i];
+      assembled = writeKernel(op, l->ptx, outputDir, base, compile);
+      if (failed(assembled))
+        return failure();
+      if (assembled->spillBytes > 0) {
+        if (compile.log)
+          *compile.log << name << " launch " << i << ": spills "
+                       << assembled->spillBytes
+                       << " bytes with a producer warpgroup\n";
+        l = &plainLaunch;
+        assembled = failure();
+      }
+    }
+    if (failed(assembled))
+      assembled = writeKernel(op, l->ptx, outputDir, base, compile);
     if (failed(assembled))
       return failure();
     PtxasReport &report = *assembled;
     maxRegisters = std::max(maxRegisters, report.registers);
     spillBytes += std::max<int64_t>(report.spillBytes, 0);
     launchList.push_back(json::Object{
-        {"entry", l.entry},
+        {"entry", l->entry},
         {"ptx", base + ".ptx"},
         {"cubin", report.wroteCubin ? json::Value(base + ".cubin")
                                     : json::Value(nullptr)},
-        {"params", std::move(l.params)},
-        {"grid", std::move(l.grid)},
-        {"block", std::move(l.block)},
-        {"dynamic_shared_memory_bytes", l.sharedMemory},
-        {"mapping", l.registerTiles ? "warp-registers" : "shared-tiles"},
-        {"mma", l.wgmma ? "wgmma" : "mma.sync"},
+        {"params", std::move(l->params)},
+        {"grid", std::move(l->grid)},
+        {"block", std::move(l->block)},
+        {"dynamic_shared_memory_bytes", l->sharedMemory},
+        {"mapping", l->registerTiles ? "warp-registers" : "shared-tiles"},
+        {"mma", l->wgmma ? "wgmma" : "mma.sync"},
         {"registers", report.registers},
         {"spill_bytes", report.spillBytes}});
     if (compile.log)
-      *compile.log << name << " launch " << i << " (" << l.entry
+      *compile.log << name << " launch " << i << " (" << l->entry
                    << "): " << ptxPath << ", registers " << report.registers
                    << ", spill bytes " << report.spillBytes
-                   << ", shared memory " << l.sharedMemory << " B"
-                   << (l.registerTiles ? ", warp registers" : "")
-                   << (l.wgmma ? ", wgmma" : "") << "\n";
+                   << ", shared memory " << l->sharedMemory << " B"
+                   << (l->registerTiles ? ", warp registers" : "")
+                   << (l->wgmma ? ", wgmma" : "")
+                   << (l != &plainLaunch ? ", producer warpgroup" : "")
+                   << "\n";
   }
   json::Object manifest{
       {"kernel", name},
@@ -142,7 +195,7 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
       kvBlockCols ? json::Value(kvBlockCols) : json::Value("target");
   spills = spillBytes;
   return writeManifest(kernelPath(outputDir, name, ".json"),
-                       std::move(manifest), general, alignedRows);
+                       std::move(manifest), general, plain->alignedRows);
 }
 
 /// The backward of `op` (and its general pair): the dK/dV nest's query
@@ -168,28 +221,26 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
   // On sm_90a with TMA loads, first two stages at the widest steps: with
   // TMA's registers back both kernels fit them without spills at D = 128
   // (fwd+bwd 1.10-1.18x of one stage on cp.async, docs/GPU-NOTES.md 47),
-  // first with a producer warpgroup issuing the copies (docs/GPU-NOTES.md
-  // 51); where they spill, one stage and the search below.
+  // each launch with a producer warpgroup where that fits too
+  // (docs/GPU-NOTES.md 51); where they spill, one stage and the search
+  // below.
   if (!compile.loadStages && compile.chip == Chip::Sm90a && compile.tmaLoads &&
       asyncCopies && tensorCoreChoice(compile) == TensorCores::Wgmma) {
     KernelCompileOptions twoStages = compile;
     twoStages.loadStages = 2;
-    SmallVector<bool, 2> forms = {false};
-    if (compile.warpSpecialize)
-      forms.insert(forms.begin(), true);
-    for (bool specialize : forms) {
-      int64_t spills = 0;
-      if (failed(compileBackward(op, name, outputDir, asyncCopies, general,
-                                 candidates.front(), specialize, spills,
-                                 twoStages)))
-        return failure();
-      if (spills == 0)
-        return success();
-      if (compile.log)
-        *compile.log << name << ": spills " << spills
-                     << " bytes with two stages"
-                     << (specialize ? " and a producer warpgroup\n" : "\n");
-    }
+    // The producer warpgroup pays at D = 128 (backward 1.02-1.05x) and not
+    // at D = 64 (1.00x alone, 0.94-1.00x with the forward before it).
+    bool specialize = compile.warpSpecialize && d > 64;
+    int64_t spills = 0;
+    if (failed(compileBackward(op, name, outputDir, asyncCopies, general,
+                               candidates.front(), specialize, spills,
+                               twoStages)))
+      return failure();
+    if (spills == 0)
+      return success();
+    if (compile.log)
+      *compile.log << name << ": spills " << spills
+                   << " bytes with two stages; one stage\n";
   }
   for (auto [i, cols] : llvm::enumerate(candidates)) {
     int64_t spills = 0;
