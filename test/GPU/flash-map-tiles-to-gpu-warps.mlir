@@ -58,11 +58,12 @@
 // CHECK: nvgpu.ldmatrix %[[V]]{{.*}} {numTiles = 4 : i32, transpose = true}
 // CHECK: nvvm.mma.sync
 // CHECK: scf.yield %{{.*}}, %{{.*}}, %{{.*}} : vector<4xf32>, vector<4xf32>, vector<64xf32>
-// O = acc * (1 / l), stored by each lane for its valid rows.
+// O = acc * (1 / l), stored by each lane for its valid rows, two adjacent
+// columns per store (flash-map-tiles-to-gpu-pair-stores.mlir).
 // CHECK: arith.divf %cst{{.*}}, %{{.*}} : f32
 // CHECK: arith.mulf
 // CHECK: scf.if
-// CHECK: memref.store %{{.*}}, %{{.*}} : memref<?x64xbf16, strided<[?, ?], offset: ?>>
+// CHECK: vector.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : memref<?x64xbf16, strided<[?, 1], offset: ?>>, vector<2xbf16>
 // CHECK: flash.shared_memory_bytes = {{[0-9]+}} : i64, flash.warp_register_tiles
 
 // The general kernel (flash-compile's `_general`): the same registers, element
