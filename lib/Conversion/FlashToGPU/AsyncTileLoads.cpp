@@ -1070,6 +1070,54 @@ planWarpRing(gpu::LaunchOp launch, ArrayRef<scf::ForOp> loops,
   return std::make_pair(std::move(ring), initialised);
 }
 
+/// Makes `region` (the producer's, or its walk over an outer loop) compute
+/// again at its start the values it uses from `home` (a block of the
+/// consumers' code that is not its ancestor): their pure defining ops,
+/// operands first, cloned through `again` (which may map induction
+/// variables already). Values defined before `before` in `home`, or outside
+/// `home` when `before` is null, are left. Fails on an op with effects or
+/// regions (`where` says where it was looked for).
+static LogicalResult recomputeInRegion(gpu::LaunchOp launch, Region &region,
+                                       Block *home, Operation *before,
+                                       IRMapping &again, StringRef where) {
+  // (Not getUsedValuesDefinedAbove: `home` is no ancestor of `region`.)
+  llvm::SetVector<Value> used;
+  region.walk([&](Operation *op) {
+    for (Value v : op->getOperands())
+      if (!region.isAncestor(v.getParentRegion()))
+        used.insert(v);
+  });
+  OpBuilder at = OpBuilder::atBlockBegin(&region.front());
+  std::function<LogicalResult(Value)> recompute =
+      [&](Value v) -> LogicalResult {
+    Operation *def = v.getDefiningOp();
+    if (!def || again.contains(v))
+      return success();
+    if (def->getBlock() != home) {
+      if (!before)
+        return success();
+    } else if (!before || !def->isBeforeInBlock(before)) {
+      if (isMemoryEffectFree(def) && !def->getNumRegions()) {
+        for (Value operand : def->getOperands())
+          if (failed(recompute(operand)))
+            return failure();
+        at.clone(*def, again);
+        return success();
+      }
+    } else {
+      return success();
+    }
+    return launch.emitError("flash-map-tiles-to-gpu: the TMA producer needs ")
+           << v << ", which is not a pure computation " << where;
+  };
+  for (Value v : used)
+    if (failed(recompute(v)))
+      return failure();
+  for (auto [from, to] : again.getValueMap())
+    replaceAllUsesInRegionWith(from, to, region);
+  return success();
+}
+
 /// The producer warpgroup of a warp-specialised launch, right after
 /// `initialised`: threads `consumers` ... `consumers` + 127; the first of
 /// them walks the ring loops' iterations in order and, for each, waits until
@@ -1157,70 +1205,21 @@ static LogicalResult buildProducer(gpu::LaunchOp launch, WarpRing &ring,
         end, loc, ValueRange{arith::AddIOp::create(end, loc, base, span)});
     // What the iterations use from the consumers' outer body: pure values,
     // computed again from the producer's own induction variable.
-    Block *outerBody = ring.outer.getBody();
-    // (Not getUsedValuesDefinedAbove: the consumers' outer body is no
-    // ancestor of the producer.)
-    llvm::SetVector<Value> used;
-    runs.walk([&](Operation *op) {
-      for (Value v : op->getOperands())
-        if (!runs->isAncestor(v.getParentRegion()->getParentOp()))
-          used.insert(v);
-    });
     IRMapping again;
     again.map(ring.outer.getInductionVar(), runs.getInductionVar());
-    OpBuilder at = OpBuilder::atBlockBegin(runs.getBody());
-    std::function<LogicalResult(Value)> recompute =
-        [&](Value v) -> LogicalResult {
-      Operation *def = v.getDefiningOp();
-      if (!def || again.contains(v) || def->getBlock() != outerBody)
-        return success();
-      if (!isMemoryEffectFree(def) || def->getNumRegions())
-        return launch.emitError("flash-map-tiles-to-gpu: the TMA producer "
-                                "needs ")
-               << v << ", which is not a pure computation in the outer loop";
-      for (Value operand : def->getOperands())
-        if (failed(recompute(operand)))
-          return failure();
-      at.clone(*def, again);
-      return success();
-    };
-    for (Value v : used) {
-      if (failed(recompute(v)))
-        return failure();
-    }
-    for (auto [from, to] : again.getValueMap())
-      replaceAllUsesInRegionWith(from, to, runs.getRegion());
+    if (failed(recomputeInRegion(launch, runs.getRegion(), ring.outer.getBody(),
+                                 /*before=*/nullptr, again,
+                                 "in the outer loop")))
+      return failure();
   }
 
   // What the clones use from the launch body after the producer, computed
   // again at its start.
-  Block &body = launch.getBody().front();
-  llvm::SetVector<Value> above;
-  getUsedValuesDefinedAbove(producer.getThenRegion(), above);
   IRMapping again;
-  OpBuilder at = OpBuilder::atBlockBegin(producer.thenBlock());
-  std::function<LogicalResult(Value)> recompute =
-      [&](Value v) -> LogicalResult {
-    Operation *def = v.getDefiningOp();
-    if (!def || again.contains(v) ||
-        (def->getBlock() == &body && def->isBeforeInBlock(producer)))
-      return success();
-    if (def->getBlock() != &body || !isMemoryEffectFree(def) ||
-        def->getNumRegions())
-      return launch.emitError("flash-map-tiles-to-gpu: the TMA producer "
-                              "needs ")
-             << v << ", which is not a pure computation before the loops";
-    for (Value operand : def->getOperands())
-      if (failed(recompute(operand)))
-        return failure();
-    at.clone(*def, again);
-    return success();
-  };
-  for (Value v : above)
-    if (failed(recompute(v)))
-      return failure();
-  for (auto [from, to] : again.getValueMap())
-    replaceAllUsesInRegionWith(from, to, producer.getThenRegion());
+  if (failed(recomputeInRegion(launch, producer.getThenRegion(),
+                               &launch.getBody().front(), producer, again,
+                               "before the loops")))
+    return failure();
   launch->setAttr(flash::kWarpSpecializedAttr, b.getI64IntegerAttr(consumers));
   return success();
 }
