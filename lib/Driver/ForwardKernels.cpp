@@ -241,8 +241,7 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
         {"dynamic_shared_memory_bytes", kernel.launch.sharedMemory},
         // The grid above is the most CTAs; a persistent kernel walks its
         // tiles with any fewer.
-        {"persistent", config.warpSpecialized && compile.persistent &&
-                           forwardTmaLoads(compile)},
+        {"persistent", static_cast<bool>(options.persistent)},
         {"block_rows", config.rows},
         {"block_cols", config.cols},
         {"has_lse", static_cast<bool>(op.getLse())},

@@ -650,8 +650,8 @@ static bool writesSharedMemory(Block *body, ArrayRef<TileCopies> entries) {
         }))
       continue;
     WalkResult found = op.walk([&](Operation *inner) {
-      if (inner->getDialect() && inner->getDialect()->getNamespace() ==
-                                     nvgpu::NVGPUDialect::getDialectNamespace())
+      if (isa<nvgpu::MBarrierArriveOp, nvgpu::MBarrierArriveExpectTxOp,
+              nvgpu::MBarrierTryWaitParityOp>(inner))
         return WalkResult::advance();
       auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
       if (!effects)
@@ -1093,22 +1093,19 @@ static LogicalResult recomputeInRegion(gpu::LaunchOp launch, Region &region,
     Operation *def = v.getDefiningOp();
     if (!def || again.contains(v))
       return success();
-    if (def->getBlock() != home) {
-      if (!before)
-        return success();
-    } else if (!before || !def->isBeforeInBlock(before)) {
-      if (isMemoryEffectFree(def) && !def->getNumRegions()) {
-        for (Value operand : def->getOperands())
-          if (failed(recompute(operand)))
-            return failure();
-        at.clone(*def, again);
-        return success();
-      }
-    } else {
+    bool inHome = def->getBlock() == home;
+    if ((!inHome && !before) ||
+        (inHome && before && def->isBeforeInBlock(before)))
       return success();
-    }
-    return launch.emitError("flash-map-tiles-to-gpu: the TMA producer needs ")
-           << v << ", which is not a pure computation " << where;
+    if (!inHome || !isMemoryEffectFree(def) || def->getNumRegions())
+      return launch.emitError("flash-map-tiles-to-gpu: the TMA producer "
+                              "needs ")
+             << v << ", which is not a pure computation " << where;
+    for (Value operand : def->getOperands())
+      if (failed(recompute(operand)))
+        return failure();
+    at.clone(*def, again);
+    return success();
   };
   for (Value v : used)
     if (failed(recompute(v)))
