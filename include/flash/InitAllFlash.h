@@ -9,6 +9,7 @@
 
 #include "flash/Conversion/Passes.h"
 #include "flash/Dialect/Flash/IR/FlashDialect.h"
+#include "flash/Dialect/Flash/Transforms/BufferizableOpInterfaceImpl.h"
 #include "flash/Dialect/Flash/Transforms/Passes.h"
 #include "flash/Dialect/FlashGPU/IR/FlashGPUDialect.h"
 #include "flash/Pipelines/Pipelines.h"
@@ -18,6 +19,7 @@ namespace mlir::flash {
 
 inline void registerAllFlashDialects(DialectRegistry &registry) {
   registry.insert<FlashDialect, flashgpu::FlashGPUDialect>();
+  registerBufferizableOpInterfaceExternalModels(registry);
 }
 
 inline void registerAllFlashPasses() {

@@ -54,6 +54,7 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
   tileOptions.blockCols = compile.blockCols;
   tileOptions.kvBlockRows = compile.kvBlockRows;
   tileOptions.kvBlockCols = kvBlockCols;
+  tileOptions.deterministic = compile.deterministic;
 
   tiling.addPass(createFlashTileAttentionPass(tileOptions));
   if (failed(tiling.run(*module)))
@@ -69,6 +70,7 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
   options.asyncCopies = asyncCopies;
   options.loadStages = loadStagesChoice(compile, /*backward=*/true);
   options.tmaLoads = compile.tmaLoads && compile.chip == Chip::Sm90a;
+  options.deterministic = compile.deterministic;
   options.warpSpecialize =
       specialize && options.tmaLoads && options.loadStages >= 2;
   // No search over tile sizes here: tiles over the chip's shared memory are
@@ -98,6 +100,20 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
     return failure();
   built.launches = std::move(*launches);
   return built;
+}
+
+/// The manifest's `workspace`: the parameters the tiler made of its
+/// workspaces, each shaped like the tensor whose rows it follows (D: the
+/// LSE; the dQ sums: Q), f32.
+json::Array workspaceList(ArrayRef<Param> params) {
+  json::Array list;
+  for (const Param &p : params) {
+    StringRef like = p.name == "d" ? "lse" : p.name == "dq_accum" ? "q" : "";
+    if (!like.empty())
+      list.push_back(json::Object{
+          {"name", p.name}, {"like", like}, {"dtype", "f32"}});
+  }
+  return list;
 }
 
 /// Compiles the backward `op` into DIR/<name>.json and one PTX (and cubin)
@@ -185,8 +201,8 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
       {"chip", stringifyChip(compile.chip)},
       {"launches", std::move(launchList)},
       // Parameters the caller does not pass: allocated by the runtime.
-      {"workspace", json::Array{json::Object{
-                        {"name", "d"}, {"like", "lse"}, {"dtype", "f32"}}}},
+      {"workspace", workspaceList(plain->params)},
+      {"deterministic", compile.deterministic},
       {"registers", maxRegisters},
       {"spill_bytes", spillBytes},
   };
@@ -230,7 +246,7 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
     twoStages.loadStages = 2;
     // The producer warpgroup pays at D = 128 (backward 1.02-1.05x) and not
     // at D = 64 (1.00x alone, 0.94-1.00x with the forward before it).
-    bool specialize = compile.warpSpecialize && d > 64;
+    bool specialize = compile.warpSpecialize && d > 64 && compile.deterministic;
     int64_t spills = 0;
     if (failed(compileBackward(op, name, outputDir, asyncCopies, general,
                                candidates.front(), specialize, spills,

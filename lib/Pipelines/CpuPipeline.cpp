@@ -28,6 +28,7 @@ void flash::buildFlashCpuPipeline(OpPassManager &pm,
     tiling.target = options.target;
     tiling.blockRows = options.blockRows;
     tiling.blockCols = options.blockCols;
+    tiling.deterministic = options.deterministic;
     pm.addPass(flash::createFlashTileAttentionPass(tiling));
   }
   pm.addPass(flash::createFlashDecomposeAttentionPass());
@@ -41,6 +42,9 @@ void flash::buildFlashCpuPipeline(OpPassManager &pm,
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // The parallel iterations run one after another here, but the adds stay
+  // atomic: the loops are correct under any schedule.
+  pm.addPass(flash::createFlashLowerAtomicAddPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createForallToForLoopPass());

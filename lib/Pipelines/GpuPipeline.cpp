@@ -35,6 +35,7 @@ void flash::buildFlashGpuKernelPipeline(
   tiling.target = tileTargetOf(options.chip);
   tiling.blockRows = options.blockRows;
   tiling.blockCols = options.blockCols;
+  tiling.deterministic = options.deterministic;
   pm.addPass(flash::createFlashTileAttentionPass(tiling));
   if (options.pipelineKeyLoops)
     pm.addPass(flash::createFlashPipelineKeyLoopsPass());
@@ -50,6 +51,7 @@ void flash::buildFlashGpuKernelPipeline(
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::FullyDynamicLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(flash::createFlashLowerAtomicAddPass());
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(bufferization::createBufferLoopHoistingPass());
   pm.addPass(createCSEPass());

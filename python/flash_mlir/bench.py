@@ -110,15 +110,20 @@ def ours_training(forward, backward):
     return run
 
 
-def fa2_training(causal, scale):
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+def sdpa_training(backend, causal, scale):
+    from torch.nn.attention import sdpa_kernel
 
     def run(t):
         q, k, v = (t[n].detach().requires_grad_() for n in ("q", "k", "v"))
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        with sdpa_kernel(backend):
             o = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
         o.backward(t["do"])
     return run
+
+
+def fa2_training(causal, scale):
+    from torch.nn.attention import SDPBackend
+    return sdpa_training(SDPBackend.FLASH_ATTENTION, causal, scale)
 
 
 def bench_training(forward, backward, seqs, rows, alternative=None):
@@ -149,6 +154,8 @@ def bench_training(forward, backward, seqs, rows, alternative=None):
             backward(**t)
         fns = [("ours", ours_training(forward, backward), 3.5),
                ("fa2", fa2_training(causal, man["scale"]), 3.5),
+               ("cudnn", sdpa_training(SDPBackend.CUDNN_ATTENTION, causal,
+                                       man["scale"]), 3.5),
                ("ours_bwd", ours_backward, 2.5), ("fa2_bwd", fa2_backward, 2.5)]
         if alternative:
             alt_forward, alt_backward = alternative
@@ -166,6 +173,7 @@ def bench_training(forward, backward, seqs, rows, alternative=None):
               for name, _, factor in fns}
         row = (f"| {backward.name} | {man['dtype']} | {d} | {'yes' if causal else 'no'} | "
                f"{seq} | {tf['ours']:.1f} | {tf['fa2']:.1f} | {tf['ours'] / tf['fa2']:.3f} | "
+               f"{tf['cudnn']:.1f} | {tf['ours'] / tf['cudnn']:.3f} | "
                f"{tf['ours_bwd']:.1f} | {tf['fa2_bwd']:.1f} | "
                f"{tf['ours_bwd'] / tf['fa2_bwd']:.3f} |")
         if alternative:
@@ -373,10 +381,11 @@ def main(argv=None):
     if args.plot:
         plot(curves, args.plot)
     train_header = ("| backward | dtype | D | causal | seq | ours fwd+bwd TFLOP/s | "
-                    "FA2 fwd+bwd | ours / FA2 | ours bwd | FA2 bwd | ours / FA2 bwd |"
+                    "FA2 fwd+bwd | ours / FA2 | cuDNN fwd+bwd | ours / cuDNN | "
+                    "ours bwd | FA2 bwd | ours / FA2 bwd |"
                     + (" B fwd+bwd | B / ours | B bwd | B / ours bwd |" if args.against
                        else ""))
-    train_columns = 11 + 4 * bool(args.against)
+    train_columns = 13 + 4 * bool(args.against)
     train_rows = []
     if training:
         print()

@@ -428,6 +428,9 @@ def main(argv=None):
     p.add_argument("--target", default="cpu",
                    help="tiling target (sm_80/sm_90a: the GPU form, e.g. the backward as "
                         "a dQ nest and a dK/dV nest)")
+    p.add_argument("--nondeterministic", action="store_true",
+                   help="with a GPU target: the backward with dQ added by atomics "
+                        "(FlashAttention-2's form; deterministic=false)")
     p.add_argument("--no-tile", action="store_true",
                    help="run flash.attention through the naive decomposition")
     p.add_argument("--outputs",
@@ -444,6 +447,8 @@ def main(argv=None):
         opts = f"block-rows={args.block_rows} block-cols={args.block_cols} target={args.target}"
         if args.no_tile:
             opts += " tile=false"
+        if args.nondeterministic:
+            opts += " deterministic=false"
         args.passes = f'--flash-cpu-pipeline="{opts}"'
     if args.n is None:
         args.n = args.m

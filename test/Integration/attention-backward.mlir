@@ -27,4 +27,12 @@
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --block-rows 16 --block-cols 16 --b 2 --hq 4 --hkv 2 --m 33 --n 17 --d 16 --causal --dynamic bhmn --seed 4 | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --block-rows 16 --block-cols 16 --b 1 --hq 2 --m 24 --n 40 --d 16 --dtype bf16 --seed 6 | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --b 1 --hq 4 --hkv 2 --m 200 --n 333 --d 16 --causal | FileCheck %s
+// FlashAttention-2's backward (deterministic=false): a pre-pass (D, zeroed dQ
+// sums), the dK/dV nest adding each step's dS K with flash.atomic_add, and a
+// last pass scaling the sums into dQ.
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --block-rows 16 --block-cols 16 --b 2 --hq 4 --hkv 2 --m 30 --n 20 --d 16 --causal --seed 1 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_80 --nondeterministic --block-rows 16 --block-cols 32 --b 1 --hq 2 --m 77 --n 100 --d 16 --window 20 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --block-rows 16 --block-cols 16 --b 2 --hq 2 --m 20 --n 30 --d 16 --mask 2x1x20x30 --masked-row --seed 3 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_80 --nondeterministic --block-rows 16 --block-cols 16 --b 2 --hq 4 --hkv 2 --m 33 --n 17 --d 16 --causal --dynamic bhmn --seed 4 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --b 1 --hq 4 --hkv 2 --m 200 --n 333 --d 16 --dtype bf16 --causal | FileCheck %s
 // CHECK: PASS

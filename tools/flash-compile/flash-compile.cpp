@@ -100,6 +100,12 @@ static opt<bool> persistent(
     cl::desc("With --warp-specialize: forward kernels as persistent CTAs, "
              "each walking tiles (the runtime launches about one per SM)"),
     cl::cat(flashCategory));
+static opt<bool> deterministic(
+    "deterministic", cl::init(true),
+    cl::desc("Backward kernels with the same bits on every run: a dQ kernel "
+             "and a dK/dV kernel (--deterministic=false: FlashAttention-2's "
+             "backward, dQ added with f32 atomics in the dK/dV kernel)"),
+    cl::cat(flashCategory));
 static opt<bool> pingPong(
     "ping-pong", cl::init(true),
     cl::desc("With --warp-specialize and two consumer warpgroups: their "
@@ -140,6 +146,7 @@ int main(int argc, char **argv) {
   options.tmaLoads = tmaLoads;
   options.warpSpecialize = warpSpecialize;
   options.persistent = persistent;
+  options.deterministic = deterministic;
   options.pingPong = pingPong;
   options.ptxas = ptxas;
   if (std::string error = flash::checkKernelCompileOptions(options);

@@ -55,6 +55,11 @@ struct KernelCompileOptions {
   /// tiles; the manifest says `persistent` and the runtime launches about
   /// one CTA per SM).
   bool persistent = false;
+  /// Backward kernels as a dQ kernel and a dK/dV kernel, each recomputing S
+  /// and P (true: the same bits every run), or FlashAttention-2's form: a
+  /// pre-pass, one dK/dV kernel that adds dQ into an f32 workspace with
+  /// atomics, and a last pass (false: 5 tile products per tile pair, not 7).
+  bool deterministic = true;
   /// ptxas used to make cubins and to measure registers and spills; when it
   /// cannot be run, PTX and manifests are written without them.
   std::string ptxas = "/usr/local/cuda/bin/ptxas";

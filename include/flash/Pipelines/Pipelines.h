@@ -29,6 +29,11 @@ struct FlashCpuPipelineOptions
   PassOptions::Option<int64_t> blockCols{
       *this, "block-cols", llvm::cl::desc("Force Bc (0: from the target)"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> deterministic{
+      *this, "deterministic",
+      llvm::cl::desc("GPU targets' backward: two nests (true) or dQ added "
+                     "with atomics (false; see --flash-tile-attention)"),
+      llvm::cl::init(true)};
 };
 
 /// Lowers a module holding func, linalg (linalg.softmax included), tensor,
@@ -101,6 +106,13 @@ struct FlashGpuPipelineOptions
       llvm::cl::desc("With warp-specialize and two consumer warpgroups: "
                      "their S = Q Kᵀ MMAs take turns"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> deterministic{
+      *this, "deterministic",
+      llvm::cl::desc("The backward as a dQ kernel and a dK/dV kernel (true), "
+                     "or FlashAttention-2's: one dK/dV kernel that adds dQ "
+                     "with f32 atomics, between a pre-pass and a last pass "
+                     "(false)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> persistent{
       *this, "persistent",
       llvm::cl::desc("Each launch a loop over its tiles, correct with any "

@@ -77,6 +77,33 @@ private:
 };
 } // namespace
 
+/// A contraction reads a transposed A (the nondeterministic backward's
+/// dS = (dSᵀ)ᵀ) from shared memory only, with ldmatrix.trans: its A is
+/// first copied into a shared tile of its own, then every thread waits (in
+/// a register-tile kernel the lanes that own the rows write them).
+static void stageTransposedOperands(gpu::LaunchOp launch) {
+  SmallVector<linalg::GenericOp> ops;
+  launch.getBody().walk([&](linalg::GenericOp op) {
+    if (auto m = flash::matchTileContraction(op); m && m->transposeA)
+      ops.push_back(op);
+  });
+  for (linalg::GenericOp op : ops) {
+    OpOperand *a = op.getDpsInputOperand(0);
+    auto type = cast<MemRefType>(a->get().getType());
+    // Allocated where A is (the loops were hoisted out of its buffer).
+    OpBuilder b(op);
+    if (Operation *def = a->get().getDefiningOp<memref::AllocOp>())
+      b.setInsertionPointAfter(def);
+    Value staged = memref::AllocOp::create(
+        b, op.getLoc(),
+        MemRefType::get(type.getShape(), type.getElementType()));
+    b.setInsertionPoint(op);
+    memref::CopyOp::create(b, op.getLoc(), a->get(), staged);
+    gpu::BarrierOp::create(b, op.getLoc());
+    a->set(staged);
+  }
+}
+
 /// One-shot bufferization can leave a guarded region (a pipelined loop's
 /// prologue, loop and epilogue under lb < ub) with buffer results: the then
 /// branch yields its own buffer for a running state (allocated in it), the
@@ -190,6 +217,7 @@ LogicalResult TileMapper::run() {
   if (failed(sinkValuesDefinedAbove(launch)))
     return failure();
   foldIfBufferResults(launch);
+  stageTransposedOperands(launch);
   flash::WarpRegisterTiles inRegisters(launch, threads / 32);
   if (registerTiles && threads % 32 == 0 && tensorCores != TensorCores::None)
     inRegisters.analyze(tensorCores == TensorCores::Wgmma && asyncCopies);
@@ -548,10 +576,10 @@ std::tuple<scf::ForOp, Value, Value> TileMapper::warpTiles(OpBuilder &b,
 /// accumulates over K in steps of 16 with WMMA fragments.
 bool TileMapper::emitWarpMatmul(linalg::GenericOp op, Value tid) {
   auto operands = flash::matchTileContraction(op);
-  if (!operands || !operands->hasIdentityLayouts() ||
+  if (!operands || !operands->hasIdentityLayouts() || operands->transposeA ||
       !cast<MemRefType>(operands->a.getType()).getElementType().isF16())
     return false; // WMMA fragments exist for f16 only
-  auto [a, bm, c, transposeB] = *operands;
+  auto [a, bm, c, transposeB, transposeA] = *operands;
   auto aType = cast<MemRefType>(a.getType());
   auto cType = cast<MemRefType>(c.getType());
   int64_t m = cType.getDimSize(0), n = cType.getDimSize(1),
@@ -607,11 +635,11 @@ bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
   auto operands = flash::matchTileContraction(op);
   if (!operands || !operands->hasIdentityLayouts())
     return false;
-  auto [a, bm, c, transposeB] = *operands;
+  auto [a, bm, c, transposeB, transposeA] = *operands;
   auto aType = cast<MemRefType>(a.getType());
   auto cType = cast<MemRefType>(c.getType());
   int64_t m = cType.getDimSize(0), n = cType.getDimSize(1),
-          k = aType.getDimSize(1);
+          k = aType.getDimSize(transposeA ? 0 : 1);
   Type et = aType.getElementType();
   bool bf16 = et.isBF16();
   OpBuilder b(op);
@@ -646,6 +674,9 @@ bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
   };
   auto load = [&](Value buf, Value r, Value cc) -> Value {
     return memref::LoadOp::create(b, loc, buf, ValueRange{r, cc});
+  };
+  auto loadA = [&](Value mm, Value kk) -> Value {
+    return transposeA ? load(a, kk, mm) : load(a, mm, kk);
   };
   auto loadB = [&](Value kk, Value nn) -> Value {
     return transposeB ? load(bm, nn, kk) : load(bm, kk, nn);
@@ -682,13 +713,20 @@ bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
   for (int64_t step = 0; step < k; step += 16) {
     SmallVector<Value> fa, fb;
     if (ldmatrix) {
-      // A: matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) -> a0..a3.
-      Value aRow = arith::AddIOp::create(
-          b, loc, arith::AddIOp::create(b, loc, row, lane8), upper);
-      Value aCol = add(right, step);
+      // A: matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) -> a0..a3. A stored
+      // [K, M]: the same matrices from rows k of the buffer, transposed.
+      Value aRow, aCol;
+      if (transposeA) {
+        aRow = add(arith::AddIOp::create(b, loc, right, lane8), step);
+        aCol = arith::AddIOp::create(b, loc, row, upper);
+      } else {
+        aRow = arith::AddIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, row, lane8), upper);
+        aCol = add(right, step);
+      }
       fa = registers(nvgpu::LdMatrixOp::create(
                          b, loc, VectorType::get({4, 2}, et), sharedA,
-                         ValueRange{aRow, aCol}, b.getBoolAttr(false),
+                         ValueRange{aRow, aCol}, b.getBoolAttr(transposeA),
                          b.getI32IntegerAttr(4)),
                      4);
       // B: k 0-7 and 8-15 of the 8 columns; Kᵀ is read straight, V
@@ -710,10 +748,10 @@ bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
       fb = registers(bTile, 2);
     } else {
       Value ka = arith::AddIOp::create(b, loc, t2, idx(step));
-      fa = {pack(load(a, rowLo, ka), load(a, rowLo, add(ka, 1))),
-            pack(load(a, rowHi, ka), load(a, rowHi, add(ka, 1))),
-            pack(load(a, rowLo, add(ka, 8)), load(a, rowLo, add(ka, 9))),
-            pack(load(a, rowHi, add(ka, 8)), load(a, rowHi, add(ka, 9)))};
+      fa = {pack(loadA(rowLo, ka), loadA(rowLo, add(ka, 1))),
+            pack(loadA(rowHi, ka), loadA(rowHi, add(ka, 1))),
+            pack(loadA(rowLo, add(ka, 8)), loadA(rowLo, add(ka, 9))),
+            pack(loadA(rowHi, add(ka, 8)), loadA(rowHi, add(ka, 9)))};
       fb = {pack(loadB(ka, colB), loadB(add(ka, 1), colB)),
             pack(loadB(add(ka, 8), colB), loadB(add(ka, 9), colB))};
     }

@@ -38,6 +38,8 @@ flash::matchTileContraction(linalg::GenericOp op) {
     m.transposeB = true;
   else if (maps[0] == map({d(0), d(2)}) && maps[1] == map({d(2), d(1)}))
     m.transposeB = false;
+  else if (maps[0] == map({d(2), d(0)}) && maps[1] == map({d(2), d(1)}))
+    m.transposeB = false, m.transposeA = true;
   else
     return std::nullopt;
   for (Value v : {m.a, m.b, m.c}) {

@@ -19,6 +19,9 @@ struct TileContraction {
   Value a, b, c;
   /// B is stored [N, K] and read transposed (Kᵀ), else [K, N] (V).
   bool transposeB;
+  /// A is stored [K, M] and read transposed (the nondeterministic
+  /// backward's dS = (dSᵀ)ᵀ), else [M, K].
+  bool transposeA = false;
 
   bool hasIdentityLayouts() const {
     return llvm::all_of(ValueRange{a, b, c}, [](Value v) {

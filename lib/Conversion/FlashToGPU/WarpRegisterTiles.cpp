@@ -289,7 +289,10 @@ bool WarpRegisterTiles::supports(linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1)
     return false;
   if (auto m = matchTileContraction(op)) {
-    // A from registers (P) or shared memory (Q), B from shared memory.
+    // A from registers (P) or shared memory (Q), B from shared memory; a
+    // transposed A only from shared memory, into a C there.
+    if (m->transposeA)
+      return false;
     auto isSharedTile = [&](Value v) {
       return v.getDefiningOp<memref::AllocOp>() && !tiles.contains(v);
     };

@@ -664,3 +664,39 @@ void AttentionBackwardOp::getCanonicalizationPatterns(
     RewritePatternSet &results, MLIRContext *context) {
   results.add<NormalizeAttentionRank<AttentionBackwardOp>>(context);
 }
+
+//===----------------------------------------------------------------------===//
+// AtomicAddOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AtomicAddOp::verify() {
+  auto tile = cast<ShapedType>(getTile().getType());
+  auto dest = cast<MemRefType>(getDest().getType());
+  if (!isa<FloatType>(dest.getElementType()) ||
+      tile.getElementType() != dest.getElementType())
+    return emitOpError("adds a tile of floats into a buffer of the same "
+                       "element type; got ")
+           << tile.getElementType() << " into " << dest.getElementType();
+  if (tile.getRank() != dest.getRank())
+    return emitOpError("tile and destination have different ranks (")
+           << tile.getRank() << " and " << dest.getRank() << ")";
+  for (int64_t d = 0; d < tile.getRank(); ++d)
+    if (!tile.isDynamicDim(d) && !dest.isDynamicDim(d) &&
+        tile.getDimSize(d) != dest.getDimSize(d))
+      return emitOpError("tile and destination differ in dimension ")
+             << d << " (" << tile.getDimSize(d) << " and "
+             << dest.getDimSize(d) << ")";
+  return success();
+}
+
+void AtomicAddOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  if (isa<MemRefType>(getTile().getType()))
+    effects.emplace_back(MemoryEffects::Read::get(), &getTileMutable(),
+                         SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Read::get(), &getDestMutable(),
+                       SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Write::get(), &getDestMutable(),
+                       SideEffects::DefaultResource::get());
+}

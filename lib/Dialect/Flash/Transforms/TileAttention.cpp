@@ -586,7 +586,8 @@ struct FlashTileAttentionPass
         kvCols = kvBlockCols;
       LogicalResult tiled =
           tgt->tensorCores
-              ? tileAttentionBackwardSplit(rewriter, op, br, bc, kvRows, kvCols)
+              ? tileAttentionBackwardSplit(rewriter, op, br, bc, kvRows, kvCols,
+                                           deterministic)
               : tileAttentionBackward(rewriter, op, br, bc);
       if (failed(tiled))
         return signalPassFailure();

@@ -18,6 +18,14 @@
 // No accumulation crosses parallel iterations (deterministic, no atomics);
 // S and P are recomputed once per nest. Nothing is M x N.
 //
+// Not deterministic (FlashAttention-2's own form): S and P once per tile
+// pair, dQ added by every key block with atomics into an f32 accumulator.
+//
+//   pre-pass, scf.forall (b, h, query block):
+//     D = rowsum(dO * O); dQ accumulator rows = 0
+//   dK/dV nest as above, and per step: dQ[rows] += dS K (flash.atomic_add)
+//   dQ = scale * accumulator, scf.forall (b, h, query block)
+//
 //===----------------------------------------------------------------------===//
 
 #include "flash/Dialect/Flash/IR/FlashOps.h"
@@ -28,8 +36,10 @@
 #include "TileBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -49,11 +59,12 @@ public:
   /// dQ nest: `br` query rows x `bc` keys per step; dK/dV nest: `kvRows`
   /// key rows x `kvCols` queries per step.
   SplitBackwardTiler(OpBuilder &b, AttentionBackwardOp op, int64_t br,
-                     int64_t bc, int64_t kvRows, int64_t kvCols)
+                     int64_t bc, int64_t kvRows, int64_t kvCols,
+                     bool deterministic)
       : TilerBase(b, op.getLoc(), op.getQuery().getType(),
                   op.getValue().getType()),
         op(op), dqRows(br), dqCols(bc), kvRows(kvRows), kvCols(kvCols), br(br),
-        bc(bc) {}
+        bc(bc), deterministic(deterministic) {}
 
   SmallVector<Value> build();
 
@@ -130,12 +141,21 @@ private:
     return scoreModClamp.indices(nb, nl, batchIdx, head, i, j);
   }
   Value buildGradQuery(Value &rowDot);
-  SmallVector<Value> buildGradKeyValue(Value rowDot);
+  /// With `accumulator` (the f32 dQ buffer [B, Hq, M, D]) the steps also add
+  /// their dS K to it.
+  SmallVector<Value> buildGradKeyValue(Value rowDot, Value accumulator = {});
+  /// The pre-pass of the atomic form: D, and the accumulator's zeros.
+  std::pair<Value, Value> buildRowDotAndZeros();
+  /// dQ = scale * accumulator in the element type.
+  Value buildGradQueryFromAccumulator(Value accumulator);
+  /// A [B, Hq, M] (or [B, Hq, M, width]) f32 workspace tensor tagged `tag`.
+  Value workspace(StringRef tag, std::optional<int64_t> width);
 
   AttentionBackwardOp op;
   int64_t dqRows, dqCols, kvRows, kvCols;
   /// The query and key blocks of the nest being built.
   int64_t br, bc;
+  bool deterministic;
   Value querySeq, keySeq, diagonal, group, batch, heads, kvHeads;
   /// The window clamped to M + N (null without a window).
   Value windowSize;
@@ -226,15 +246,7 @@ Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
     if (gradQType.isDynamicDim(i))
       dynamicSizes.push_back(dim(op.getQuery(), i));
   Value gradQInit = tensor::EmptyOp::create(b, loc, gradQType, dynamicSizes);
-  Value rowDotInit = tensor::EmptyOp::create(
-      b, loc,
-      RankedTensorType::get(
-          {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic},
-          f32),
-      ValueRange{batch, heads, querySeq});
-  // D lives between the two nests only; a kernel compiler gives it a
-  // buffer of its own (flash-compile makes it a kernel parameter).
-  rowDotInit.getDefiningOp()->setAttr(kWorkspaceAttr, b.getStringAttr("d"));
+  Value rowDotInit = workspace("d", std::nullopt);
   auto forall = scf::ForallOp::create(
       b, loc, ArrayRef<OpFoldResult>{batch, heads, queryBlocks},
       ValueRange{gradQInit, rowDotInit}, std::nullopt);
@@ -328,8 +340,105 @@ Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
   return forall.getResult(0);
 }
 
+Value SplitBackwardTiler::workspace(StringRef tag,
+                                    std::optional<int64_t> width) {
+  SmallVector<int64_t> shape(3, ShapedType::kDynamic);
+  if (width)
+    shape.push_back(*width);
+  Value t = tensor::EmptyOp::create(b, loc, RankedTensorType::get(shape, f32),
+                                    ValueRange{batch, heads, querySeq});
+  // It lives between the nests only; a kernel compiler gives it a buffer of
+  // its own (flash-compile makes it a kernel parameter).
+  t.getDefiningOp()->setAttr(kWorkspaceAttr, b.getStringAttr(tag));
+  return t;
+}
+
+std::pair<Value, Value> SplitBackwardTiler::buildRowDotAndZeros() {
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  auto forall = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{batch, heads, ceilDiv(querySeq, br)},
+      ValueRange{workspace("d", std::nullopt), workspace("dq_accum", headDim)},
+      std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(forall.getTerminator());
+  batchIdx = forall.getInductionVars()[0];
+  Value head = forall.getInductionVars()[1];
+  Value rowStart = mul(forall.getInductionVars()[2], idx(br));
+  Value rows = min(idx(br), sub(querySeq, rowStart));
+  Value gradOutTile =
+      queryRowTile(op.getGradOutput(), head, rowStart, rows, valueDim);
+  Value outTile = queryRowTile(op.getOutput(), head, rowStart, rows, valueDim);
+  Value product = generic(
+      {gradOutTile, outTile}, empty({br, valueDim}, f32), {id(2), id(2), id(2)},
+      {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        return arith::MulFOp::create(nb, nl, extendToF32(nb, nl, a[0]),
+                                     extendToF32(nb, nl, a[1]));
+      });
+  Value blockRowDot =
+      generic(product, filled({br}, 0.0), {id(2), map(2, {0})}, {kPar, kRed},
+              [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                return arith::AddFOp::create(nb, nl, a[0], a[1]);
+              });
+  Value validD = tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get({ShapedType::kDynamic}, f32), blockRowDot,
+      ArrayRef<OpFoldResult>{zero}, ArrayRef<OpFoldResult>{rows},
+      ArrayRef<OpFoldResult>{one});
+  Value zeroRows = tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get({ShapedType::kDynamic, headDim}, f32),
+      zeros(br, headDim), ArrayRef<OpFoldResult>{zero, zero},
+      ArrayRef<OpFoldResult>{rows, b.getIndexAttr(headDim)},
+      ArrayRef<OpFoldResult>{one, one});
+  ValueRange shared = forall.getRegionIterArgs();
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(
+      b, loc, validD, shared[0],
+      ArrayRef<OpFoldResult>{batchIdx, head, rowStart},
+      ArrayRef<OpFoldResult>{one, one, rows},
+      SmallVector<OpFoldResult>(3, one));
+  tensor::ParallelInsertSliceOp::create(
+      b, loc, zeroRows, shared[1],
+      ArrayRef<OpFoldResult>{batchIdx, head, rowStart, zero},
+      ArrayRef<OpFoldResult>{one, one, rows, b.getIndexAttr(headDim)},
+      SmallVector<OpFoldResult>(4, one));
+  return {forall.getResult(0), forall.getResult(1)};
+}
+
+Value SplitBackwardTiler::buildGradQueryFromAccumulator(Value accumulator) {
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  auto gradQType = cast<RankedTensorType>(op.getGradQuery().getType());
+  SmallVector<Value> dynamicSizes;
+  for (int64_t i = 0; i < 4; ++i)
+    if (gradQType.isDynamicDim(i))
+      dynamicSizes.push_back(dim(op.getQuery(), i));
+  auto forall = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{batch, heads, ceilDiv(querySeq, br)},
+      ValueRange{tensor::EmptyOp::create(b, loc, gradQType, dynamicSizes)},
+      std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(forall.getTerminator());
+  batchIdx = forall.getInductionVars()[0];
+  Value head = forall.getInductionVars()[1];
+  Value rowStart = mul(forall.getInductionVars()[2], idx(br));
+  Value rows = min(idx(br), sub(querySeq, rowStart));
+  Value sum = queryRowTile(accumulator, head, rowStart, rows, headDim);
+  Value gradQ = finish(sum, op.getEffectiveScale(), {br, headDim});
+  Value valid = tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get({ShapedType::kDynamic, headDim}, elementType),
+      gradQ, ArrayRef<OpFoldResult>{zero, zero},
+      ArrayRef<OpFoldResult>{rows, b.getIndexAttr(headDim)},
+      ArrayRef<OpFoldResult>{one, one});
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(
+      b, loc, valid, forall.getRegionIterArgs()[0],
+      ArrayRef<OpFoldResult>{batchIdx, head, rowStart, zero},
+      ArrayRef<OpFoldResult>{one, one, rows, b.getIndexAttr(headDim)},
+      SmallVector<OpFoldResult>(4, one));
+  return forall.getResult(0);
+}
+
 /// The dK/dV nest.
-SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot) {
+SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
+                                                         Value accumulator) {
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
   Value keyBlocks = ceilDiv(keySeq, bc);
   SmallVector<Value> outs;
@@ -405,6 +514,29 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot) {
                                      /*queryLoop=*/1, scoresT, head, rowStart);
       Value gradK = contract(Contraction::GradKey, gradST, map(3, {0, 2}), queryTile, map(3, {2, 1}),
                              carried[0]);
+      if (accumulator) {
+        // dQ rows += dS K = (dSᵀ)ᵀ K, unscaled (the last pass scales).
+        Value gradQBlock =
+            contract(Contraction::GradQueryBlock, gradST, map(3, {2, 0}),
+                     keyTile, map(3, {2, 1}), zeros(br, headDim));
+        Value valid = tensor::ExtractSliceOp::create(
+            b, loc, RankedTensorType::get({ShapedType::kDynamic, headDim}, f32),
+            gradQBlock, ArrayRef<OpFoldResult>{zero, zero},
+            ArrayRef<OpFoldResult>{rows, b.getIndexAttr(headDim)},
+            ArrayRef<OpFoldResult>{one, one});
+        auto rowsType = memref::SubViewOp::inferRankReducedResultType(
+            {ShapedType::kDynamic, headDim},
+            cast<MemRefType>(accumulator.getType()),
+            ArrayRef<OpFoldResult>{batchIdx, head, rowStart, zero},
+            ArrayRef<OpFoldResult>{one, one, rows, b.getIndexAttr(headDim)},
+            SmallVector<OpFoldResult>(4, one));
+        Value into = memref::SubViewOp::create(
+            b, loc, cast<MemRefType>(rowsType), accumulator,
+            ArrayRef<OpFoldResult>{batchIdx, head, rowStart, zero},
+            ArrayRef<OpFoldResult>{one, one, rows, b.getIndexAttr(headDim)},
+            SmallVector<OpFoldResult>(4, one));
+        AtomicAddOp::create(b, loc, valid, into);
+      }
       scf::YieldOp::create(b, loc, ValueRange{gradK, gradV});
     }
     scf::YieldOp::create(b, loc, queryLoop.getResults());
@@ -447,6 +579,25 @@ SmallVector<Value> SplitBackwardTiler::build() {
   if (std::optional<int64_t> window = op.getWindow())
     windowSize = buildClampedWindow(b, loc, *window, querySeq, keySeq);
   group = b.createOrFold<arith::DivUIOp>(loc, heads, kvHeads);
+  if (!deterministic) {
+    br = dqRows;
+    auto [rowDot, zeroed] = buildRowDotAndZeros();
+    // The accumulator is updated in memory by parallel iterations: a buffer
+    // from here to the last pass.
+    auto accType = bufferization::getMemRefTypeWithFullyDynamicLayout(
+        cast<TensorType>(zeroed.getType()));
+    Value accumulator = bufferization::ToBufferOp::create(
+        b, loc, cast<BaseMemRefType>(accType), zeroed);
+    br = kvCols;
+    bc = kvRows;
+    SmallVector<Value> gradKV = buildGradKeyValue(rowDot, accumulator);
+    br = dqRows;
+    Value sums = bufferization::ToTensorOp::create(
+        b, loc, zeroed.getType(), accumulator, /*restrict=*/true,
+        /*writable=*/false);
+    Value gradQ = buildGradQueryFromAccumulator(sums);
+    return {gradQ, gradKV[0], gradKV[1]};
+  }
   Value rowDot;
   br = dqRows;
   bc = dqCols;
@@ -459,7 +610,9 @@ SmallVector<Value> SplitBackwardTiler::build() {
 
 LogicalResult mlir::flash::tileAttentionBackwardSplit(
     RewriterBase &rewriter, AttentionBackwardOp op, int64_t blockRows,
-    int64_t blockCols, int64_t kvBlockRows, int64_t kvBlockCols) {
-  return replaceWithTiles<SplitBackwardTiler>(
-      rewriter, op, blockRows, blockCols, kvBlockRows, kvBlockCols);
+    int64_t blockCols, int64_t kvBlockRows, int64_t kvBlockCols,
+    bool deterministic) {
+  return replaceWithTiles<SplitBackwardTiler>(rewriter, op, blockRows,
+                                              blockCols, kvBlockRows,
+                                              kvBlockCols, deterministic);
 }

@@ -233,6 +233,35 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
   let hasCanonicalizer = 1;
 }
 
+def Flash_AtomicAddOp : Flash_Op<"atomic_add",
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "dest += tile, each element added atomically";
+  let description = [{
+    Adds `tile` into the buffer `dest` of the same shape, element by
+    element, each addition atomic: the iterations of a parallel loop may add
+    into the same elements (the nondeterministic backward's dQ accumulator,
+    which every key block of a query block adds to). The order of the
+    additions is not defined, so float sums may differ in their last bits
+    from run to run.
+
+    `tile` is a tensor before bufferization and a memref after; `dest` is a
+    memref throughout: an accumulator that parallel iterations update has no
+    value semantics to express it with.
+
+    ```mlir
+    flash.atomic_add %tile, %rows : tensor<?x128xf32>, memref<?x128xf32, strided<[128, 1], offset: ?>>
+    ```
+
+    `--flash-lower-atomic-add` turns the memref form into loops of
+    `memref.atomic_rmw addf`.
+  }];
+  let arguments = (ins AnyTypeOf<[AnyRankedTensor, AnyMemRef]>:$tile,
+                   AnyMemRef:$dest);
+  let assemblyFormat =
+      "$tile `,` $dest attr-dict `:` type($tile) `,` type($dest)";
+  let hasVerifier = 1;
+}
+
 def Flash_YieldOp : Flash_Op<"yield",
     [Pure, Terminator,
      ParentOneOf<["AttentionOp", "AttentionBackwardOp"]>]> {

@@ -205,7 +205,13 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
     the GPU mapping needs instead: a dQ nest over (batch, head, query
     block) that also writes D, and a dK/dV nest over (batch, KV head, key
     block) with transposed tiles (key rows, `kv-block-cols` query columns);
-    see TileAttentionBackwardSplit.cpp.
+    see TileAttentionBackwardSplit.cpp. With `deterministic=false` it is
+    FlashAttention-2's own backward instead: S and P once per tile pair in
+    the dK/dV nest, which also adds each step's dS K into an f32 dQ
+    accumulator with `flash.atomic_add` (a workspace, zeroed by a pre-pass
+    that also writes D), and a last pass that scales the sums into dQ. The
+    additions' order varies from run to run, so dQ may differ in its last
+    bits between runs.
   }];
   let options = [
     Option<"target", "target", "::mlir::flash::TileTarget",
@@ -222,13 +228,18 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
     Option<"kvBlockCols", "kv-block-cols", "int64_t", "0",
            "GPU targets: query columns per step of the backward's dK/dV "
            "nest; 0 picks it from the target">,
+    Option<"deterministic", "deterministic", "bool", "true",
+           "GPU targets: the backward as a dQ nest and a dK/dV nest (true), "
+           "or one dK/dV nest that adds dQ with atomics (false)">,
     Option<"report", "report", "bool", "false",
            "Emit a remark per op: tiles, on-chip bytes, predicted HBM traffic">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect"
   ];
@@ -292,6 +303,32 @@ def FlashWorkspaceToArgumentsPass
     workspace is not sized from its arguments are located errors.
   }];
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
+def FlashLowerAtomicAddPass : Pass<"flash-lower-atomic-add"> {
+  let summary = "flash.atomic_add on buffers -> a parallel loop of "
+                "memref.atomic_rmw addf";
+  let description = [{
+    Rewrites every `flash.atomic_add %tile, %dest` whose tile is a memref
+    into
+
+    ```
+    scf.parallel (i, j) = (0, 0) to (rows, cols):
+      v = memref.load %tile[i, j]
+      memref.atomic_rmw addf v, %dest[i, j]
+    ```
+
+    The CPU pipeline runs the loop as it is; the GPU mapping distributes its
+    iterations over the threads of the CTA (consecutive threads take
+    consecutive columns, so that the f32 reductions into global memory
+    coalesce). A tensor-form `flash.atomic_add` (not yet bufferized) is an
+    error.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
 }
 
 def FlashDecomposeAggregatesPass : Pass<"flash-decompose-aggregates"> {

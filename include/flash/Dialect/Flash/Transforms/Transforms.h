@@ -72,19 +72,24 @@ LogicalResult tileAttentionBackward(RewriterBase &rewriter,
                                     int64_t blockCols);
 
 /// The attribute naming the tensor.empty of an intermediate that the split
-/// backward passes between its nests ("d": rowsum(dO O), [B, Hq, M] f32).
+/// backward passes between its nests ("d": rowsum(dO O), [B, Hq, M] f32;
+/// "dq_accum": the atomic form's dQ sums, [B, Hq, M, D] f32).
 constexpr llvm::StringLiteral kWorkspaceAttr = FlashDialect::kWorkspaceAttrName;
 
 /// Tiles one attention backward op into two forward-shaped nests, the form
 /// the GPU mapping takes: a dQ nest over (batch, head, query block) with
 /// Br x Bc tiles that also writes D = rowsum(dO O), and a dK/dV nest over
 /// (batch, KV head, key block) whose tiles are transposed (`kvBlockRows` key
-/// rows, `kvBlockCols` query columns); the op is replaced.
+/// rows, `kvBlockCols` query columns); the op is replaced. Not
+/// `deterministic`: a pre-pass writes D and zeroes an f32 dQ accumulator
+/// ("dq_accum", [B, Hq, M, D]), the dK/dV nest adds each step's dS K to it
+/// with `flash.atomic_add`, and a last pass scales it into dQ.
 LogicalResult tileAttentionBackwardSplit(RewriterBase &rewriter,
                                          AttentionBackwardOp op,
                                          int64_t blockRows, int64_t blockCols,
                                          int64_t kvBlockRows,
-                                         int64_t kvBlockCols);
+                                         int64_t kvBlockCols,
+                                         bool deterministic = true);
 
 } // namespace mlir::flash
 
