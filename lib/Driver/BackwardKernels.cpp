@@ -110,8 +110,8 @@ json::Array workspaceList(ArrayRef<Param> params) {
   for (const Param &p : params) {
     StringRef like = p.name == "d" ? "lse" : p.name == "dq_accum" ? "q" : "";
     if (!like.empty())
-      list.push_back(json::Object{
-          {"name", p.name}, {"like", like}, {"dtype", "f32"}});
+      list.push_back(
+          json::Object{{"name", p.name}, {"like", like}, {"dtype", "f32"}});
   }
   return list;
 }

@@ -51,7 +51,6 @@ void flash::buildFlashGpuKernelPipeline(
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::FullyDynamicLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  pm.addPass(flash::createFlashLowerAtomicAddPass());
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(bufferization::createBufferLoopHoistingPass());
   pm.addPass(createCSEPass());

@@ -1,6 +1,7 @@
 // --convert-flashgpu-to-llvm prints flashgpu.warpgroup_mma as one asm block:
 // a fence, one wgmma.mma_async per slice and k step with the descriptors
-// advanced in the asm, a commit and a wait.
+// advanced in the asm, a commit and a wait; flashgpu.reduce_add as relaxed
+// reductions into global memory.
 // RUN: flash-opt %s --convert-flashgpu-to-llvm | FileCheck %s
 
 // S = Q Kᵀ: A and B from shared memory (K-major), a fresh accumulator (the
@@ -38,4 +39,20 @@ func.func @scores(%a: i32, %b: i32) -> vector<16xf32> {
 func.func @pv(%acc: vector<4xf32>, %p: vector<4xi32>, %b: i32) -> vector<4xf32> {
   %o = flashgpu.warpgroup_mma acc(%acc) a_regs(%p : vector<4xi32>) b_desc(%b) {n = 8 : i64, k_steps = 1 : i64, slices = 1 : i64, element_type = f16, b_rows = 16 : i64} : vector<4xf32>
   return %o : vector<4xf32>
+}
+
+// flashgpu.reduce_add: the element's address from the memref's metadata,
+// made global, then one relaxed reduction per element at immediate offsets.
+// CHECK-LABEL: func @reduce_add
+// CHECK: memref.extract_strided_metadata %arg1
+// CHECK: memref.extract_aligned_pointer_as_index %arg1
+// CHECK: %[[A:.*]] = arith.index_cast %{{.*}} : index to i64
+// CHECK: %[[X0:.*]] = vector.extract %arg0[0]
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att
+// CHECK-SAME: "{ .reg .u64 %g; cvta.to.global.u64 %g, $0; red.relaxed.gpu.global.add.f32 [%g+0], $1; red.relaxed.gpu.global.add.f32 [%g+4], $2; red.relaxed.gpu.global.add.f32 [%g+8], $3; red.relaxed.gpu.global.add.f32 [%g+12], $4; }"
+// CHECK-SAME: "l,f,f,f,f,~{memory}" %[[A]], %[[X0]]
+// CHECK-NOT: flashgpu.reduce_add
+func.func @reduce_add(%v: vector<4xf32>, %d: memref<?x128xf32, strided<[?, ?], offset: ?>>, %i: index, %j: index) {
+  flashgpu.reduce_add %v, %d[%i, %j] : vector<4xf32>, memref<?x128xf32, strided<[?, ?], offset: ?>>
+  return
 }

@@ -37,6 +37,13 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
       warpgroup g owns rows g R/G + 16 w + 64 i. A launch where some
       contraction cannot take wgmma (operand columns not a multiple of 64,
       N > 256) stays on mma.sync;
+    - a contraction that reads its A transposed (`grad_query_block` of the
+      nondeterministic backward, dS K from dSᵀ) takes it from a shared tile
+      of its own, copied there before a barrier, with `ldmatrix.trans` into
+      mma.sync on shared C (whose zero fill becomes zero accumulators);
+      `flash.atomic_add` of a tile becomes a distributed loop of
+      `flashgpu.reduce_add`, four adjacent columns each where the
+      destination's rows are contiguous (the kernel traps otherwise);
     - the other tiles (Q, K, V, bias, mask) are carved out of the block's
       dynamic shared memory (rows padded against ldmatrix bank conflicts);
       with `async-copies` (default) they are loaded with 16-byte cp.async,
@@ -231,11 +238,15 @@ def ConvertFlashGPUToLLVMPass : Pass<"convert-flashgpu-to-llvm"> {
     vector element moves around it (`populateFlashGPUToLLVMPatterns`):
     `flashgpu.warpgroup_mma` becomes a fence, one
     `wgmma.mma_async.sync.aligned.m64nNk16` per slice and k step (the
-    descriptors advanced inside the asm), a commit and a wait. Runs on any
-    op; the GPU pipeline runs it right after `--flash-map-tiles-to-gpu`.
+    descriptors advanced inside the asm), a commit and a wait;
+    `flashgpu.reduce_add` the element's address (from the memref's
+    metadata) and one `red.relaxed.gpu.add.f32`. Runs on any op; the GPU
+    pipeline runs it right after `--flash-map-tiles-to-gpu`.
   }];
   let dependentDialects = [
+    "::mlir::arith::ArithDialect",
     "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
     "::mlir::vector::VectorDialect"
   ];
 }

@@ -11,7 +11,9 @@
 #include "flash/Conversion/Passes.h"
 #include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
@@ -193,6 +195,63 @@ struct LowerWarpgroupMmaWait : OpRewritePattern<WarpgroupMmaWaitOp> {
   }
 };
 
+/// The element's address from the memref's metadata, made a global one
+/// (the buffer is a kernel argument; with a generic address ptxas emits a
+/// shared-memory CAS loop beside the reduction, measured 2x slower), then
+/// one `red.relaxed.gpu.global.add.f32` per element (a vector's at
+/// immediate offsets).
+struct LowerReduceAdd : OpRewritePattern<ReduceAddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReduceAddOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto meta =
+        memref::ExtractStridedMetadataOp::create(rewriter, loc, op.getDest());
+    Value element = meta.getOffset();
+    for (auto [index, stride] : llvm::zip(op.getIndices(), meta.getStrides()))
+      element = arith::AddIOp::create(
+          rewriter, loc, element,
+          arith::MulIOp::create(rewriter, loc, index, stride));
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc,
+                                                                op.getDest());
+    Value address = arith::AddIOp::create(
+        rewriter, loc, base,
+        arith::MulIOp::create(
+            rewriter, loc, element,
+            arith::ConstantIndexOp::create(rewriter, loc, 4)));
+    Value address64 = arith::IndexCastOp::create(
+        rewriter, loc, rewriter.getI64Type(), address);
+    SmallVector<Value> operands = {address64};
+    std::string text = "{ .reg .u64 %g; cvta.to.global.u64 %g, $0; ";
+    std::string constraints = "l";
+    auto vector = dyn_cast<VectorType>(op.getValue().getType());
+    int64_t width = vector ? vector.getNumElements() : 1;
+    for (int64_t i = 0; i < width; ++i) {
+      operands.push_back(
+          vector ? vector::ExtractOp::create(rewriter, loc, op.getValue(),
+                                             ArrayRef<int64_t>{i})
+                       .getResult()
+                 : op.getValue());
+      text += llvm::formatv("red.relaxed.gpu.global.add.f32 [%g+{0}], ${1}; ",
+                            4 * i, i + 1)
+                  .str();
+      constraints += ",f";
+    }
+    text += "}";
+    constraints += ",~{memory}";
+    LLVM::InlineAsmOp::create(
+        rewriter, loc, /*res=*/Type(), operands, text, constraints,
+        /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::TailCallKind::None,
+        LLVM::AsmDialectAttr::get(rewriter.getContext(),
+                                  LLVM::AsmDialect::AD_ATT),
+        /*operand_attrs=*/ArrayAttr());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct ConvertFlashGPUToLLVMPass
     : flash::impl::ConvertFlashGPUToLLVMPassBase<ConvertFlashGPUToLLVMPass> {
   void runOnOperation() override {
@@ -206,5 +265,6 @@ struct ConvertFlashGPUToLLVMPass
 } // namespace
 
 void mlir::flash::populateFlashGPUToLLVMPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerWarpgroupMma, LowerWarpgroupMmaWait>(patterns.getContext());
+  patterns.add<LowerWarpgroupMma, LowerWarpgroupMmaWait, LowerReduceAdd>(
+      patterns.getContext());
 }

@@ -11,6 +11,8 @@
 #include "TileContraction.h"
 #include "WarpRegisterTiles.h"
 
+#include "flash/Dialect/Flash/IR/FlashOps.h"
+#include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
 #include "flash/Target/AttentionTarget.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -25,6 +27,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -101,6 +104,73 @@ static void stageTransposedOperands(gpu::LaunchOp launch) {
     memref::CopyOp::create(b, op.getLoc(), a->get(), staged);
     gpu::BarrierOp::create(b, op.getLoc());
     a->set(staged);
+  }
+}
+
+/// `flash.atomic_add` of a tile in the CTA's memory: a parallel loop over
+/// the tile (distributed over the threads with the rest of the block's
+/// work: consecutive threads take consecutive columns) of relaxed f32
+/// reductions into the destination, four adjacent columns per iteration
+/// where the rows allow (one shared-memory load and one address for four
+/// reductions). Those need the destination's rows contiguous (a workspace
+/// the runtime allocates is): the kernel traps otherwise.
+static void lowerAtomicAdds(gpu::LaunchOp launch) {
+  SmallVector<flash::AtomicAddOp> ops;
+  launch.getBody().walk([&](flash::AtomicAddOp op) { ops.push_back(op); });
+  for (flash::AtomicAddOp op : ops) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Value tile = op.getTile(), dest = op.getDest();
+    auto type = cast<MemRefType>(tile.getType());
+    int64_t rank = type.getRank();
+    int64_t cols = type.getShape().back();
+    int64_t width = !ShapedType::isDynamic(cols) && cols % 4 == 0 ? 4 : 1;
+    auto idx = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    if (width > 1) {
+      auto meta = memref::ExtractStridedMetadataOp::create(b, loc, dest);
+      Value strided = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                            meta.getStrides().back(), idx(1));
+      auto guard = scf::IfOp::create(b, loc, strided, /*withElseRegion=*/false);
+      OpBuilder trap = guard.getThenBodyBuilder();
+      LLVM::Trap::create(trap, loc);
+    }
+    // One loop over the flattened tile, the static trailing sizes dividing
+    // it (a distributed loop of rank > 1 takes a remainder by each size,
+    // the dynamic row count too: a 64-bit division per iteration).
+    SmallVector<Value> sizes;
+    Value total = idx(1);
+    for (int64_t d = 0; d < rank; ++d) {
+      Value size = b.createOrFold<memref::DimOp>(loc, tile, d);
+      if (d == rank - 1)
+        size = b.createOrFold<arith::DivUIOp>(loc, size, idx(width));
+      sizes.push_back(size);
+      total = b.createOrFold<arith::MulIOp>(loc, total, size);
+    }
+    scf::ParallelOp::create(
+        b, loc, ValueRange{idx(0)}, ValueRange{total}, ValueRange{idx(1)},
+        [&](OpBuilder &nb, Location nl, ValueRange ivs) {
+          SmallVector<Value> at(rank);
+          Value rest = ivs[0];
+          for (int64_t d = rank - 1; d >= 0; --d) {
+            at[d] = d == 0
+                        ? rest
+                        : nb.createOrFold<arith::RemUIOp>(nl, rest, sizes[d]);
+            if (d > 0)
+              rest = nb.createOrFold<arith::DivUIOp>(nl, rest, sizes[d]);
+          }
+          at.back() = arith::MulIOp::create(
+              nb, nl, at.back(), arith::ConstantIndexOp::create(nb, nl, width));
+          Value v = width == 1
+                        ? memref::LoadOp::create(nb, nl, tile, at).getResult()
+                        : vector::LoadOp::create(
+                              nb, nl, VectorType::get({width}, nb.getF32Type()),
+                              tile, at)
+                              .getResult();
+          flashgpu::ReduceAddOp::create(nb, nl, v, dest, at);
+        });
+    op.erase();
   }
 }
 
@@ -250,6 +320,7 @@ LogicalResult TileMapper::run() {
           launch, threads, loadStages, flash::maxSharedMemoryPerBlock(chip),
           tmaLoads && launch->hasAttr("flash.wgmma"), warpSpecialize)))
     return failure();
+  lowerAtomicAdds(launch);
   if (failed(lowerLinalg(launch)))
     return failure();
 
@@ -626,14 +697,41 @@ bool TileMapper::emitWarpMatmul(linalg::GenericOp op, Value tid) {
   return true;
 }
 
+/// The zero fill of `c` that contraction `op` is the first to read: found
+/// back in `op`'s block past ops that do not name `c`; null if none.
+static linalg::FillOp findZeroFill(linalg::GenericOp op, Value c) {
+  auto names = [&](Operation *p) {
+    return p
+        ->walk([&](Operation *q) {
+          return llvm::is_contained(q->getOperands(), c)
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        })
+        .wasInterrupted();
+  };
+  for (Operation *p = op->getPrevNode(); p; p = p->getPrevNode()) {
+    if (auto fill = dyn_cast<linalg::FillOp>(p);
+        fill && fill.getDpsInitOperand(0)->get() == c)
+      return matchPattern(fill.getDpsInputOperand(0)->get(), m_AnyZeroFloat())
+                 ? fill
+                 : nullptr;
+    if (names(p))
+      return nullptr;
+  }
+  return nullptr;
+}
+
 /// C += A * B with mma.sync.m16n8k16.row.col (f16 or bf16 in, f32
 /// accumulate): each warp takes 16x8 tiles of C in turn. Fragment layout
 /// (PTX ISA, lane = 4 g + t): A holds rows g and g+8, columns 2t, 2t+1 and
 /// 2t+8, 2t+9 of the 16x16 A tile; B holds rows 2t, 2t+1, 2t+8, 2t+9 of
 /// column g; C holds rows g and g+8, columns 2t and 2t+1.
 bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
+  // Any layout matchTileContraction takes (rows of unit stride): the
+  // fragments are read element by element or by ldmatrix row addresses, so
+  // the padded rows of a register-tile kernel's shared tiles work too.
   auto operands = flash::matchTileContraction(op);
-  if (!operands || !operands->hasIdentityLayouts())
+  if (!operands)
     return false;
   auto [a, bm, c, transposeB, transposeA] = *operands;
   auto aType = cast<MemRefType>(a.getType());
@@ -681,8 +779,18 @@ bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
   auto loadB = [&](Value kk, Value nn) -> Value {
     return transposeB ? load(bm, nn, kk) : load(bm, kk, nn);
   };
-  SmallVector<Value> acc = {load(c, rowLo, colC), load(c, rowLo, add(colC, 1)),
-                            load(c, rowHi, colC), load(c, rowHi, add(colC, 1))};
+  // C zero-filled just before (the nondeterministic backward's dS K of one
+  // step): the fill is dropped and the accumulators start at zero.
+  linalg::FillOp zeroFill = findZeroFill(op, c);
+  SmallVector<Value> acc;
+  if (zeroFill) {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(tiles);
+    acc.assign(4, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0)));
+  } else {
+    acc = {load(c, rowLo, colC), load(c, rowLo, add(colC, 1)),
+           load(c, rowHi, colC), load(c, rowHi, add(colC, 1))};
+  }
   // Tiles in shared memory are read with ldmatrix: lane l gives the address
   // of row l % 8 of 8x8 matrix l / 8.
   Value sharedA = flash::getWorkgroupView(a),
@@ -770,30 +878,38 @@ bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
   b.setInsertionPoint(op);
   gpu::BarrierOp::create(b, loc);
   op->erase();
+  if (zeroFill)
+    zeroFill->erase();
   return true;
 }
 
 LogicalResult TileMapper::lowerLinalg(gpu::LaunchOp launch) {
+  // auto: WMMA where it exists (f16: its vector fragment loads measured
+  // 1.7x faster than this mma.sync lowering's scalar ones), mma.sync else.
+  bool wmma =
+      tensorCores == TensorCores::Wmma || tensorCores == TensorCores::Auto;
+  bool mmaSync = tensorCores == TensorCores::MmaSync ||
+                 tensorCores == TensorCores::Auto ||
+                 tensorCores == TensorCores::Wgmma;
+  // Contractions first (each op is replaced where it is, so the order does
+  // not matter): the mma.sync lowering may take over the zero fill of its
+  // C, which then is not lowered on its own.
+  SmallVector<linalg::GenericOp> contractions;
+  launch.getBody().walk([&](linalg::GenericOp op) {
+    if (flash::matchTileContraction(op))
+      contractions.push_back(op);
+  });
+  for (linalg::GenericOp generic : contractions) {
+    OpBuilder tb(generic);
+    Value tid = gpu::ThreadIdOp::create(tb, loc, gpu::Dimension::x);
+    if (!(wmma && emitWarpMatmul(generic, tid)) &&
+        !(mmaSync && emitWarpMmaSync(generic, tid)))
+      tid.getDefiningOp()->erase();
+  }
   SmallVector<linalg::LinalgOp> ops;
   launch.getBody().walk([&](linalg::LinalgOp op) { ops.push_back(op); });
   IRRewriter rewriter(launch.getContext());
   for (linalg::LinalgOp op : ops) {
-    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-    // auto: WMMA where it exists (f16: its vector fragment loads measured
-    // 1.7x faster than this mma.sync lowering's scalar ones), mma.sync else.
-    bool wmma =
-        tensorCores == TensorCores::Wmma || tensorCores == TensorCores::Auto;
-    bool mmaSync = tensorCores == TensorCores::MmaSync ||
-                   tensorCores == TensorCores::Auto ||
-                   tensorCores == TensorCores::Wgmma;
-    if (generic && flash::matchTileContraction(generic)) {
-      OpBuilder tb(generic);
-      Value tid = gpu::ThreadIdOp::create(tb, loc, gpu::Dimension::x);
-      if ((wmma && emitWarpMatmul(generic, tid)) ||
-          (mmaSync && emitWarpMmaSync(generic, tid)))
-        continue;
-      tid.getDefiningOp()->erase();
-    }
     rewriter.setInsertionPoint(op);
     if (failed(linalg::linalgOpToParallelLoops(rewriter, op)))
       return op.emitError("flash-map-tiles-to-gpu: cannot lower to loops");

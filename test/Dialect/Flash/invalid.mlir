@@ -356,3 +356,27 @@ func.func @backward_score_mod_not_differentiable(%q: tensor<1x2x8x16xf32>, %lse:
   }
   return %dq : tensor<1x2x8x16xf32>
 }
+
+// -----
+
+func.func @atomic_add_element_type(%t: tensor<16x64xf16>, %d: memref<16x64xf32>) {
+  // expected-error @+1 {{adds a tile of floats into a buffer of the same element type; got 'f16' into 'f32'}}
+  flash.atomic_add %t, %d : tensor<16x64xf16>, memref<16x64xf32>
+  return
+}
+
+// -----
+
+func.func @atomic_add_rank(%t: tensor<64xf32>, %d: memref<16x64xf32>) {
+  // expected-error @+1 {{tile and destination have different ranks (1 and 2)}}
+  flash.atomic_add %t, %d : tensor<64xf32>, memref<16x64xf32>
+  return
+}
+
+// -----
+
+func.func @atomic_add_shape(%t: tensor<16x32xf32>, %d: memref<?x64xf32>) {
+  // expected-error @+1 {{tile and destination differ in dimension 1 (32 and 64)}}
+  flash.atomic_add %t, %d : tensor<16x32xf32>, memref<?x64xf32>
+  return
+}

@@ -121,3 +121,14 @@ func.func @backward_score_mod(%q: tensor<1x2x8x16xf16>, %lse: tensor<1x2x8xf32>)
   }
   return %dq : tensor<1x2x8x16xf16>
 }
+
+// flash.atomic_add: a tensor tile (before bufferization) or a buffer into a
+// buffer of the same shape.
+// CHECK-LABEL: func @atomic_add
+// CHECK: flash.atomic_add %{{.*}}, %{{.*}} : tensor<?x64xf32>, memref<?x64xf32, strided<[?, ?], offset: ?>>
+// CHECK: flash.atomic_add %{{.*}}, %{{.*}} : memref<16x64xf32>, memref<16x64xf32>
+func.func @atomic_add(%t: tensor<?x64xf32>, %d: memref<?x64xf32, strided<[?, ?], offset: ?>>, %m: memref<16x64xf32>, %n: memref<16x64xf32>) {
+  flash.atomic_add %t, %d : tensor<?x64xf32>, memref<?x64xf32, strided<[?, ?], offset: ?>>
+  flash.atomic_add %m, %n : memref<16x64xf32>, memref<16x64xf32>
+  return
+}

@@ -128,3 +128,19 @@ func.func @wait_negative_pending(%a: i32, %b: i32) -> vector<8xf32> {
   %w = flashgpu.warpgroup_mma_wait %s {pending = -1 : i64} : vector<8xf32>
   return %w : vector<8xf32>
 }
+
+// -----
+
+func.func @reduce_add_indices(%x: f32, %d: memref<16x128xf32>, %i: index) {
+  // expected-error @+1 {{takes one index per dimension of its destination (2), got 1}}
+  flashgpu.reduce_add %x, %d[%i] : f32, memref<16x128xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_add_width(%x: vector<3xf32>, %d: memref<16x128xf32>, %i: index) {
+  // expected-error @+1 {{adds 1, 2 or 4 adjacent elements, not 3}}
+  flashgpu.reduce_add %x, %d[%i, %i] : vector<3xf32>, memref<16x128xf32>
+  return
+}

@@ -1,4 +1,4 @@
-// flashgpu.warpgroup_mma parses, verifies and prints back.
+// flashgpu.warpgroup_mma and flashgpu.reduce_add parse, verify and print back.
 // RUN: flash-opt %s | flash-opt | FileCheck %s
 
 // CHECK-LABEL: func @scores
@@ -24,4 +24,13 @@ func.func @pv_async(%acc: vector<128xf32>, %p: vector<32xi32>, %b: i32) -> vecto
   %o = flashgpu.warpgroup_mma acc(%acc) a_regs(%p : vector<32xi32>) b_desc(%b) {n = 128 : i64, k_steps = 4 : i64, slices = 2 : i64, element_type = f16, b_rows = 64 : i64, async} : vector<128xf32>
   %w:2 = flashgpu.warpgroup_mma_wait %o, %p {pending = 1 : i64} : vector<128xf32>, vector<32xi32>
   return %w#0 : vector<128xf32>
+}
+
+// CHECK-LABEL: func @reduce_add
+// CHECK: flashgpu.reduce_add %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : f32, memref<?x128xf32, strided<[?, ?], offset: ?>>
+// CHECK: flashgpu.reduce_add %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : vector<4xf32>, memref<?x128xf32, strided<[?, ?], offset: ?>>
+func.func @reduce_add(%x: f32, %v: vector<4xf32>, %d: memref<?x128xf32, strided<[?, ?], offset: ?>>, %i: index, %j: index) {
+  flashgpu.reduce_add %x, %d[%i, %j] : f32, memref<?x128xf32, strided<[?, ?], offset: ?>>
+  flashgpu.reduce_add %v, %d[%i, %j] : vector<4xf32>, memref<?x128xf32, strided<[?, ?], offset: ?>>
+  return
 }

@@ -684,8 +684,8 @@ LogicalResult AtomicAddOp::verify() {
     if (!tile.isDynamicDim(d) && !dest.isDynamicDim(d) &&
         tile.getDimSize(d) != dest.getDimSize(d))
       return emitOpError("tile and destination differ in dimension ")
-             << d << " (" << tile.getDimSize(d) << " and "
-             << dest.getDimSize(d) << ")";
+             << d << " (" << tile.getDimSize(d) << " and " << dest.getDimSize(d)
+             << ")";
   return success();
 }
 

@@ -38,8 +38,7 @@ struct AtomicAddOpInterface
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
     auto add = cast<AtomicAddOp>(op);
-    FailureOr<Value> tile =
-        getBuffer(rewriter, add.getTile(), options, state);
+    FailureOr<Value> tile = getBuffer(rewriter, add.getTile(), options, state);
     if (failed(tile))
       return failure();
     rewriter.setInsertionPoint(op);

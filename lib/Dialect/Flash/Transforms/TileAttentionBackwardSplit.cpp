@@ -150,6 +150,12 @@ private:
   Value buildGradQueryFromAccumulator(Value accumulator);
   /// A [B, Hq, M] (or [B, Hq, M, width]) f32 workspace tensor tagged `tag`.
   Value workspace(StringRef tag, std::optional<int64_t> width);
+  /// An empty tensor shaped like `result`, its dynamic sizes those of `like`.
+  Value emptyLike(Value result, Value like);
+  /// D = rowsum(dO * O) of [br, Dv] tiles of dO and O.
+  Value blockRowDot(Value gradOutTile, Value outTile);
+  /// The first `rows` rows of a [R] or [R, width] tile.
+  Value validRows(Value tile, Value rows);
 
   AttentionBackwardOp op;
   int64_t dqRows, dqCols, kvRows, kvCols;
@@ -240,12 +246,7 @@ Value SplitBackwardTiler::probabilities(Value scores, Value lse,
 Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
   Value queryBlocks = ceilDiv(querySeq, br);
-  auto gradQType = cast<RankedTensorType>(op.getGradQuery().getType());
-  SmallVector<Value> dynamicSizes;
-  for (int64_t i = 0; i < 4; ++i)
-    if (gradQType.isDynamicDim(i))
-      dynamicSizes.push_back(dim(op.getQuery(), i));
-  Value gradQInit = tensor::EmptyOp::create(b, loc, gradQType, dynamicSizes);
+  Value gradQInit = emptyLike(op.getGradQuery(), op.getQuery());
   Value rowDotInit = workspace("d", std::nullopt);
   auto forall = scf::ForallOp::create(
       b, loc, ArrayRef<OpFoldResult>{batch, heads, queryBlocks},
@@ -263,18 +264,7 @@ Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
   Value outTile = queryRowTile(op.getOutput(), head, rowStart, rows, valueDim);
   Value lseTile = rowVector(op.getLse(), head, rowStart, rows,
                             std::numeric_limits<float>::infinity());
-  // D = rowsum(dO * O) of the block.
-  Value product = generic(
-      {gradOutTile, outTile}, empty({br, valueDim}, f32), {id(2), id(2), id(2)},
-      {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        return arith::MulFOp::create(nb, nl, extendToF32(nb, nl, a[0]),
-                                     extendToF32(nb, nl, a[1]));
-      });
-  Value blockRowDot =
-      generic(product, filled({br}, 0.0), {id(2), map(2, {0})}, {kPar, kRed},
-              [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                return arith::AddFOp::create(nb, nl, a[0], a[1]);
-              });
+  Value rowDotTile = blockRowDot(gradOutTile, outTile);
 
   // Key blocks the rows see: causal j <= i + N - M; window j >= i + N - M - W.
   Value first = idx(0), last = ceilDiv(keySeq, bc);
@@ -305,7 +295,7 @@ Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
     Value gradP = contract(Contraction::GradProbs, gradOutTile, map(3, {0, 2}), valueTile,
                            map(3, {1, 2}), zeros(br, bc));
     // dS = P (dP - D), in the element type (the tensor-core operand).
-    Value gradS = softmaxGradient(probs, gradP, blockRowDot, /*queryLoop=*/0,
+    Value gradS = softmaxGradient(probs, gradP, rowDotTile, /*queryLoop=*/0,
                                   scores, head, rowStart);
     Value acc = contract(Contraction::GradQuery, gradS, map(3, {0, 2}), keyTile, map(3, {2, 1}),
                          keyLoop.getRegionIterArgs()[0]);
@@ -315,16 +305,8 @@ Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
       finish(keyLoop.getResult(0), op.getEffectiveScale(), {br, headDim});
 
   ValueRange shared = forall.getRegionIterArgs();
-  auto rowsType =
-      RankedTensorType::get({ShapedType::kDynamic, headDim}, elementType);
-  Value validQ = tensor::ExtractSliceOp::create(
-      b, loc, rowsType, gradQ, ArrayRef<OpFoldResult>{zero, zero},
-      ArrayRef<OpFoldResult>{rows, b.getIndexAttr(headDim)},
-      ArrayRef<OpFoldResult>{one, one});
-  Value validD = tensor::ExtractSliceOp::create(
-      b, loc, RankedTensorType::get({ShapedType::kDynamic}, f32), blockRowDot,
-      ArrayRef<OpFoldResult>{zero}, ArrayRef<OpFoldResult>{rows},
-      ArrayRef<OpFoldResult>{one});
+  Value validQ = validRows(gradQ, rows);
+  Value validD = validRows(rowDotTile, rows);
   b.setInsertionPointToStart(forall.getTerminator().getBody());
   tensor::ParallelInsertSliceOp::create(
       b, loc, validQ, shared[0],
@@ -353,6 +335,41 @@ Value SplitBackwardTiler::workspace(StringRef tag,
   return t;
 }
 
+Value SplitBackwardTiler::emptyLike(Value result, Value like) {
+  auto type = cast<RankedTensorType>(result.getType());
+  SmallVector<Value> dynamicSizes;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (type.isDynamicDim(i))
+      dynamicSizes.push_back(dim(like, i));
+  return tensor::EmptyOp::create(b, loc, type, dynamicSizes);
+}
+
+Value SplitBackwardTiler::blockRowDot(Value gradOutTile, Value outTile) {
+  Value product = generic(
+      {gradOutTile, outTile}, empty({br, valueDim}, f32), {id(2), id(2), id(2)},
+      {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        return arith::MulFOp::create(nb, nl, extendToF32(nb, nl, a[0]),
+                                     extendToF32(nb, nl, a[1]));
+      });
+  return generic(product, filled({br}, 0.0), {id(2), map(2, {0})}, {kPar, kRed},
+                 [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                   return arith::AddFOp::create(nb, nl, a[0], a[1]);
+                 });
+}
+
+Value SplitBackwardTiler::validRows(Value tile, Value rows) {
+  auto type = cast<RankedTensorType>(tile.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[0] = ShapedType::kDynamic;
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)),
+      sizes = {rows}, strides(type.getRank(), b.getIndexAttr(1));
+  for (int64_t d = 1; d < type.getRank(); ++d)
+    sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
+  return tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), tile,
+      offsets, sizes, strides);
+}
+
 std::pair<Value, Value> SplitBackwardTiler::buildRowDotAndZeros() {
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
   auto forall = scf::ForallOp::create(
@@ -368,26 +385,8 @@ std::pair<Value, Value> SplitBackwardTiler::buildRowDotAndZeros() {
   Value gradOutTile =
       queryRowTile(op.getGradOutput(), head, rowStart, rows, valueDim);
   Value outTile = queryRowTile(op.getOutput(), head, rowStart, rows, valueDim);
-  Value product = generic(
-      {gradOutTile, outTile}, empty({br, valueDim}, f32), {id(2), id(2), id(2)},
-      {kPar, kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        return arith::MulFOp::create(nb, nl, extendToF32(nb, nl, a[0]),
-                                     extendToF32(nb, nl, a[1]));
-      });
-  Value blockRowDot =
-      generic(product, filled({br}, 0.0), {id(2), map(2, {0})}, {kPar, kRed},
-              [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                return arith::AddFOp::create(nb, nl, a[0], a[1]);
-              });
-  Value validD = tensor::ExtractSliceOp::create(
-      b, loc, RankedTensorType::get({ShapedType::kDynamic}, f32), blockRowDot,
-      ArrayRef<OpFoldResult>{zero}, ArrayRef<OpFoldResult>{rows},
-      ArrayRef<OpFoldResult>{one});
-  Value zeroRows = tensor::ExtractSliceOp::create(
-      b, loc, RankedTensorType::get({ShapedType::kDynamic, headDim}, f32),
-      zeros(br, headDim), ArrayRef<OpFoldResult>{zero, zero},
-      ArrayRef<OpFoldResult>{rows, b.getIndexAttr(headDim)},
-      ArrayRef<OpFoldResult>{one, one});
+  Value validD = validRows(blockRowDot(gradOutTile, outTile), rows);
+  Value zeroRows = validRows(zeros(br, headDim), rows);
   ValueRange shared = forall.getRegionIterArgs();
   b.setInsertionPointToStart(forall.getTerminator().getBody());
   tensor::ParallelInsertSliceOp::create(
@@ -405,15 +404,9 @@ std::pair<Value, Value> SplitBackwardTiler::buildRowDotAndZeros() {
 
 Value SplitBackwardTiler::buildGradQueryFromAccumulator(Value accumulator) {
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  auto gradQType = cast<RankedTensorType>(op.getGradQuery().getType());
-  SmallVector<Value> dynamicSizes;
-  for (int64_t i = 0; i < 4; ++i)
-    if (gradQType.isDynamicDim(i))
-      dynamicSizes.push_back(dim(op.getQuery(), i));
   auto forall = scf::ForallOp::create(
       b, loc, ArrayRef<OpFoldResult>{batch, heads, ceilDiv(querySeq, br)},
-      ValueRange{tensor::EmptyOp::create(b, loc, gradQType, dynamicSizes)},
-      std::nullopt);
+      ValueRange{emptyLike(op.getGradQuery(), op.getQuery())}, std::nullopt);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forall.getTerminator());
   batchIdx = forall.getInductionVars()[0];
@@ -422,11 +415,7 @@ Value SplitBackwardTiler::buildGradQueryFromAccumulator(Value accumulator) {
   Value rows = min(idx(br), sub(querySeq, rowStart));
   Value sum = queryRowTile(accumulator, head, rowStart, rows, headDim);
   Value gradQ = finish(sum, op.getEffectiveScale(), {br, headDim});
-  Value valid = tensor::ExtractSliceOp::create(
-      b, loc, RankedTensorType::get({ShapedType::kDynamic, headDim}, elementType),
-      gradQ, ArrayRef<OpFoldResult>{zero, zero},
-      ArrayRef<OpFoldResult>{rows, b.getIndexAttr(headDim)},
-      ArrayRef<OpFoldResult>{one, one});
+  Value valid = validRows(gradQ, rows);
   b.setInsertionPointToStart(forall.getTerminator().getBody());
   tensor::ParallelInsertSliceOp::create(
       b, loc, valid, forall.getRegionIterArgs()[0],
@@ -441,16 +430,8 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
                                                          Value accumulator) {
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
   Value keyBlocks = ceilDiv(keySeq, bc);
-  SmallVector<Value> outs;
-  for (Value result : {op.getGradKey(), op.getGradValue()}) {
-    auto type = cast<RankedTensorType>(result.getType());
-    Value like = result == op.getGradKey() ? op.getKey() : op.getValue();
-    SmallVector<Value> dynamicSizes;
-    for (int64_t i = 0; i < 4; ++i)
-      if (type.isDynamicDim(i))
-        dynamicSizes.push_back(dim(like, i));
-    outs.push_back(tensor::EmptyOp::create(b, loc, type, dynamicSizes));
-  }
+  SmallVector<Value> outs = {emptyLike(op.getGradKey(), op.getKey()),
+                             emptyLike(op.getGradValue(), op.getValue())};
   auto forall = scf::ForallOp::create(
       b, loc, ArrayRef<OpFoldResult>{batch, kvHeads, keyBlocks}, outs,
       std::nullopt);
@@ -519,11 +500,7 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
         Value gradQBlock =
             contract(Contraction::GradQueryBlock, gradST, map(3, {2, 0}),
                      keyTile, map(3, {2, 1}), zeros(br, headDim));
-        Value valid = tensor::ExtractSliceOp::create(
-            b, loc, RankedTensorType::get({ShapedType::kDynamic, headDim}, f32),
-            gradQBlock, ArrayRef<OpFoldResult>{zero, zero},
-            ArrayRef<OpFoldResult>{rows, b.getIndexAttr(headDim)},
-            ArrayRef<OpFoldResult>{one, one});
+        Value valid = validRows(gradQBlock, rows);
         auto rowsType = memref::SubViewOp::inferRankReducedResultType(
             {ShapedType::kDynamic, headDim},
             cast<MemRefType>(accumulator.getType()),

@@ -102,3 +102,15 @@ LogicalResult CtasPerSmOp::verify() {
                        "gpu.launch or gpu.func");
   return success();
 }
+
+LogicalResult ReduceAddOp::verify() {
+  auto type = cast<MemRefType>(getDest().getType());
+  if (static_cast<int64_t>(getIndices().size()) != type.getRank())
+    return emitOpError("takes one index per dimension of its destination (")
+           << type.getRank() << "), got " << getIndices().size();
+  if (auto vector = dyn_cast<VectorType>(getValue().getType());
+      vector && vector.getNumElements() != 2 && vector.getNumElements() != 4)
+    return emitOpError("adds 1, 2 or 4 adjacent elements, not ")
+           << vector.getNumElements();
+  return success();
+}

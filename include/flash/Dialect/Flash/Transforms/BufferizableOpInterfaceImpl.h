@@ -1,4 +1,5 @@
-//===- BufferizableOpInterfaceImpl.h - flash ops in bufferization -*- C++ -*-===//
+//===- BufferizableOpInterfaceImpl.h - flash ops in bufferization -*- C++
+//-*-===//
 //
 // Part of the flash-mlir project.
 //

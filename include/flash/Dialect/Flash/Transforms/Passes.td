@@ -318,11 +318,11 @@ def FlashLowerAtomicAddPass : Pass<"flash-lower-atomic-add"> {
       memref.atomic_rmw addf v, %dest[i, j]
     ```
 
-    The CPU pipeline runs the loop as it is; the GPU mapping distributes its
-    iterations over the threads of the CTA (consecutive threads take
-    consecutive columns, so that the f32 reductions into global memory
-    coalesce). A tensor-form `flash.atomic_add` (not yet bufferized) is an
-    error.
+    correct under any schedule of the parallel iterations; the CPU pipeline
+    runs it after bufferization. Inside a GPU kernel `--flash-map-tiles-to-gpu`
+    lowers `flash.atomic_add` itself (relaxed global reductions, which
+    `memref.atomic_rmw`'s acquire-release lowering is not). A tensor-form
+    `flash.atomic_add` (not yet bufferized) is an error.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -119,6 +119,27 @@ def FlashGPU_WarpgroupMmaWaitOp : FlashGPU_Op<"warpgroup_mma_wait",
   let hasVerifier = 1;
 }
 
+def FlashGPU_ReduceAddOp : FlashGPU_Op<"reduce_add"> {
+  let summary = "memref[indices] += value in global memory, relaxed (red.add.f32)";
+  let description = [{
+    One f32 reduction into global memory, atomic and unordered:
+    `red.relaxed.gpu.global.add.f32` (the destination must be in global
+    memory). A `vector<N x f32>` value (N = 2 or 4) adds its elements into
+    N adjacent elements along the innermost dimension, which must have unit
+    stride: N reductions off one address. The mapping's lowering of
+    `flash.atomic_add` inside a kernel. Upstream `memref.atomic_rmw addf`
+    lowers to an acquire-release `atomicrmw`, which puts a fence around
+    every addition; a sum that is read only after the kernel ends needs no
+    ordering.
+  }];
+  let arguments = (ins AnyTypeOf<[F32, VectorOfRankAndType<[1], [F32]>]>:$value,
+                   Arg<MemRefOf<[F32]>, "", [MemRead, MemWrite]>:$dest,
+                   Variadic<Index>:$indices);
+  let assemblyFormat =
+      "$value `,` $dest `[` $indices `]` attr-dict `:` type($value) `,` type($dest)";
+  let hasVerifier = 1;
+}
+
 def FlashGPU_CtasPerSmOp : FlashGPU_Op<"ctas_per_sm"> {
   let summary = "the kernel it is in is meant to run `count` CTAs per SM";
   let description = [{

@@ -1,0 +1,42 @@
+// The nondeterministic backward (deterministic=false) through the GPU
+// mapping on sm_80: three launches (pre-pass, dK/dV with dQ added, last
+// pass); in the dK/dV kernel dSᵀ, a register tile, is copied into a shared
+// tile of its own before every thread waits, dS K reads it with
+// ldmatrix.trans into mma.sync, the accumulators start at zero (the fill
+// of C is taken over), and the rows of dS K go to the f32 sums four adjacent
+// columns per relaxed reduction, after a check that the sums' rows are
+// contiguous.
+// RUN: flash-opt %s --flash-tile-attention="target=sm_80 deterministic=false" --flash-workspace-to-arguments --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=128 chip=sm_80" | FileCheck %s
+// And through the whole pipeline to PTX.
+// RUN: flash-opt %s --flash-gpu-pipeline="chip=sm_80 format=isa deterministic=false" | FileCheck %s --check-prefix=PTX
+
+// CHECK-LABEL: func.func @backward(
+// CHECK-SAME: {flash.workspace = "d"}
+// CHECK-SAME: {flash.workspace = "dq_accum"}
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK: scf.for
+// CHECK: scf.for
+// The staged dSᵀ: per-lane stores of the register tile, then a barrier.
+// CHECK: memref.store %{{.*}}, %[[STAGED:memspacecast[_0-9]*]][
+// CHECK: gpu.barrier
+// CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true} : memref<64x64xbf16, strided<[72, 1]>, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK: nvvm.mma.sync
+// CHECK: llvm.intr.trap
+// CHECK: vector.load %{{.*}} : memref<?x64xf32, strided<[{{[0-9]+}}, 1]>>, vector<4xf32>
+// CHECK: flashgpu.reduce_add %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : vector<4xf32>, memref<?x64xf32, strided<[?, ?], offset: ?>>
+// CHECK: flash.warp_register_tiles
+// CHECK: gpu.launch
+// CHECK-NOT: flash.atomic_add
+
+// PTX-COUNT-2: .entry
+// PTX: red.relaxed.gpu.global.add.f32 [%g+12]
+// PTX: .entry
+
+func.func @backward(%q: tensor<?x?x?x64xbf16>, %k: tensor<?x?x?x64xbf16>, %v: tensor<?x?x?x64xbf16>, %o: tensor<?x?x?x64xbf16>, %do: tensor<?x?x?x64xbf16>, %lse: tensor<?x?x?xf32>, %dq_out: tensor<?x?x?x64xbf16> {bufferization.writable = true}, %dk_out: tensor<?x?x?x64xbf16> {bufferization.writable = true}, %dv_out: tensor<?x?x?x64xbf16> {bufferization.writable = true}) -> (tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>) {
+  %dq, %dk, %dv = flash.attention_backward %q, %k, %v, %o, %do, %lse {causal} : tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>, tensor<?x?x?xf32>
+  %0 = bufferization.materialize_in_destination %dq in %dq_out : (tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>) -> tensor<?x?x?x64xbf16>
+  %1 = bufferization.materialize_in_destination %dk in %dk_out : (tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>) -> tensor<?x?x?x64xbf16>
+  %2 = bufferization.materialize_in_destination %dv in %dv_out : (tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>) -> tensor<?x?x?x64xbf16>
+  return %0, %1, %2 : tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>
+}
