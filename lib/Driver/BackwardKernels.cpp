@@ -87,6 +87,10 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
     auto type = dyn_cast<MemRefType>(func.getArgument(i).getType());
     if (!tag || !type)
       return op.emitError("flash-compile: an unexpected kernel argument");
+    if (tag.getValue() != "d" && tag.getValue() != "dq_accum")
+      return op.emitError("flash-compile: a workspace the runtime cannot "
+                          "shape: ")
+             << tag;
     built.params.push_back(
         {tag.getValue().str(),
          RankedTensorType::get(type.getShape(), type.getElementType())});
@@ -103,8 +107,8 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
 }
 
 /// The manifest's `workspace`: the parameters the tiler made of its
-/// workspaces, each shaped like the tensor whose rows it follows (D: the
-/// LSE; the dQ sums: Q), f32.
+/// workspaces (buildBackward admits these two only), each shaped like the
+/// tensor whose rows it follows (D: the LSE; the dQ sums: Q), f32.
 json::Array workspaceList(ArrayRef<Param> params) {
   json::Array list;
   for (const Param &p : params) {

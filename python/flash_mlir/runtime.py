@@ -316,14 +316,23 @@ class Kernel:
                     raise ValueError(f"{self.name}: needs contiguous 16-byte "
                                      "aligned rows and has no general kernel")
                 return self.general.launch(tensors, stream, infos)
+        workspaces = []
         for w in self.manifest.get("workspace", []):
             like = tensors[w["like"]]
             tensors[w["name"]] = torch.empty(like.shape, dtype=torch.float32,
                                              device=like.device)
+            workspaces.append(tensors[w["name"]])
+        current = torch.cuda.current_stream(self.device)
         if stream is None:
-            stream = torch.cuda.current_stream().cuda_stream
+            stream = current.cuda_stream
         for launch in self.launches:
             launch(stream, tensors)
+        # Allocated on the current stream: kept from reuse until the
+        # kernels on another stream are done with them.
+        if workspaces and stream != current.cuda_stream:
+            other = torch.cuda.ExternalStream(stream, device=self.device)
+            for t in workspaces:
+                t.record_stream(other)
 
 
 def load_all(directory, device=0, general=True):

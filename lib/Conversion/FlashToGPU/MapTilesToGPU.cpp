@@ -136,6 +136,18 @@ static void lowerAtomicAdds(gpu::LaunchOp launch) {
       OpBuilder trap = guard.getThenBodyBuilder();
       LLVM::Trap::create(trap, loc);
     }
+    // A carved tile's padded rows keep 16-byte alignment: then one vector
+    // load per four columns.
+    llvm::MaybeAlign alignment;
+    SmallVector<int64_t> tileStrides;
+    int64_t tileOffset;
+    if (width > 1 &&
+        succeeded(type.getStridesAndOffset(tileStrides, tileOffset)) &&
+        llvm::none_of(tileStrides, ShapedType::isDynamic) &&
+        !ShapedType::isDynamic(tileOffset) && tileOffset % 4 == 0 &&
+        llvm::all_of(ArrayRef(tileStrides).drop_back(),
+                     [](int64_t s) { return s % 4 == 0; }))
+      alignment = llvm::Align(16);
     // One loop over the flattened tile, the static trailing sizes dividing
     // it (a distributed loop of rank > 1 takes a remainder by each size,
     // the dynamic row count too: a 64-bit division per iteration).
@@ -166,7 +178,7 @@ static void lowerAtomicAdds(gpu::LaunchOp launch) {
                         ? memref::LoadOp::create(nb, nl, tile, at).getResult()
                         : vector::LoadOp::create(
                               nb, nl, VectorType::get({width}, nb.getF32Type()),
-                              tile, at)
+                              tile, at, /*nontemporal=*/false, alignment)
                               .getResult();
           flashgpu::ReduceAddOp::create(nb, nl, v, dest, at);
         });
@@ -698,12 +710,29 @@ bool TileMapper::emitWarpMatmul(linalg::GenericOp op, Value tid) {
 }
 
 /// The zero fill of `c` that contraction `op` is the first to read: found
-/// back in `op`'s block past ops that do not name `c`; null if none.
+/// back in `op`'s block past ops that name no view of `c`'s tile; null if
+/// none.
 static linalg::FillOp findZeroFill(linalg::GenericOp op, Value c) {
+  // The buffer a view is of, up to the carved tile (a view of the shared
+  // window that tiles live apart in).
+  auto tileOf = [](Value v) {
+    while (Operation *def = v.getDefiningOp()) {
+      auto view = dyn_cast<ViewLikeOpInterface>(def);
+      if (!view || isa<memref::MemorySpaceCastOp>(def))
+        break;
+      v = view.getViewSource();
+    }
+    return v;
+  };
+  Value tile = tileOf(c);
   auto names = [&](Operation *p) {
     return p
         ->walk([&](Operation *q) {
-          return llvm::is_contained(q->getOperands(), c)
+          return llvm::any_of(q->getOperands(),
+                              [&](Value v) {
+                                return isa<MemRefType>(v.getType()) &&
+                                       tileOf(v) == tile;
+                              })
                      ? WalkResult::interrupt()
                      : WalkResult::advance();
         })

@@ -144,3 +144,11 @@ func.func @reduce_add_width(%x: vector<3xf32>, %d: memref<16x128xf32>, %i: index
   flashgpu.reduce_add %x, %d[%i, %i] : vector<3xf32>, memref<16x128xf32>
   return
 }
+
+// -----
+
+func.func @reduce_add_shared(%x: f32, %d: memref<16x128xf32, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{reduces into global memory, not #gpu.address_space<workgroup>}}
+  flashgpu.reduce_add %x, %d[%i, %i] : f32, memref<16x128xf32, #gpu.address_space<workgroup>>
+  return
+}

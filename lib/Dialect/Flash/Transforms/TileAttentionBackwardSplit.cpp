@@ -560,7 +560,8 @@ SmallVector<Value> SplitBackwardTiler::build() {
     br = dqRows;
     auto [rowDot, zeroed] = buildRowDotAndZeros();
     // The accumulator is updated in memory by parallel iterations: a buffer
-    // from here to the last pass.
+    // from here to the last pass. `restrict` below holds because `zeroed`
+    // has no use but this one.
     auto accType = bufferization::getMemRefTypeWithFullyDynamicLayout(
         cast<TensorType>(zeroed.getType()));
     Value accumulator = bufferization::ToBufferOp::create(

@@ -108,6 +108,10 @@ LogicalResult ReduceAddOp::verify() {
   if (static_cast<int64_t>(getIndices().size()) != type.getRank())
     return emitOpError("takes one index per dimension of its destination (")
            << type.getRank() << "), got " << getIndices().size();
+  if (auto space =
+          dyn_cast_or_null<gpu::AddressSpaceAttr>(type.getMemorySpace());
+      space && space.getValue() != gpu::AddressSpace::Global)
+    return emitOpError("reduces into global memory, not ") << space;
   if (auto vector = dyn_cast<VectorType>(getValue().getType());
       vector && vector.getNumElements() != 2 && vector.getNumElements() != 4)
     return emitOpError("adds 1, 2 or 4 adjacent elements, not ")
