@@ -11,6 +11,10 @@ called with one of three masks: `full` (every key precedes every query),
 by `merge`, which needs exactly what the kernels return: O normalised per
 call and the natural-log LSE, -inf for rows that saw no key.
 
+The backward runs the same calls, each given the merged O and LSE of its
+query rows (the kernels accept them from outside): dQ sums on the query's
+rank, dK and dV on the key's (sent back around the ring).
+
 With `load_balanced` sharding (what PyTorch's context parallel calls the
 head-tail layout) the sequence is cut into 2 * world chunks and rank r holds
 chunks r and 2 * world - 1 - r, so that under a causal mask every rank does

@@ -1,7 +1,8 @@
 """flash_mlir.ring: a ring of per-chunk attentions, merged by LSE, equals
 attention over the whole sequence (float64, numpy), for 1 to 4 ranks, causal
-and not, load-balanced and contiguous sharding; and the per-rank work of the
-load-balanced causal ring is even."""
+and not, load-balanced and contiguous sharding; the same calls' backward,
+each given the merged O and LSE, sum to the whole sequence's gradients; and
+the per-rank work of the load-balanced causal ring is even."""
 
 import unittest
 
@@ -48,7 +49,54 @@ def ring(q, k, v, world, causal, load_balanced):
     return o, lse
 
 
+def attention_backward(q, k, v, o, lse, do, causal):
+    """dQ, dK, dV of one call given the *global* O and LSE of its query rows
+    (P = exp(S - LSE), D = rowsum(dO * O)): what each ring step's kernel
+    call computes; the steps' sums are the whole sequence's gradients."""
+    scale = 1 / np.sqrt(q.shape[-1])
+    s = q @ k.T * scale
+    if causal:
+        m, n = s.shape
+        s = np.where(np.arange(n)[None, :] <= np.arange(m)[:, None] + n - m, s, -np.inf)
+    p = np.where(np.isneginf(lse)[:, None], 0.0, np.exp(s - lse[:, None]))
+    dv = p.T @ do
+    dp = do @ v.T
+    ds = p * (dp - (do * o).sum(axis=-1, keepdims=True))
+    return ds @ k * scale, ds.T @ q * scale, dv
+
+
+def ring_backward(q, k, v, do, world, causal, load_balanced):
+    """Gradients from the ring's calls: dQ summed on the query's rank, dK and
+    dV summed for the source rank's chunks (sent back around the ring)."""
+    o, lse = ring(q, k, v, world, causal, load_balanced)
+    held = shards(q.shape[0], world, load_balanced)
+    dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+    for rank in range(world):
+        for call in ring_calls(rank, world, q.shape[0], causal, load_balanced):
+            qc, kc = held[rank][call.q], held[call.source][call.k]
+            rows, keys = slice(qc.start, qc.stop), slice(kc.start, kc.stop)
+            g = attention_backward(q[rows], k[keys], v[keys], o[rows], lse[rows],
+                                   do[rows], call.mask == "causal")
+            dq[rows] += g[0]
+            dk[keys] += g[1]
+            dv[keys] += g[2]
+    return dq, dk, dv
+
+
 class RingTest(unittest.TestCase):
+    def test_backward_equals_whole_sequence(self):
+        rng = np.random.default_rng(1)
+        for world in (1, 2, 3):
+            for causal in (False, True):
+                seq = 8 * world * 2
+                q, k, v, do = (rng.standard_normal((seq, 16)) for _ in range(4))
+                o, lse = attention(q, k, v, causal)
+                want = attention_backward(q, k, v, o, lse, do, causal)
+                got = ring_backward(q, k, v, do, world, causal, load_balanced=True)
+                for name, g, w in zip(("dq", "dk", "dv"), got, want):
+                    with self.subTest(world=world, causal=causal, grad=name):
+                        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
     def test_equals_whole_sequence(self):
         rng = np.random.default_rng(0)
         for world in (1, 2, 3, 4):
