@@ -140,6 +140,17 @@ private:
         nb, nl, keyStart, linalg::IndexOp::create(nb, nl, 1 - queryLoop));
     return scoreModClamp.indices(nb, nl, batchIdx, head, i, j);
   }
+  /// One parallel iteration of a nest over (batch, head, query block).
+  struct QueryBlock {
+    scf::ForallOp forall;
+    Value head, rowStart, rows;
+  };
+  /// A forall over (batch, head, query block of `br` rows) with `outs`,
+  /// `b` left before its terminator (the caller holds an insertion guard).
+  QueryBlock buildQueryBlockNest(ValueRange outs);
+  /// `tile`'s valid rows into `into` (rank 3, or rank 4 from column 0) at
+  /// the iteration's (batch, head, first row), in the forall's terminator.
+  void insertRows(Value tile, Value into, QueryBlock at);
   Value buildGradQuery(Value &rowDot);
   /// With `accumulator` (the f32 dQ buffer [B, Hq, M, D]) the steps also add
   /// their dS K to it.
@@ -244,19 +255,11 @@ Value SplitBackwardTiler::probabilities(Value scores, Value lse,
 
 /// The dQ nest; also returns D = rowsum(dO * O) [B, Hq, M] in `rowDot`.
 Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
-  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  Value queryBlocks = ceilDiv(querySeq, br);
-  Value gradQInit = emptyLike(op.getGradQuery(), op.getQuery());
-  Value rowDotInit = workspace("d", std::nullopt);
-  auto forall = scf::ForallOp::create(
-      b, loc, ArrayRef<OpFoldResult>{batch, heads, queryBlocks},
-      ValueRange{gradQInit, rowDotInit}, std::nullopt);
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(forall.getTerminator());
-  batchIdx = forall.getInductionVars()[0];
-  Value head = forall.getInductionVars()[1];
-  Value rowStart = mul(forall.getInductionVars()[2], idx(br));
-  Value rows = min(idx(br), sub(querySeq, rowStart));
+  QueryBlock at =
+      buildQueryBlockNest({emptyLike(op.getGradQuery(), op.getQuery()),
+                           workspace("d", std::nullopt)});
+  Value head = at.head, rowStart = at.rowStart, rows = at.rows;
 
   Value queryTile = queryRowTile(op.getQuery(), head, rowStart, rows, headDim);
   Value gradOutTile =
@@ -304,22 +307,13 @@ Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
   Value gradQ =
       finish(keyLoop.getResult(0), op.getEffectiveScale(), {br, headDim});
 
-  ValueRange shared = forall.getRegionIterArgs();
+  ValueRange shared = at.forall.getRegionIterArgs();
   Value validQ = validRows(gradQ, rows);
   Value validD = validRows(rowDotTile, rows);
-  b.setInsertionPointToStart(forall.getTerminator().getBody());
-  tensor::ParallelInsertSliceOp::create(
-      b, loc, validQ, shared[0],
-      ArrayRef<OpFoldResult>{batchIdx, head, rowStart, zero},
-      ArrayRef<OpFoldResult>{one, one, rows, b.getIndexAttr(headDim)},
-      SmallVector<OpFoldResult>(4, one));
-  tensor::ParallelInsertSliceOp::create(
-      b, loc, validD, shared[1],
-      ArrayRef<OpFoldResult>{batchIdx, head, rowStart},
-      ArrayRef<OpFoldResult>{one, one, rows},
-      SmallVector<OpFoldResult>(3, one));
-  rowDot = forall.getResult(1);
-  return forall.getResult(0);
+  insertRows(validQ, shared[0], at);
+  insertRows(validD, shared[1], at);
+  rowDot = at.forall.getResult(1);
+  return at.forall.getResult(0);
 }
 
 Value SplitBackwardTiler::workspace(StringRef tag,
@@ -371,58 +365,57 @@ Value SplitBackwardTiler::validRows(Value tile, Value rows) {
 }
 
 std::pair<Value, Value> SplitBackwardTiler::buildRowDotAndZeros() {
-  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  auto forall = scf::ForallOp::create(
-      b, loc, ArrayRef<OpFoldResult>{batch, heads, ceilDiv(querySeq, br)},
-      ValueRange{workspace("d", std::nullopt), workspace("dq_accum", headDim)},
-      std::nullopt);
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(forall.getTerminator());
-  batchIdx = forall.getInductionVars()[0];
-  Value head = forall.getInductionVars()[1];
-  Value rowStart = mul(forall.getInductionVars()[2], idx(br));
-  Value rows = min(idx(br), sub(querySeq, rowStart));
+  QueryBlock at = buildQueryBlockNest(
+      {workspace("d", std::nullopt), workspace("dq_accum", headDim)});
   Value gradOutTile =
-      queryRowTile(op.getGradOutput(), head, rowStart, rows, valueDim);
-  Value outTile = queryRowTile(op.getOutput(), head, rowStart, rows, valueDim);
-  Value validD = validRows(blockRowDot(gradOutTile, outTile), rows);
-  Value zeroRows = validRows(zeros(br, headDim), rows);
-  ValueRange shared = forall.getRegionIterArgs();
-  b.setInsertionPointToStart(forall.getTerminator().getBody());
-  tensor::ParallelInsertSliceOp::create(
-      b, loc, validD, shared[0],
-      ArrayRef<OpFoldResult>{batchIdx, head, rowStart},
-      ArrayRef<OpFoldResult>{one, one, rows},
-      SmallVector<OpFoldResult>(3, one));
-  tensor::ParallelInsertSliceOp::create(
-      b, loc, zeroRows, shared[1],
-      ArrayRef<OpFoldResult>{batchIdx, head, rowStart, zero},
-      ArrayRef<OpFoldResult>{one, one, rows, b.getIndexAttr(headDim)},
-      SmallVector<OpFoldResult>(4, one));
-  return {forall.getResult(0), forall.getResult(1)};
+      queryRowTile(op.getGradOutput(), at.head, at.rowStart, at.rows, valueDim);
+  Value outTile =
+      queryRowTile(op.getOutput(), at.head, at.rowStart, at.rows, valueDim);
+  Value validD = validRows(blockRowDot(gradOutTile, outTile), at.rows);
+  Value zeroRows = validRows(zeros(br, headDim), at.rows);
+  ValueRange shared = at.forall.getRegionIterArgs();
+  insertRows(validD, shared[0], at);
+  insertRows(zeroRows, shared[1], at);
+  return {at.forall.getResult(0), at.forall.getResult(1)};
 }
 
 Value SplitBackwardTiler::buildGradQueryFromAccumulator(Value accumulator) {
-  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  auto forall = scf::ForallOp::create(
-      b, loc, ArrayRef<OpFoldResult>{batch, heads, ceilDiv(querySeq, br)},
-      ValueRange{emptyLike(op.getGradQuery(), op.getQuery())}, std::nullopt);
   OpBuilder::InsertionGuard guard(b);
+  QueryBlock at =
+      buildQueryBlockNest({emptyLike(op.getGradQuery(), op.getQuery())});
+  Value sum = queryRowTile(accumulator, at.head, at.rowStart, at.rows, headDim);
+  Value gradQ = finish(sum, op.getEffectiveScale(), {br, headDim});
+  insertRows(validRows(gradQ, at.rows), at.forall.getRegionIterArgs()[0], at);
+  return at.forall.getResult(0);
+}
+
+SplitBackwardTiler::QueryBlock
+SplitBackwardTiler::buildQueryBlockNest(ValueRange outs) {
+  auto forall = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{batch, heads, ceilDiv(querySeq, br)}, outs,
+      std::nullopt);
   b.setInsertionPoint(forall.getTerminator());
   batchIdx = forall.getInductionVars()[0];
-  Value head = forall.getInductionVars()[1];
   Value rowStart = mul(forall.getInductionVars()[2], idx(br));
-  Value rows = min(idx(br), sub(querySeq, rowStart));
-  Value sum = queryRowTile(accumulator, head, rowStart, rows, headDim);
-  Value gradQ = finish(sum, op.getEffectiveScale(), {br, headDim});
-  Value valid = validRows(gradQ, rows);
-  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  return {forall, forall.getInductionVars()[1], rowStart,
+          min(idx(br), sub(querySeq, rowStart))};
+}
+
+void SplitBackwardTiler::insertRows(Value tile, Value into, QueryBlock at) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(at.forall.getTerminator().getBody());
+  OpFoldResult one = b.getIndexAttr(1);
+  auto type = cast<RankedTensorType>(into.getType());
+  SmallVector<OpFoldResult> offsets = {batchIdx, at.head, at.rowStart},
+                            sizes = {one, one, at.rows};
+  if (type.getRank() == 4) {
+    offsets.push_back(b.getIndexAttr(0));
+    sizes.push_back(b.getIndexAttr(type.getDimSize(3)));
+  }
   tensor::ParallelInsertSliceOp::create(
-      b, loc, valid, forall.getRegionIterArgs()[0],
-      ArrayRef<OpFoldResult>{batchIdx, head, rowStart, zero},
-      ArrayRef<OpFoldResult>{one, one, rows, b.getIndexAttr(headDim)},
-      SmallVector<OpFoldResult>(4, one));
-  return forall.getResult(0);
+      b, loc, tile, into, offsets, sizes,
+      SmallVector<OpFoldResult>(type.getRank(), one));
 }
 
 /// The dK/dV nest.
