@@ -262,6 +262,28 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
       *compile.log << name << ": spills " << spills
                    << " bytes with two stages; one stage\n";
   }
+  // FlashAttention-2's own backward on mma.sync: 128 keys per CTA on eight
+  // warps (half the dQ reductions of 64 keys; 1.2-1.4x, docs/GPU-NOTES.md
+  // 55), 64 query rows per step where that assembles without spills, else
+  // 32; where both spill, the search below.
+  if (!compile.deterministic && !compile.kvBlockRows && !compile.kvBlockCols &&
+      !compile.blockRows && !compile.threadsPerBlock &&
+      tensorCoreChoice(compile) != TensorCores::Wgmma) {
+    KernelCompileOptions wide = compile;
+    wide.kvBlockRows = 128;
+    wide.threadsPerBlock = 256;
+    for (int64_t cols : {64, 32}) {
+      int64_t spills = 0;
+      if (failed(compileBackward(op, name, outputDir, asyncCopies, general,
+                                 cols, /*specialize=*/false, spills, wide)))
+        return failure();
+      if (spills == 0)
+        return success();
+      if (compile.log)
+        *compile.log << name << ": spills " << spills << " bytes with 128 keys"
+                     << " and " << cols << " query rows per step\n";
+    }
+  }
   for (auto [i, cols] : llvm::enumerate(candidates)) {
     int64_t spills = 0;
     if (failed(compileBackward(op, name, outputDir, asyncCopies, general, cols,

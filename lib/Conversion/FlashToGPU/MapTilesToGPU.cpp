@@ -68,6 +68,12 @@ private:
   warpTiles(OpBuilder &b, Value tid, int64_t m, int64_t n, int64_t tileCols);
   bool emitWarpMatmul(linalg::GenericOp op, Value tid);
   bool emitWarpMmaSync(linalg::GenericOp op, Value tid);
+  bool emitWarpMmaReduce(linalg::GenericOp op, Value tid);
+  bool allowsMmaSync() const {
+    return tensorCores == TensorCores::MmaSync ||
+           tensorCores == TensorCores::Auto ||
+           tensorCores == TensorCores::Wgmma;
+  }
 
   scf::ForallOp forall;
   Location loc;
@@ -107,6 +113,18 @@ static void stageTransposedOperands(gpu::LaunchOp launch) {
   }
 }
 
+/// Traps unless `dest`'s innermost stride is 1 (vector reductions need
+/// adjacent elements).
+static void trapUnlessUnitInnerStride(OpBuilder &b, Location loc, Value dest) {
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, dest);
+  Value strided = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ne, meta.getStrides().back(),
+      arith::ConstantIndexOp::create(b, loc, 1));
+  auto guard = scf::IfOp::create(b, loc, strided, /*withElseRegion=*/false);
+  OpBuilder trap = guard.getThenBodyBuilder();
+  LLVM::Trap::create(trap, loc);
+}
+
 /// `flash.atomic_add` of a tile in the CTA's memory: a parallel loop over
 /// the tile (distributed over the threads with the rest of the block's
 /// work: consecutive threads take consecutive columns) of relaxed f32
@@ -128,14 +146,8 @@ static void lowerAtomicAdds(gpu::LaunchOp launch) {
     auto idx = [&](int64_t v) -> Value {
       return arith::ConstantIndexOp::create(b, loc, v);
     };
-    if (width > 1) {
-      auto meta = memref::ExtractStridedMetadataOp::create(b, loc, dest);
-      Value strided = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                            meta.getStrides().back(), idx(1));
-      auto guard = scf::IfOp::create(b, loc, strided, /*withElseRegion=*/false);
-      OpBuilder trap = guard.getThenBodyBuilder();
-      LLVM::Trap::create(trap, loc);
-    }
+    if (width > 1)
+      trapUnlessUnitInnerStride(b, loc, dest);
     // A carved tile's padded rows keep 16-byte alignment: then one vector
     // load per four columns.
     llvm::MaybeAlign alignment;
@@ -183,6 +195,55 @@ static void lowerAtomicAdds(gpu::LaunchOp launch) {
           flashgpu::ReduceAddOp::create(nb, nl, v, dest, at);
         });
     op.erase();
+  }
+}
+
+/// Bufferization gives equal constant tiles one buffer (CSE merged their
+/// fills) and copies it into each user's buffer: the dK, dV and dS K
+/// accumulators' zero starts at D = 64 are copies of one zero tile. A copy
+/// from a buffer that only a constant fill before it writes becomes a fill of
+/// the target, so that each accumulator's start is visible where it is used
+/// (the mma.sync lowerings start zero-filled accumulators in registers).
+/// Done only in kernels that add into global memory (the nondeterministic
+/// backward's dK/dV kernel) so far: in the others it frees the shared bytes of
+/// the merged tile and so changes kernels measured as they are.
+static void fillCopiesOfConstants(gpu::LaunchOp launch) {
+  if (!launch.getBody()
+           .walk([](flash::AtomicAddOp) { return WalkResult::interrupt(); })
+           .wasInterrupted())
+    return;
+  SmallVector<memref::CopyOp> copies;
+  launch.getBody().walk([&](memref::CopyOp copy) { copies.push_back(copy); });
+  for (memref::CopyOp copy : copies) {
+    auto alloc = copy.getSource().getDefiningOp<memref::AllocOp>();
+    if (!alloc)
+      continue;
+    linalg::FillOp fill;
+    bool onlyFilled = true;
+    for (Operation *user : alloc->getUsers()) {
+      if (auto f = dyn_cast<linalg::FillOp>(user);
+          f && !fill && f.getDpsInitOperand(0)->get() == alloc.getResult()) {
+        fill = f;
+        continue;
+      }
+      // Reads only: copies from it, or ops that read it as an input.
+      if (auto other = dyn_cast<memref::CopyOp>(user);
+          other && other.getSource() == alloc.getResult())
+        continue;
+      if (isa<memref::DeallocOp>(user))
+        continue;
+      onlyFilled = false;
+    }
+    if (!onlyFilled || !fill ||
+        !matchPattern(fill.getDpsInputOperand(0)->get(), m_Constant()))
+      continue;
+    Operation *at = fill->getBlock()->findAncestorOpInBlock(*copy);
+    if (!at || !fill->isBeforeInBlock(at))
+      continue;
+    OpBuilder b(copy);
+    linalg::FillOp::create(b, copy.getLoc(), fill.getDpsInputOperand(0)->get(),
+                           copy.getTarget());
+    copy->erase();
   }
 }
 
@@ -299,6 +360,7 @@ LogicalResult TileMapper::run() {
   if (failed(sinkValuesDefinedAbove(launch)))
     return failure();
   foldIfBufferResults(launch);
+  fillCopiesOfConstants(launch);
   stageTransposedOperands(launch);
   flash::WarpRegisterTiles inRegisters(launch, threads / 32);
   if (registerTiles && threads % 32 == 0 && tensorCores != TensorCores::None)
@@ -332,6 +394,19 @@ LogicalResult TileMapper::run() {
           launch, threads, loadStages, flash::maxSharedMemoryPerBlock(chip),
           tmaLoads && launch->hasAttr("flash.wgmma"), warpSpecialize)))
     return failure();
+  if (allowsMmaSync()) {
+    SmallVector<linalg::GenericOp> contractions;
+    launch.getBody().walk([&](linalg::GenericOp op) {
+      if (flash::matchTileContraction(op))
+        contractions.push_back(op);
+    });
+    for (linalg::GenericOp op : contractions) {
+      OpBuilder tb(op);
+      Value tid = gpu::ThreadIdOp::create(tb, loc, gpu::Dimension::x);
+      if (!emitWarpMmaReduce(op, tid))
+        tid.getDefiningOp()->erase();
+    }
+  }
   lowerAtomicAdds(launch);
   if (failed(lowerLinalg(launch)))
     return failure();
@@ -750,11 +825,159 @@ static linalg::FillOp findZeroFill(linalg::GenericOp op, Value c) {
   return nullptr;
 }
 
-/// C += A * B with mma.sync.m16n8k16.row.col (f16 or bf16 in, f32
-/// accumulate): each warp takes 16x8 tiles of C in turn. Fragment layout
-/// (PTX ISA, lane = 4 g + t): A holds rows g and g+8, columns 2t, 2t+1 and
-/// 2t+8, 2t+9 of the 16x16 A tile; B holds rows 2t, 2t+1, 2t+8, 2t+9 of
-/// column g; C holds rows g and g+8, columns 2t and 2t+1.
+namespace {
+/// mma.sync.m16n8k16.row.col (f16 or bf16 in, f32 accumulate) on the
+/// operands of one tile contraction: A and B fragments read from their
+/// buffers, with ldmatrix where both are shared tiles, and the MMA. Fragment
+/// layout (PTX ISA, lane = 4 g + t): A holds rows g and g+8, columns 2t,
+/// 2t+1 and 2t+8, 2t+9 of the 16x16 A tile; B holds rows 2t, 2t+1, 2t+8,
+/// 2t+9 of column g; C holds rows g and g+8, columns 2t and 2t+1.
+class MmaSyncFragments {
+public:
+  /// Lane-dependent values are built at `b`'s insertion point.
+  MmaSyncFragments(OpBuilder &b, Location loc,
+                   const flash::TileContraction &operands, Value tid)
+      : b(b), loc(loc), m(operands) {
+    Type et = cast<MemRefType>(m.a.getType()).getElementType();
+    bf16 = et.isBF16();
+    pairType = VectorType::get({2}, et);
+    Value lane = arith::RemUIOp::create(b, loc, tid, idx(32));
+    g = arith::DivUIOp::create(b, loc, lane, idx(4));
+    t2 = arith::MulIOp::create(
+        b, loc, arith::RemUIOp::create(b, loc, lane, idx(4)), idx(2));
+    // ldmatrix: lane l gives the address of row l % 8 of 8x8 matrix l / 8.
+    sharedA = flash::getWorkgroupView(m.a);
+    sharedB = flash::getWorkgroupView(m.b);
+    lane8 = arith::RemUIOp::create(b, loc, lane, idx(8));
+    Value matrix = arith::DivUIOp::create(b, loc, lane, idx(8));
+    upper = arith::MulIOp::create(
+        b, loc, arith::RemUIOp::create(b, loc, matrix, idx(2)), idx(8));
+    right = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, matrix, idx(2)), idx(8));
+  }
+
+  /// The 16 x 16 A tile at rows [row, row + 16), K [step, step + 16).
+  SmallVector<Value> loadA(Value row, int64_t step) {
+    if (!ldmatrix()) {
+      Value rowLo = add(row, g), rowHi = add(rowLo, 8);
+      Value ka = add(t2, step);
+      return {pack(loadA(rowLo, ka), loadA(rowLo, add(ka, 1))),
+              pack(loadA(rowHi, ka), loadA(rowHi, add(ka, 1))),
+              pack(loadA(rowLo, add(ka, 8)), loadA(rowLo, add(ka, 9))),
+              pack(loadA(rowHi, add(ka, 8)), loadA(rowHi, add(ka, 9)))};
+    }
+    // Matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) -> a0..a3. A stored
+    // [K, M]: the same matrices from rows k of the buffer, transposed.
+    Value aRow, aCol;
+    if (m.transposeA) {
+      aRow = add(add(right, lane8), step);
+      aCol = add(row, upper);
+    } else {
+      aRow = add(add(row, lane8), upper);
+      aCol = add(right, step);
+    }
+    return registers(nvgpu::LdMatrixOp::create(
+                         b, loc,
+                         VectorType::get({4, 2}, pairType.getElementType()),
+                         sharedA, ValueRange{aRow, aCol},
+                         b.getBoolAttr(m.transposeA), b.getI32IntegerAttr(4)),
+                     4);
+  }
+
+  /// The 16 x 8 B tile at K [step, step + 16), columns [col, col + 8).
+  SmallVector<Value> loadB(Value col, int64_t step) {
+    if (!ldmatrix()) {
+      Value colB = add(col, g), kb = add(t2, step);
+      return {pack(loadB(kb, colB), loadB(add(kb, 1), colB)),
+              pack(loadB(add(kb, 8), colB), loadB(add(kb, 9), colB))};
+    }
+    // K 0-7 and 8-15 of the 8 columns; Kᵀ is read straight, V transposed.
+    Value bRow, bCol;
+    if (m.transposeB) {
+      bRow = add(col, lane8);
+      bCol = add(upper, step);
+    } else {
+      bRow = add(add(lane8, upper), step);
+      bCol = col;
+    }
+    return registers(nvgpu::LdMatrixOp::create(
+                         b, loc,
+                         VectorType::get({2, 2}, pairType.getElementType()),
+                         sharedB, ValueRange{bRow, bCol},
+                         b.getBoolAttr(!m.transposeB), b.getI32IntegerAttr(2)),
+                     2);
+  }
+
+  /// acc + A B for one 16 x 8 tile of C.
+  SmallVector<Value> mma(ArrayRef<Value> fa, ArrayRef<Value> fb,
+                         ArrayRef<Value> acc) {
+    Type f32 = b.getF32Type();
+    Type resultType =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+    NVVM::MMATypes ptxType = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+    Value d = NVVM::MmaOp::create(
+        b, loc, resultType, fa, fb, acc, {16, 8, 16}, std::nullopt,
+        std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < 4; ++i)
+      out.push_back(
+          LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{i}));
+    return out;
+  }
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, int64_t v) {
+    return v == 0 ? x : arith::AddIOp::create(b, loc, x, idx(v)).getResult();
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+
+  /// lane / 4 and 2 (lane % 4): C's rows g, g + 8 and columns 2t, 2t + 1.
+  Value g, t2;
+
+private:
+  bool ldmatrix() const { return sharedA && sharedB; }
+  Value load(Value buf, Value r, Value c) {
+    return memref::LoadOp::create(b, loc, buf, ValueRange{r, c});
+  }
+  Value loadA(Value mm, Value kk) {
+    return m.transposeA ? load(m.a, kk, mm) : load(m.a, mm, kk);
+  }
+  Value loadB(Value kk, Value nn) {
+    return m.transposeB ? load(m.b, nn, kk) : load(m.b, kk, nn);
+  }
+  /// As an mma.sync operand register: two 16-bit elements as vector<2xf16>,
+  /// or as i32 for bf16.
+  Value word(Value pair) {
+    if (!bf16)
+      return pair;
+    Value w = vector::BitCastOp::create(
+        b, loc, VectorType::get({1}, b.getI32Type()), pair);
+    return vector::ExtractOp::create(b, loc, w, ArrayRef<int64_t>{0});
+  }
+  Value pack(Value x, Value y) {
+    return word(
+        vector::FromElementsOp::create(b, loc, pairType, ValueRange{x, y}));
+  }
+  SmallVector<Value> registers(Value tiles, int64_t count) {
+    SmallVector<Value> regs;
+    for (int64_t i = 0; i < count; ++i)
+      regs.push_back(
+          word(vector::ExtractOp::create(b, loc, tiles, ArrayRef<int64_t>{i})));
+    return regs;
+  }
+
+  OpBuilder &b;
+  Location loc;
+  flash::TileContraction m;
+  bool bf16;
+  VectorType pairType;
+  Value sharedA, sharedB, lane8, upper, right;
+};
+} // namespace
+
+/// C += A * B with mma.sync: each warp takes 16x8 tiles of C in turn.
 bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
   // Any layout matchTileContraction takes (rows of unit stride): the
   // fragments are read element by element or by ldmatrix row addresses, so
@@ -762,54 +985,22 @@ bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
   auto operands = flash::matchTileContraction(op);
   if (!operands)
     return false;
-  auto [a, bm, c, transposeB, transposeA] = *operands;
-  auto aType = cast<MemRefType>(a.getType());
+  Value a = operands->a, c = operands->c;
   auto cType = cast<MemRefType>(c.getType());
   int64_t m = cType.getDimSize(0), n = cType.getDimSize(1),
-          k = aType.getDimSize(transposeA ? 0 : 1);
-  Type et = aType.getElementType();
-  bool bf16 = et.isBF16();
+          k = cast<MemRefType>(a.getType())
+                  .getDimSize(operands->transposeA ? 0 : 1);
   OpBuilder b(op);
-  MLIRContext *ctx = b.getContext();
-  Type f32 = b.getF32Type(), i32 = b.getI32Type();
-  auto pairType = VectorType::get({2}, et);
-  auto idx = [&](int64_t v) {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  };
-  auto add = [&](Value x, int64_t v) -> Value {
-    return v == 0 ? x : arith::AddIOp::create(b, loc, x, idx(v)).getResult();
-  };
-  Value lane = arith::RemUIOp::create(b, loc, tid, idx(32));
-  Value g = arith::DivUIOp::create(b, loc, lane, idx(4));
-  Value t2 = arith::MulIOp::create(
-      b, loc, arith::RemUIOp::create(b, loc, lane, idx(4)), idx(2));
+  MmaSyncFragments frag(b, loc, *operands, tid);
   OpBuilder::InsertionGuard guard(b);
   auto [tiles, row, col] = warpTiles(b, tid, m, n, 8);
-  Value rowLo = arith::AddIOp::create(b, loc, row, g);
-  Value rowHi = add(rowLo, 8);
-  Value colC = arith::AddIOp::create(b, loc, col, t2);
-  Value colB = arith::AddIOp::create(b, loc, col, g);
-  // Two elements as one register: vector<2xf16>, or i32 for bf16.
-  auto pack = [&](Value x, Value y) -> Value {
-    Value v =
-        vector::FromElementsOp::create(b, loc, pairType, ValueRange{x, y});
-    if (!bf16)
-      return v;
-    Value word =
-        vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), v);
-    return vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
+  Value rowLo = frag.add(row, frag.g), rowHi = frag.add(rowLo, 8);
+  Value colC = frag.add(col, frag.t2), colC1 = frag.add(colC, 1);
+  auto load = [&](Value r, Value cc) -> Value {
+    return memref::LoadOp::create(b, loc, c, ValueRange{r, cc});
   };
-  auto load = [&](Value buf, Value r, Value cc) -> Value {
-    return memref::LoadOp::create(b, loc, buf, ValueRange{r, cc});
-  };
-  auto loadA = [&](Value mm, Value kk) -> Value {
-    return transposeA ? load(a, kk, mm) : load(a, mm, kk);
-  };
-  auto loadB = [&](Value kk, Value nn) -> Value {
-    return transposeB ? load(bm, nn, kk) : load(bm, kk, nn);
-  };
-  // C zero-filled just before (the nondeterministic backward's dS K of one
-  // step): the fill is dropped and the accumulators start at zero.
+  // C zero-filled just before: the fill is dropped and the accumulators
+  // start at zero.
   linalg::FillOp zeroFill = findZeroFill(op, c);
   SmallVector<Value> acc;
   if (zeroFill) {
@@ -817,93 +1008,15 @@ bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
     b.setInsertionPoint(tiles);
     acc.assign(4, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0)));
   } else {
-    acc = {load(c, rowLo, colC), load(c, rowLo, add(colC, 1)),
-           load(c, rowHi, colC), load(c, rowHi, add(colC, 1))};
+    acc = {load(rowLo, colC), load(rowLo, colC1), load(rowHi, colC),
+           load(rowHi, colC1)};
   }
-  // Tiles in shared memory are read with ldmatrix: lane l gives the address
-  // of row l % 8 of 8x8 matrix l / 8.
-  Value sharedA = flash::getWorkgroupView(a),
-        sharedB = flash::getWorkgroupView(bm);
-  bool ldmatrix = sharedA && sharedB;
-  Value lane8 = arith::RemUIOp::create(b, loc, lane, idx(8));
-  Value matrix = arith::DivUIOp::create(b, loc, lane, idx(8));
-  Value upper = arith::MulIOp::create(
-      b, loc, arith::RemUIOp::create(b, loc, matrix, idx(2)), idx(8));
-  Value right = arith::MulIOp::create(
-      b, loc, arith::DivUIOp::create(b, loc, matrix, idx(2)), idx(8));
-  auto registers = [&](Value tiles, int64_t count) {
-    SmallVector<Value> regs;
-    for (int64_t i = 0; i < count; ++i) {
-      Value pair =
-          vector::ExtractOp::create(b, loc, tiles, ArrayRef<int64_t>{i});
-      if (bf16) {
-        Value word =
-            vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), pair);
-        pair = vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
-      }
-      regs.push_back(pair);
-    }
-    return regs;
-  };
-  Type resultType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
-  NVVM::MMATypes ptxType = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-  for (int64_t step = 0; step < k; step += 16) {
-    SmallVector<Value> fa, fb;
-    if (ldmatrix) {
-      // A: matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) -> a0..a3. A stored
-      // [K, M]: the same matrices from rows k of the buffer, transposed.
-      Value aRow, aCol;
-      if (transposeA) {
-        aRow = add(arith::AddIOp::create(b, loc, right, lane8), step);
-        aCol = arith::AddIOp::create(b, loc, row, upper);
-      } else {
-        aRow = arith::AddIOp::create(
-            b, loc, arith::AddIOp::create(b, loc, row, lane8), upper);
-        aCol = add(right, step);
-      }
-      fa = registers(nvgpu::LdMatrixOp::create(
-                         b, loc, VectorType::get({4, 2}, et), sharedA,
-                         ValueRange{aRow, aCol}, b.getBoolAttr(transposeA),
-                         b.getI32IntegerAttr(4)),
-                     4);
-      // B: k 0-7 and 8-15 of the 8 columns; Kᵀ is read straight, V
-      // transposed.
-      Value bTile;
-      if (transposeB) {
-        Value bRow = arith::AddIOp::create(b, loc, col, lane8);
-        Value bCol = add(upper, step);
-        bTile = nvgpu::LdMatrixOp::create(b, loc, VectorType::get({2, 2}, et),
-                                          sharedB, ValueRange{bRow, bCol},
-                                          b.getBoolAttr(false),
-                                          b.getI32IntegerAttr(2));
-      } else {
-        Value bRow = add(arith::AddIOp::create(b, loc, lane8, upper), step);
-        bTile = nvgpu::LdMatrixOp::create(
-            b, loc, VectorType::get({2, 2}, et), sharedB, ValueRange{bRow, col},
-            b.getBoolAttr(true), b.getI32IntegerAttr(2));
-      }
-      fb = registers(bTile, 2);
-    } else {
-      Value ka = arith::AddIOp::create(b, loc, t2, idx(step));
-      fa = {pack(loadA(rowLo, ka), loadA(rowLo, add(ka, 1))),
-            pack(loadA(rowHi, ka), loadA(rowHi, add(ka, 1))),
-            pack(loadA(rowLo, add(ka, 8)), loadA(rowLo, add(ka, 9))),
-            pack(loadA(rowHi, add(ka, 8)), loadA(rowHi, add(ka, 9)))};
-      fb = {pack(loadB(ka, colB), loadB(add(ka, 1), colB)),
-            pack(loadB(add(ka, 8), colB), loadB(add(ka, 9), colB))};
-    }
-    Value d = NVVM::MmaOp::create(
-        b, loc, resultType, fa, fb, acc, {16, 8, 16}, std::nullopt,
-        std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
-        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                       NVVM::MMALayout::col});
-    for (int64_t i = 0; i < 4; ++i)
-      acc[i] = LLVM::ExtractValueOp::create(b, loc, d, ArrayRef<int64_t>{i});
-  }
+  for (int64_t step = 0; step < k; step += 16)
+    acc = frag.mma(frag.loadA(row, step), frag.loadB(col, step), acc);
   memref::StoreOp::create(b, loc, acc[0], c, ValueRange{rowLo, colC});
-  memref::StoreOp::create(b, loc, acc[1], c, ValueRange{rowLo, add(colC, 1)});
+  memref::StoreOp::create(b, loc, acc[1], c, ValueRange{rowLo, colC1});
   memref::StoreOp::create(b, loc, acc[2], c, ValueRange{rowHi, colC});
-  memref::StoreOp::create(b, loc, acc[3], c, ValueRange{rowHi, add(colC, 1)});
+  memref::StoreOp::create(b, loc, acc[3], c, ValueRange{rowHi, colC1});
   b.setInsertionPoint(op);
   gpu::BarrierOp::create(b, loc);
   op->erase();
@@ -912,14 +1025,108 @@ bool TileMapper::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
   return true;
 }
 
+/// The `flash.atomic_add` that adds contraction `op`'s C, zero-filled before
+/// it, into global memory right after it (past views only) and so is C's
+/// only reader: the nondeterministic backward's dS K of one step. Null if
+/// the IR has another shape.
+static flash::AtomicAddOp findAtomicAddOfResult(linalg::GenericOp op, Value c) {
+  for (Operation *p = op->getNextNode(); p; p = p->getNextNode()) {
+    if (auto add = dyn_cast<flash::AtomicAddOp>(p)) {
+      Value tile = add.getTile();
+      if (auto view = tile.getDefiningOp<memref::SubViewOp>();
+          view && view.getSource() == c && view.hasZeroOffset() &&
+          view.hasUnitStride() &&
+          view.getStaticSizes().back() ==
+              cast<MemRefType>(c.getType()).getDimSize(1))
+        return add;
+      return tile == c ? add : nullptr;
+    }
+    if (!isa<memref::SubViewOp, arith::ConstantOp>(p))
+      return nullptr;
+  }
+  return nullptr;
+}
+
+/// A contraction whose zero-filled C goes only to a `flash.atomic_add`
+/// (FlashAttention-2's dQ += dS K): mma.sync with the accumulators in
+/// registers and the reductions straight from them, as FA2 adds its dQ, so
+/// C never goes to shared memory. Each warp takes 16-row strips of C times
+/// column chunks of at most 64 (as many chunks per strip as make the warps
+/// busy), holds a chunk's accumulators over the whole K loop, reads each A
+/// fragment once per chunk, and adds its two adjacent columns per row with
+/// one reduction (rows past the tile's valid ones are skipped).
+bool TileMapper::emitWarpMmaReduce(linalg::GenericOp op, Value tid) {
+  auto operands = flash::matchTileContraction(op);
+  if (!operands)
+    return false;
+  Value a = operands->a, c = operands->c;
+  linalg::FillOp zeroFill = findZeroFill(op, c);
+  flash::AtomicAddOp atomic = findAtomicAddOfResult(op, c);
+  if (!zeroFill || !atomic)
+    return false;
+  auto cType = cast<MemRefType>(c.getType());
+  int64_t m = cType.getDimSize(0), n = cType.getDimSize(1),
+          k = cast<MemRefType>(a.getType())
+                  .getDimSize(operands->transposeA ? 0 : 1);
+  int64_t warps = threads / 32, strips = m / 16, tilesN = n / 8;
+  // Chunks per strip: enough to give every warp one, dividing the 8-column
+  // tiles, each at most 64 columns wide (32 accumulators per lane).
+  int64_t chunks = std::max<int64_t>(1, warps / strips);
+  while (tilesN % chunks)
+    --chunks;
+  while (tilesN / chunks > 8 && tilesN % (2 * chunks) == 0)
+    chunks *= 2;
+  int64_t chunkCols = n / chunks;
+
+  // Built where the addition is: its views are defined by then, and
+  // nothing between the contraction and it writes A or B.
+  OpBuilder b(atomic);
+  Value dest = atomic.getDest();
+  trapUnlessUnitInnerStride(b, loc, dest);
+  Value valid = b.createOrFold<memref::DimOp>(loc, atomic.getTile(), 0);
+  MmaSyncFragments frag(b, loc, *operands, tid);
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    auto [tiles, row, col] = warpTiles(b, tid, m, n, chunkCols);
+    SmallVector<SmallVector<Value>> acc(chunkCols / 8,
+                                        SmallVector<Value>(4, zero));
+    SmallVector<Value> cols;
+    for (int64_t j = 0; j < chunkCols / 8; ++j)
+      cols.push_back(frag.add(col, 8 * j));
+    for (int64_t step = 0; step < k; step += 16) {
+      SmallVector<Value> fa = frag.loadA(row, step);
+      for (auto [j, colJ] : llvm::enumerate(cols))
+        acc[j] = frag.mma(fa, frag.loadB(colJ, step), acc[j]);
+    }
+    auto pairType = VectorType::get({2}, b.getF32Type());
+    for (int64_t half = 0; half < 2; ++half) {
+      Value r = frag.add(frag.add(row, frag.g), 8 * half);
+      Value inside =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, r, valid);
+      auto guarded =
+          scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+      OpBuilder in = guarded.getThenBodyBuilder();
+      for (auto [j, colJ] : llvm::enumerate(cols)) {
+        Value pair = vector::FromElementsOp::create(
+            in, loc, pairType,
+            ValueRange{acc[j][2 * half], acc[j][2 * half + 1]});
+        Value cc = arith::AddIOp::create(in, loc, colJ, frag.t2);
+        flashgpu::ReduceAddOp::create(in, loc, pair, dest, ValueRange{r, cc});
+      }
+    }
+  }
+  atomic->erase();
+  op->erase();
+  zeroFill->erase();
+  return true;
+}
 LogicalResult TileMapper::lowerLinalg(gpu::LaunchOp launch) {
   // auto: WMMA where it exists (f16: its vector fragment loads measured
   // 1.7x faster than this mma.sync lowering's scalar ones), mma.sync else.
   bool wmma =
       tensorCores == TensorCores::Wmma || tensorCores == TensorCores::Auto;
-  bool mmaSync = tensorCores == TensorCores::MmaSync ||
-                 tensorCores == TensorCores::Auto ||
-                 tensorCores == TensorCores::Wgmma;
+  bool mmaSync = allowsMmaSync();
   // Contractions first (each op is replaced where it is, so the order does
   // not matter): the mma.sync lowering may take over the zero fill of its
   // C, which then is not lowered on its own.
