@@ -31,6 +31,7 @@ gives them the kernels and the communication.
 
 import contextlib
 import math
+import os
 
 import torch
 import torch.distributed as dist
@@ -165,6 +166,17 @@ def ring_attention(q, k, v, *, causal=False, scale=None, group=None,
     o, lse = _RingAttention.apply(q, k, v, bool(causal), float(scale), comm,
                                   bool(load_balanced))
     return (o, lse) if return_lse else o
+
+
+def init_from_torchrun(timeout_minutes=30):
+    """The NCCL process group of a torchrun launch, one GPU per rank (the
+    local rank's): returns (rank, world size)."""
+    import datetime
+    local = int(os.environ.get("LOCAL_RANK", 0))
+    torch.cuda.set_device(local)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local),
+                            timeout=datetime.timedelta(minutes=timeout_minutes))
+    return dist.get_rank(), dist.get_world_size()
 
 
 def shard_of(x, rank, world, seq_dim=2, load_balanced=True):

@@ -19,13 +19,13 @@ this one (above 1: faster).
 
 import argparse
 import contextlib
-import datetime
 import os
 import statistics
 import sys
 import traceback
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 
 from flash_mlir import context_parallel as cp
@@ -126,7 +126,6 @@ def torch_cp(a, name):
 def timed(step, a, together):
     """Median milliseconds of `step`; with `together` every rank runs it and
     the slowest rank's median counts."""
-    import torch.distributed as dist
     for _ in range(a.warmup):
         step()
     torch.cuda.synchronize()
@@ -187,12 +186,7 @@ def main(argv=None):
     a.kv_heads = a.kv_heads or a.heads
     distributed = "WORLD_SIZE" in os.environ and int(os.environ["WORLD_SIZE"]) > 1
     if distributed:
-        import torch.distributed as dist
-        local = int(os.environ.get("LOCAL_RANK", 0))
-        torch.cuda.set_device(local)
-        dist.init_process_group("nccl", device_id=torch.device("cuda", local),
-                                timeout=datetime.timedelta(minutes=30))
-        RANK, WORLD = dist.get_rank(), dist.get_world_size()
+        RANK, WORLD = cp.init_from_torchrun(timeout_minutes=30)
     if a.seq % (2 * WORLD):
         sys.exit(f"--seq {a.seq} is not a multiple of 2 x {WORLD} ranks")
     flops = 4 * a.batch * a.heads * a.seq ** 2 * a.dim * 3.5 * (0.5 if a.causal else 1)

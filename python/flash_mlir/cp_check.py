@@ -30,7 +30,6 @@ and "N passed, M failed"; exit status 1 on any failure (every rank).
 """
 
 import argparse
-import datetime
 import math
 import os
 import sys
@@ -368,12 +367,7 @@ def main(argv=None):
     seqs = [int(s) for s in args.seqs.split(",")]
     distributed = args.simulate is None and "WORLD_SIZE" in os.environ
     if distributed:
-        import torch.distributed as dist
-        local = int(os.environ.get("LOCAL_RANK", 0))
-        torch.cuda.set_device(local)
-        dist.init_process_group("nccl", device_id=torch.device("cuda", local),
-                                timeout=datetime.timedelta(minutes=20))
-        RANK, WORLD = dist.get_rank(), dist.get_world_size()
+        RANK, WORLD = cp.init_from_torchrun(timeout_minutes=20)
         run = ring_distributed
     else:
         WORLD = args.simulate or 1
