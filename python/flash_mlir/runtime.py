@@ -270,10 +270,13 @@ class Kernel:
         """Whether every tensor's rows are contiguous and start on 16 bytes
         (the kernel's checks, on the host): the inputs it loads with cp.async
         or TMA and the outputs it stores two elements at a time (O, dQ); the
-        LSE is stored element by element."""
+        LSE, stored and loaded element by element, needs a unit inner stride
+        only."""
         workspace = {w["name"] for w in self.manifest.get("workspace", [])}
-        return all(validate.rows_aligned(infos[p["name"]]) for p in self.params
-                   if p["name"] != "lse" and p["name"] not in workspace)
+        return all(validate.inner_stride_unit(infos[p["name"]])
+                   if p["name"] == "lse" else
+                   validate.rows_aligned(infos[p["name"]])
+                   for p in self.params if p["name"] not in workspace)
 
     def check(self, tensors):
         """Raises TypeError/ValueError naming the tensor if `tensors` do not

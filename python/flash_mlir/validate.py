@@ -248,6 +248,12 @@ def rows_aligned(t: TensorInfo) -> bool:
     return all(s % per16 == 0 for s in t.strides[:-1])
 
 
+def inner_stride_unit(t: TensorInfo) -> bool:
+    """The fast kernels' rule for the LSE (read element by element, by
+    cp.async in the atomic backward): a unit inner stride, any start."""
+    return not t.strides or t.shape[-1] <= 1 or t.strides[-1] == 1
+
+
 # Manifest element types -> the dtype names of TensorInfo.
 MANIFEST_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32",
                    "i1": "bool"}

@@ -6,7 +6,8 @@
 // (the fill of C is taken over, and C never goes to shared memory), and
 // each lane adds its accumulators' adjacent column pairs to the f32 sums
 // with one relaxed reduction per pair (rows past the valid ones skipped),
-// after a check that the sums' rows are contiguous.
+// after a check that the sums' rows are contiguous. Each step's LSE and D
+// rows come by cp.async, one 4-byte element per thread.
 // RUN: flash-opt %s --flash-tile-attention="target=sm_80 deterministic=false" --flash-workspace-to-arguments --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=128 chip=sm_80" | FileCheck %s
 // And through the whole pipeline to PTX.
 // RUN: flash-opt %s --flash-gpu-pipeline="chip=sm_80 format=isa deterministic=false" | FileCheck %s --check-prefix=PTX
@@ -18,6 +19,8 @@
 // CHECK: gpu.launch
 // CHECK: scf.for
 // CHECK: scf.for
+// CHECK: nvgpu.device_async_copy %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}], 1, %{{.*}} : memref<?xf32, strided<[1], offset: ?>> to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}], 1, %{{.*}} : memref<?xf32, strided<[1], offset: ?>> to memref<64xf32, #gpu.address_space<workgroup>>
 // The staged dSᵀ: per-lane stores of the register tile, then a barrier.
 // CHECK: vector.store %{{.*}}, %{{.*}} : memref<64x64xbf16, strided<[?, 1], offset: ?>>, vector<2xbf16>
 // CHECK: gpu.barrier

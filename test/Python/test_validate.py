@@ -5,7 +5,8 @@ existed) and more; each must raise the right error naming the tensor."""
 import unittest
 
 from flash_mlir.validate import (TensorInfo, check_attention, check_backward,
-                                 check_launch, launch_grid, rows_aligned)
+                                 check_launch, launch_grid, rows_aligned,
+                                 inner_stride_unit)
 
 
 def t(name, shape, dtype="bfloat16", device="cuda:0", strides=None, ptr=256):
@@ -222,6 +223,13 @@ class Strides(unittest.TestCase):
         # Broadcast dims (stride 0) keep the fast path.
         self.assertTrue(rows_aligned(t("bias", (2, 4, 100, 128), "float32",
                                        strides=(0, 0, 128, 1))))
+
+    def test_lse_needs_a_unit_inner_stride_only(self):
+        # [B, H, M] with odd M and an odd start: fine; a [B, M, H] view: not.
+        self.assertTrue(inner_stride_unit(t("lse", (2, 4, 101), "float32",
+                                            ptr=260)))
+        self.assertFalse(inner_stride_unit(t("lse", (2, 4, 101), "float32",
+                                             strides=(404, 1, 4))))
 
 
 class PersistentGrid(unittest.TestCase):

@@ -3,7 +3,10 @@
 // f32 dQ sums (two workspaces), the dK/dV nest over (batch, KV head, key
 // block) adding each step's dS K = (dSᵀ)ᵀ K into the sums with
 // flash.atomic_add through a buffer, and a last pass scaling the sums into
-// dQ. S and P are computed once per tile pair.
+// dQ. S and P are computed once per tile pair. Each step's LSE and D rows
+// are padded with zeros (the LSE too: padded query rows have Q = 0 and
+// dO = 0, so they add nothing), which lets the GPU mapping load both by
+// cp.async.
 // RUN: flash-opt %s --flash-tile-attention="target=sm_80 deterministic=false" | FileCheck %s
 // The default keeps the two nests (no atomics).
 // RUN: flash-opt %s --flash-tile-attention="target=sm_80" | FileCheck %s --check-prefix=SPLIT
@@ -22,6 +25,15 @@
 // CHECK: scf.forall
 // CHECK:   scf.for
 // CHECK:     scf.for
+// CHECK:       %[[LSEPAD:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:       tensor.pad %{{.*}} low[0] high[%{{.*}}] {
+// CHECK-NEXT:  ^bb0
+// CHECK-NEXT:    tensor.yield %[[LSEPAD]] : f32
+// CHECK-NEXT:  } : tensor<?xf32> to tensor<64xf32>
+// CHECK:       %[[DPAD:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:       tensor.pad %{{.*}} low[0] high[%{{.*}}] {
+// CHECK-NEXT:  ^bb0
+// CHECK-NEXT:    tensor.yield %[[DPAD]] : f32
 // CHECK:       flash.contraction = "scores_transposed"
 // CHECK:       flash.contraction = "grad_value"
 // CHECK:       flash.contraction = "grad_probs_transposed"

@@ -48,7 +48,8 @@ static bool yieldsZero(linalg::MapOp map) {
   return matchPattern(y, m_AnyZeroFloat()) || matchPattern(y, m_Zero());
 }
 
-static std::optional<TileLoad> matchTileLoad(memref::CopyOp copy) {
+static std::optional<TileLoad> matchTileLoad(memref::CopyOp copy,
+                                             bool rowVectors) {
   TileLoad load;
   load.copy = copy;
   load.validRows = copy.getTarget().getDefiningOp<memref::SubViewOp>();
@@ -57,15 +58,18 @@ static std::optional<TileLoad> matchTileLoad(memref::CopyOp copy) {
   load.tile = load.validRows.getSource();
   load.shared = flash::getWorkgroupView(load.tile);
   auto type = cast<MemRefType>(load.tile.getType());
-  if (!load.shared || type.getRank() != 2 ||
-      cast<MemRefType>(copy.getSource().getType()).getRank() != 2 ||
+  int64_t rank = type.getRank();
+  bool rowVector = rank == 1 && type.getElementType().isF32();
+  if (!load.shared || !(rank == 2 || (rowVector && rowVectors)) ||
+      cast<MemRefType>(copy.getSource().getType()).getRank() != rank ||
       type.getElementTypeBitWidth() % 8 != 0 ||
-      (type.getDimSize(1) * type.getElementTypeBitWidth() / 8) % 16 != 0 ||
+      (rank == 2 &&
+       (type.getDimSize(1) * type.getElementTypeBitWidth() / 8) % 16 != 0) ||
       !llvm::all_of(load.validRows.getStaticOffsets(),
                     [](int64_t o) { return o == 0; }) ||
       !llvm::all_of(load.validRows.getStaticStrides(),
                     [](int64_t s) { return s == 1; }) ||
-      load.validRows.getStaticSizes()[1] != type.getDimSize(1))
+      (rank == 2 && load.validRows.getStaticSizes()[1] != type.getDimSize(1)))
     return std::nullopt;
   // The zero fill of the whole tile, with nothing else on the tile between.
   for (Operation *op = copy->getPrevNode(); op; op = op->getPrevNode()) {
@@ -1221,13 +1225,63 @@ static LogicalResult buildProducer(gpu::LaunchOp launch, WarpRing &ring,
   return success();
 }
 
+/// The cp.async copies of a padded f32 row vector: thread t copies element
+/// t, t + threads, ... (4 bytes; zeros past the valid ones), one group.
+static scf::ExecuteRegionOp issueRowVector(OpBuilder &b, TileLoad &load,
+                                           int64_t threads) {
+  Location loc = load.copy.getLoc();
+  MLIRContext *ctx = b.getContext();
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
+  auto type = cast<MemRefType>(load.tile.getType());
+  int64_t n = type.getDimSize(0);
+  auto branch = scf::ExecuteRegionOp::create(b, loc, TypeRange{tokenType});
+  OpBuilder t = OpBuilder::atBlockEnd(&branch.getRegion().emplaceBlock());
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(t, loc, v);
+  };
+  Value tid = gpu::ThreadIdOp::create(t, loc, gpu::Dimension::x);
+  auto meta =
+      memref::ExtractStridedMetadataOp::create(t, loc, load.copy.getSource());
+  auto unitStride =
+      MemRefType::get({ShapedType::kDynamic}, type.getElementType(),
+                      StridedLayoutAttr::get(ctx, ShapedType::kDynamic, {1}));
+  Value source = memref::ReinterpretCastOp::create(
+      t, loc, unitStride, meta.getBaseBuffer(), OpFoldResult(meta.getOffset()),
+      ArrayRef<OpFoldResult>{meta.getSizes()[0]},
+      ArrayRef<OpFoldResult>{t.getIndexAttr(1)});
+  Value valid = getValueOrCreateConstantIndexOp(
+      t, loc, load.validRows.getMixedSizes()[0]);
+  for (int64_t first = 0; first < n; first += threads) {
+    Value e = arith::AddIOp::create(t, loc, tid, idx(first));
+    Value inTile =
+        arith::CmpIOp::create(t, loc, arith::CmpIPredicate::ult, e, idx(n));
+    auto guard = scf::IfOp::create(t, loc, inTile, /*withElseRegion=*/false);
+    OpBuilder in = guard.getThenBodyBuilder();
+    Value inside =
+        arith::CmpIOp::create(in, loc, arith::CmpIPredicate::ult, e, valid);
+    Value src = arith::SelectOp::create(
+        in, loc, inside, e, arith::ConstantIndexOp::create(in, loc, 0));
+    Value count = arith::SelectOp::create(
+        in, loc, inside, arith::ConstantIndexOp::create(in, loc, 1),
+        arith::ConstantIndexOp::create(in, loc, 0));
+    nvgpu::DeviceAsyncCopyOp::create(in, loc, tokenType, load.shared,
+                                     ValueRange{e}, source, ValueRange{src},
+                                     in.getIndexAttr(1), count, UnitAttr());
+  }
+  // The group commits this thread's copies; the token orders nothing else.
+  Value group =
+      nvgpu::DeviceAsyncCreateGroupOp::create(t, loc, tokenType, ValueRange{});
+  scf::YieldOp::create(t, loc, group);
+  return branch;
+}
+
 LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
                                          int64_t stages, int64_t sharedLimit,
                                          bool tensorMapLoads,
-                                         bool warpSpecialize) {
+                                         bool warpSpecialize, bool rowVectors) {
   SmallVector<TileLoad> loads;
   launch.getBody().walk([&](memref::CopyOp copy) {
-    if (auto load = matchTileLoad(copy))
+    if (auto load = matchTileLoad(copy, rowVectors && !tensorMapLoads))
       loads.push_back(*load);
   });
   if (loads.empty())
@@ -1249,9 +1303,13 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
       Value root = rootOf(load.copy.getSource());
       if (!roots.insert(root))
         continue;
-      int64_t bits = cast<MemRefType>(root.getType()).getElementTypeBitWidth();
+      auto rootType = cast<MemRefType>(root.getType());
+      // Row vectors are copied element by element: a unit stride will do.
+      int64_t perChunk = cast<MemRefType>(load.tile.getType()).getRank() == 1
+                             ? 1
+                             : 128 / rootType.getElementTypeBitWidth();
       aligned = arith::AndIOp::create(b, loc, aligned,
-                                      rowsAreAligned(b, loc, root, 128 / bits));
+                                      rowsAreAligned(b, loc, root, perChunk));
     }
     Value misaligned = arith::XOrIOp::create(
         b, loc, aligned, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
@@ -1269,6 +1327,12 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
   for (TileLoad &load : loads) {
     OpBuilder b(load.copy);
     auto type = cast<MemRefType>(load.tile.getType());
+    if (type.getRank() == 1) {
+      issued.push_back(issueRowVector(b, load, threads));
+      load.copy->erase();
+      load.zeroFill->erase();
+      continue;
+    }
     int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
     int64_t vec = 128 / type.getElementTypeBitWidth();
     int64_t chunksPerRow = cols / vec, chunks = rows * chunksPerRow;

@@ -43,10 +43,16 @@ namespace mlir::flash {
 /// mbarriers, and the loops (the consumers' code, `threads` threads) only
 /// wait and release; the launch is tagged `flash.warp_specialized` for
 /// `--flash-gpu-split-warp-roles` (`splitWarpRoles`), which completes it.
+///
+/// With `rowVectors` (kernels without tensor maps) padded loads of f32 row
+/// vectors (a step's LSE and D rows) are cp.async copies too, one 4-byte
+/// element per thread (their tensors need a unit inner stride, not 16-byte
+/// rows).
 LogicalResult lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
                                   int64_t stages, int64_t sharedLimit,
                                   bool tensorMapLoads = false,
-                                  bool warpSpecialize = false);
+                                  bool warpSpecialize = false,
+                                  bool rowVectors = false);
 
 } // namespace mlir::flash
 

@@ -468,8 +468,13 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
           queryRowTile(op.getQuery(), head, rowStart, rows, headDim);
       Value gradOutTile =
           queryRowTile(op.getGradOutput(), head, rowStart, rows, valueDim);
-      Value lseTile = rowVector(op.getLse(), head, rowStart, rows,
-                                std::numeric_limits<float>::infinity());
+      // The atomic form pads the LSE with 0, not +inf, so that both row
+      // vectors are zero-padded loads (cp.async on the GPU): padded query
+      // rows have Q = 0 and dO = 0, so their P is finite, their dS is 0 and
+      // they add nothing to dK and dV either way.
+      Value lseTile = rowVector(
+          op.getLse(), head, rowStart, rows,
+          deterministic ? std::numeric_limits<float>::infinity() : 0.0f);
       Value rowDotTile = rowVector(rowDot, head, rowStart, rows, 0.0f);
       // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ over (key row, query column).
       Value scoresT = contract(Contraction::ScoresTransposed, keyTile, map(3, {0, 2}), queryTile,
