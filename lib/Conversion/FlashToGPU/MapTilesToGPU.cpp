@@ -69,11 +69,6 @@ private:
   bool emitWarpMatmul(linalg::GenericOp op, Value tid);
   bool emitWarpMmaSync(linalg::GenericOp op, Value tid);
   bool emitWarpMmaReduce(linalg::GenericOp op, Value tid);
-  bool allowsMmaSync() const {
-    return tensorCores == TensorCores::MmaSync ||
-           tensorCores == TensorCores::Auto ||
-           tensorCores == TensorCores::Wgmma;
-  }
 
   scf::ForallOp forall;
   Location loc;
@@ -404,22 +399,11 @@ LogicalResult TileMapper::run() {
           tmaLoads && launch->hasAttr("flash.wgmma"), warpSpecialize,
           rowVectors)))
     return failure();
-  if (allowsMmaSync()) {
-    SmallVector<linalg::GenericOp> contractions;
-    launch.getBody().walk([&](linalg::GenericOp op) {
-      if (flash::matchTileContraction(op))
-        contractions.push_back(op);
-    });
-    for (linalg::GenericOp op : contractions) {
-      OpBuilder tb(op);
-      Value tid = gpu::ThreadIdOp::create(tb, loc, gpu::Dimension::x);
-      if (!emitWarpMmaReduce(op, tid))
-        tid.getDefiningOp()->erase();
-    }
-  }
-  lowerAtomicAdds(launch);
   if (failed(lowerLinalg(launch)))
     return failure();
+  // After the contractions: the ones whose result goes only to an addition
+  // took it over.
+  lowerAtomicAdds(launch);
 
   // Work of the block, distributed over its threads.
   SmallVector<Operation *> work;
@@ -1136,7 +1120,9 @@ LogicalResult TileMapper::lowerLinalg(gpu::LaunchOp launch) {
   // 1.7x faster than this mma.sync lowering's scalar ones), mma.sync else.
   bool wmma =
       tensorCores == TensorCores::Wmma || tensorCores == TensorCores::Auto;
-  bool mmaSync = allowsMmaSync();
+  bool mmaSync = tensorCores == TensorCores::MmaSync ||
+                 tensorCores == TensorCores::Auto ||
+                 tensorCores == TensorCores::Wgmma;
   // Contractions first (each op is replaced where it is, so the order does
   // not matter): the mma.sync lowering may take over the zero fill of its
   // C, which then is not lowered on its own.
@@ -1148,7 +1134,8 @@ LogicalResult TileMapper::lowerLinalg(gpu::LaunchOp launch) {
   for (linalg::GenericOp generic : contractions) {
     OpBuilder tb(generic);
     Value tid = gpu::ThreadIdOp::create(tb, loc, gpu::Dimension::x);
-    if (!(wmma && emitWarpMatmul(generic, tid)) &&
+    if (!(mmaSync && emitWarpMmaReduce(generic, tid)) &&
+        !(wmma && emitWarpMatmul(generic, tid)) &&
         !(mmaSync && emitWarpMmaSync(generic, tid)))
       tid.getDefiningOp()->erase();
   }
