@@ -244,8 +244,9 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
   // each launch with a producer warpgroup where that fits too
   // (docs/GPU-NOTES.md 51); where they spill, one stage and the search
   // below.
-  if (!compile.loadStages && compile.chip == Chip::Sm90a && compile.tmaLoads &&
-      asyncCopies && tensorCoreChoice(compile) == TensorCores::Wgmma) {
+  if (compile.deterministic && !compile.loadStages &&
+      compile.chip == Chip::Sm90a && compile.tmaLoads && asyncCopies &&
+      tensorCoreChoice(compile) == TensorCores::Wgmma) {
     KernelCompileOptions twoStages = compile;
     twoStages.loadStages = 2;
     // The producer warpgroup pays at D = 128 (backward 1.02-1.05x) and not
@@ -262,17 +263,26 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
       *compile.log << name << ": spills " << spills
                    << " bytes with two stages; one stage\n";
   }
-  // FlashAttention-2's own backward on mma.sync: 128 keys per CTA on eight
-  // warps (half the dQ reductions of 64 keys; 1.2-1.4x, docs/GPU-NOTES.md
+  // FlashAttention-2's own backward: 128 keys per CTA on eight warps (half
+  // the dQ reductions of 64 keys; 1.2-1.4x on mma.sync, docs/GPU-NOTES.md
   // 55), 64 query rows per step where that assembles without spills, else
-  // 32; where both spill, the search below.
+  // 32; where both spill, the search below. With wgmma (two warpgroups, dS
+  // K on warpgroup MMA too, docs/GPU-NOTES.md 57) 128 query rows first at
+  // D = 64, so that each warpgroup takes one 64-row slice of dQ.
   if (!compile.deterministic && !compile.kvBlockRows && !compile.kvBlockCols &&
-      !compile.blockRows && !compile.threadsPerBlock &&
-      tensorCoreChoice(compile) != TensorCores::Wgmma) {
+      !compile.blockRows && !compile.threadsPerBlock) {
     KernelCompileOptions wide = compile;
     wide.kvBlockRows = 128;
     wide.threadsPerBlock = 256;
-    for (int64_t cols : {64, 32}) {
+    SmallVector<int64_t> widths = {64, 32};
+    if (tensorCoreChoice(compile) == TensorCores::Wgmma) {
+      if (d <= 64)
+        widths.insert(widths.begin(), 128);
+      // Two stages of Q and dO where TMA-era kernels have the room.
+      if (!compile.loadStages && compile.chip == Chip::Sm90a)
+        wide.loadStages = 2;
+    }
+    for (int64_t cols : widths) {
       int64_t spills = 0;
       if (failed(compileBackward(op, name, outputDir, asyncCopies, general,
                                  cols, /*specialize=*/false, spills, wide)))

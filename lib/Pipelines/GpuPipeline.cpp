@@ -71,10 +71,13 @@ void flash::buildFlashGpuKernelPipeline(
   roles.pingPong = options.pingPong;
   pm.addNestedPass<func::FuncOp>(
       flash::createFlashGpuSplitWarpRolesPass(roles));
-  if (options.pipelineKeyLoops)
+  if (options.pipelineKeyLoops || options.asyncMma)
     pm.addNestedPass<func::FuncOp>(flash::createFlashGpuAsyncMmaPass());
   pm.addNestedPass<func::FuncOp>(flash::createFlashGpuFastExp2Pass());
-  pm.addNestedPass<func::FuncOp>(flash::createConvertFlashGPUToLLVMPass());
+  flash::ConvertFlashGPUToLLVMPassOptions toLLVM;
+  toLLVM.vectorReductions = options.chip == Chip::Sm90a;
+  pm.addNestedPass<func::FuncOp>(
+      flash::createConvertFlashGPUToLLVMPass(toLLVM));
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(flash::createFlashGpuLaunchBoundsPass());
 }
@@ -89,8 +92,10 @@ void flash::buildFlashGpuBinaryPipeline(
     ::setenv("CUDA_HOME", kDefaultCuda, /*overwrite=*/0);
   gpu::GPUToNVVMPipelineOptions nvvm;
   nvvm.cubinChip = stringifyChip(options.chip).str();
-  // PTX 8.0 is the first to know sm_90a; ptxas 13.0 accepts it.
-  nvvm.cubinFeatures = "+ptx80";
+  // PTX 8.0 is the first to know sm_90a, 8.1 the first with vector `red`
+  // (the atomic backward's dQ sums); ptxas 13.0 accepts both. sm_80 code
+  // stays at 8.0 for the drivers that JIT it elsewhere.
+  nvvm.cubinFeatures = options.chip == Chip::Sm90a ? "+ptx81" : "+ptx80";
   nvvm.cubinFormat = stringifyBinaryFormat(options.format).str();
   nvvm.optLevel = 3;
   gpu::buildLowerToNVVMPassPipeline(pm, nvvm);

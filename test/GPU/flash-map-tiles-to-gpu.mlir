@@ -24,7 +24,7 @@
 // CHECK: gpu.terminator
 // CHECK: flash.shared_memory_bytes =
 
-// PTX: gpu.binary @attention_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">{{.*}}assembly = "{{.*}}.target sm_90a
+// PTX: gpu.binary @attention_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx81">{{.*}}assembly = "{{.*}}.target sm_90a
 func.func @attention(%q: tensor<?x?x?x64xf16>, %k: tensor<?x?x?x64xf16>, %v: tensor<?x?x?x64xf16>, %o: tensor<?x?x?x64xf16> {bufferization.writable = true}) -> tensor<?x?x?x64xf16> {
   %r = flash.attention %q, %k, %v {causal} : tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16> -> tensor<?x?x?x64xf16>
   %w = bufferization.materialize_in_destination %r in %o : (tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>) -> tensor<?x?x?x64xf16>

@@ -13,7 +13,8 @@ namespace mlir::flash {
 
 /// Rewrites every flashgpu op into llvm.inline_asm (plus vector element
 /// moves); no type conversion is involved, so any pattern driver applies.
-void populateFlashGPUToLLVMPatterns(RewritePatternSet &patterns);
+void populateFlashGPUToLLVMPatterns(RewritePatternSet &patterns,
+                                    bool vectorReductions = false);
 
 } // namespace mlir::flash
 

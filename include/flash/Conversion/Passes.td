@@ -240,9 +240,16 @@ def ConvertFlashGPUToLLVMPass : Pass<"convert-flashgpu-to-llvm"> {
     `wgmma.mma_async.sync.aligned.m64nNk16` per slice and k step (the
     descriptors advanced inside the asm), a commit and a wait;
     `flashgpu.reduce_add` the element's address (from the memref's
-    metadata) and one `red.relaxed.gpu.add.f32`. Runs on any op; the GPU
-    pipeline runs it right after `--flash-map-tiles-to-gpu`.
+    metadata) and one `red.relaxed.gpu.add.f32` per element, or with
+    `vector-reductions` (sm_90 and newer: the GPU pipeline sets it for
+    sm_90a) one `red.relaxed.gpu.global.add.v2.f32` / `.v4.f32` per vector.
+    Runs on any op; the GPU pipeline runs it right after
+    `--flash-map-tiles-to-gpu`.
   }];
+  let options = [
+    Option<"vectorReductions", "vector-reductions", "bool", "false",
+           "A vector reduce_add as one vector red (PTX 8.1, sm_90 and newer)">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::LLVM::LLVMDialect",

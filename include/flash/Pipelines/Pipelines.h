@@ -90,6 +90,12 @@ struct FlashGpuPipelineOptions
                      "(--flash-pipeline-key-loops) and the warpgroup MMAs "
                      "waited for late (--flash-gpu-async-mma)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> asyncMma{
+      *this, "async-mma",
+      llvm::cl::desc("Warpgroup MMAs waited for at their first use "
+                     "(--flash-gpu-async-mma) without pipelining the loops: "
+                     "the atomic backward's independent products overlap"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> tmaLoads{
       *this, "tma-loads",
       llvm::cl::desc("With load-stages=2 on wgmma kernels: K and V by TMA "

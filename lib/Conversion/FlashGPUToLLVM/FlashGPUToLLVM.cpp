@@ -51,7 +51,7 @@ static LLVM::InlineAsmOp createAsm(PatternRewriter &rewriter, Location loc,
 /// wgmma.mma_async per slice and k step between one fence and one wait.
 /// Descriptors advance in the asm (`add.u32` on the low word): 32 bytes per
 /// k step along a K-major row and one panel (rows * 128 bytes) every four;
-/// 16 rows (2,048 bytes) per k step down a [k, n] B.
+/// 16 rows (2,048 bytes) per k step down a [k, n] B or a [k, m] A.
 struct LowerWarpgroupMma : OpRewritePattern<WarpgroupMmaOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -116,7 +116,11 @@ struct LowerWarpgroupMma : OpRewritePattern<WarpgroupMmaOp> {
           a = llvm::formatv("{{${0}, ${1}, ${2}, ${3}}", first, first + 1,
                             first + 2, first + 3);
         } else {
-          int64_t aOffset = (kk / 4) * aPanel + mi * 64 * 128 + (kk % 4) * 32;
+          // An m-major A ([k, m] rows): 16 rows per k step, one 64-column
+          // panel per slice.
+          int64_t aOffset = op.getAMMajor() ? kk * 16 * 128 + mi * aPanel
+                                            : (kk / 4) * aPanel +
+                                                  mi * 64 * 128 + (kk % 4) * 32;
           text << "add.u32 t, $" << descA << ", " << (aOffset >> 4)
                << ";\nmov.b64 da, {t, " << kDescriptorHigh << "};\n";
           a = "da";
@@ -127,7 +131,10 @@ struct LowerWarpgroupMma : OpRewritePattern<WarpgroupMmaOp> {
           text << (i ? ", " : "") << "$" << mi * perSlice + i;
         // scale-d, scale-a, scale-b, [transpose-a,] transpose-b.
         text << "}, " << a << ", db, " << (zeroed && kk == 0 ? "z" : "p")
-             << ", 1, 1, " << (aInRegisters ? "" : "0, ")
+             << ", 1, 1, "
+             << (aInRegisters      ? ""
+                 : op.getAMMajor() ? "1, "
+                                   : "0, ")
              << (op.getBKMajor() ? 0 : 1) << ";\n";
       }
     }
@@ -199,9 +206,11 @@ struct LowerWarpgroupMmaWait : OpRewritePattern<WarpgroupMmaWaitOp> {
 /// (the buffer is a kernel argument; with a generic address ptxas emits a
 /// shared-memory CAS loop beside the reduction, measured 2x slower), then
 /// one `red.relaxed.gpu.global.add.f32` per element (a vector's at
-/// immediate offsets).
+/// immediate offsets), or one vector reduction where the target has them.
 struct LowerReduceAdd : OpRewritePattern<ReduceAddOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LowerReduceAdd(MLIRContext *ctx, bool vectorReductions)
+      : OpRewritePattern(ctx), vectorReductions(vectorReductions) {}
+  bool vectorReductions;
 
   LogicalResult matchAndRewrite(ReduceAddOp op,
                                 PatternRewriter &rewriter) const override {
@@ -227,17 +236,27 @@ struct LowerReduceAdd : OpRewritePattern<ReduceAddOp> {
     std::string constraints = "l";
     auto vector = dyn_cast<VectorType>(op.getValue().getType());
     int64_t width = vector ? vector.getNumElements() : 1;
+    bool oneVector = vectorReductions && width > 1;
+    if (oneVector)
+      text +=
+          llvm::formatv("red.relaxed.gpu.global.add.v{0}.f32 [%g], {{", width)
+              .str();
     for (int64_t i = 0; i < width; ++i) {
       operands.push_back(
           vector ? vector::ExtractOp::create(rewriter, loc, op.getValue(),
                                              ArrayRef<int64_t>{i})
                        .getResult()
                  : op.getValue());
-      text += llvm::formatv("red.relaxed.gpu.global.add.f32 [%g+{0}], ${1}; ",
-                            4 * i, i + 1)
-                  .str();
+      text +=
+          oneVector
+              ? llvm::formatv("{0}${1}", i ? ", " : "", i + 1).str()
+              : llvm::formatv("red.relaxed.gpu.global.add.f32 [%g+{0}], ${1}; ",
+                              4 * i, i + 1)
+                    .str();
       constraints += ",f";
     }
+    if (oneVector)
+      text += "}; ";
     text += "}";
     constraints += ",~{memory}";
     LLVM::InlineAsmOp::create(
@@ -254,17 +273,19 @@ struct LowerReduceAdd : OpRewritePattern<ReduceAddOp> {
 
 struct ConvertFlashGPUToLLVMPass
     : flash::impl::ConvertFlashGPUToLLVMPassBase<ConvertFlashGPUToLLVMPass> {
+  using Base::Base;
   void runOnOperation() override {
     // One walk, no folding: the IR around the ops stays as it was.
     RewritePatternSet patterns(&getContext());
-    flash::populateFlashGPUToLLVMPatterns(patterns);
+    flash::populateFlashGPUToLLVMPatterns(patterns, vectorReductions);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };
 
 } // namespace
 
-void mlir::flash::populateFlashGPUToLLVMPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerWarpgroupMma, LowerWarpgroupMmaWait, LowerReduceAdd>(
-      patterns.getContext());
+void mlir::flash::populateFlashGPUToLLVMPatterns(RewritePatternSet &patterns,
+                                                 bool vectorReductions) {
+  patterns.add<LowerWarpgroupMma, LowerWarpgroupMmaWait>(patterns.getContext());
+  patterns.add<LowerReduceAdd>(patterns.getContext(), vectorReductions);
 }

@@ -12,6 +12,7 @@
 #include "WarpRegisterTiles.h"
 
 #include "flash/Dialect/Flash/IR/FlashOps.h"
+#include "flash/Dialect/Flash/IR/TileRoles.h"
 #include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
 #include "flash/Target/AttentionTarget.h"
 
@@ -61,7 +62,8 @@ private:
   LogicalResult sinkValuesDefinedAbove(gpu::LaunchOp launch);
   LogicalResult buildTileLoop(gpu::LaunchOp launch, ArrayRef<Value> ubs);
   int64_t carveSharedMemory(gpu::LaunchOp launch,
-                            const flash::WarpRegisterTiles &inRegisters);
+                            const flash::WarpRegisterTiles &inRegisters,
+                            const llvm::SmallPtrSet<Operation *, 2> &skip);
   void distribute(Operation *op, OpBuilder &b, Value tid);
   LogicalResult lowerLinalg(gpu::LaunchOp launch);
   std::tuple<scf::ForOp, Value, Value>
@@ -69,6 +71,7 @@ private:
   bool emitWarpMatmul(linalg::GenericOp op, Value tid);
   bool emitWarpMmaSync(linalg::GenericOp op, Value tid);
   bool emitWarpMmaReduce(linalg::GenericOp op, Value tid);
+  bool emitWarpgroupMmaReduce(linalg::GenericOp op, Value tid);
 
   scf::ForallOp forall;
   Location loc;
@@ -78,8 +81,31 @@ private:
   bool registerTiles, asyncCopies;
   int64_t loadStages;
   bool tmaLoads, warpSpecialize, persistent;
+  /// Allocations left out of shared memory: the reductions' Cs.
+  llvm::SmallPtrSet<Operation *, 2> uncarved;
 };
 } // namespace
+
+static linalg::FillOp findZeroFill(linalg::GenericOp op, Value c);
+static flash::AtomicAddOp findAtomicAddOfResult(linalg::GenericOp op, Value c);
+
+/// The Cs of the contractions whose zero-filled result goes only to a
+/// `flash.atomic_add` (the atomic backward's dS K): the mapping keeps them
+/// in registers (emitWarpMmaReduce, emitWarpgroupMmaReduce), so they get no
+/// shared memory (32 KiB at D = 128).
+static llvm::SmallPtrSet<Operation *, 2>
+reducedInRegisters(gpu::LaunchOp launch) {
+  llvm::SmallPtrSet<Operation *, 2> allocs;
+  launch.getBody().walk([&](linalg::GenericOp op) {
+    auto m = flash::matchTileContraction(op);
+    if (!m)
+      return;
+    auto alloc = m->c.getDefiningOp<memref::AllocOp>();
+    if (alloc && findZeroFill(op, m->c) && findAtomicAddOfResult(op, m->c))
+      allocs.insert(alloc);
+  });
+  return allocs;
+}
 
 /// A contraction reads a transposed A (the nondeterministic backward's
 /// dS = (dSᵀ)ᵀ) from shared memory only, with ldmatrix.trans: its A is
@@ -366,7 +392,13 @@ LogicalResult TileMapper::run() {
   flash::WarpRegisterTiles inRegisters(launch, threads / 32);
   if (registerTiles && threads % 32 == 0 && tensorCores != TensorCores::None)
     inRegisters.analyze(tensorCores == TensorCores::Wgmma && asyncCopies);
-  int64_t bytes = carveSharedMemory(launch, inRegisters);
+  // Only where the mma.sync or wgmma reduction will take them.
+  bool mmaSync = tensorCores == TensorCores::MmaSync ||
+                 tensorCores == TensorCores::Auto ||
+                 tensorCores == TensorCores::Wgmma;
+  if (mmaSync)
+    uncarved = reducedInRegisters(launch);
+  int64_t bytes = carveSharedMemory(launch, inRegisters, uncarved);
   OpBuilder smem(launch);
   launch->setAttr(flash::kSharedMemoryBytesAttr, smem.getI64IntegerAttr(bytes));
   // Checked before the register tiles are unrolled and the loads expanded:
@@ -527,10 +559,11 @@ LogicalResult TileMapper::sinkValuesDefinedAbove(gpu::LaunchOp launch) {
 
 int64_t
 TileMapper::carveSharedMemory(gpu::LaunchOp launch,
-                              const flash::WarpRegisterTiles &inRegisters) {
+                              const flash::WarpRegisterTiles &inRegisters,
+                              const llvm::SmallPtrSet<Operation *, 2> &skip) {
   SmallVector<memref::AllocOp> allocs;
   launch.getBody().walk([&](memref::AllocOp a) {
-    if (!inRegisters.contains(a.getResult()))
+    if (!inRegisters.contains(a.getResult()) && !skip.contains(a))
       allocs.push_back(a);
   });
   if (allocs.empty())
@@ -1115,6 +1148,135 @@ bool TileMapper::emitWarpMmaReduce(linalg::GenericOp op, Value tid) {
   zeroFill->erase();
   return true;
 }
+/// The same contraction (role GradQueryBlock, A the staged dSᵀ) on
+/// Hopper's warpgroup MMA, in kernels whose tiles are swizzled for it: each
+/// warpgroup computes its share (`splitWarpgroupReduce`) with A read m-major
+/// and B ([keys, D] rows) through descriptors, the accumulators held in
+/// registers over the whole key range, then adds its two adjacent columns
+/// per row with one reduction, as the mma.sync form does (wgmma's
+/// accumulator layout is mma.sync's per warp: warp w of the warpgroup holds
+/// rows 16 w + g and 16 w + g + 8 of each 64-row slice).
+bool TileMapper::emitWarpgroupMmaReduce(linalg::GenericOp op, Value tid) {
+  auto operands = flash::matchTileContraction(op);
+  if (!operands || !operands->transposeA ||
+      flash::getContraction(op) != flash::Contraction::GradQueryBlock)
+    return false;
+  Value a = operands->a, bTile = operands->b, c = operands->c;
+  auto swizzledTile = [](Value v) {
+    Operation *def = v.getDefiningOp();
+    return def && def->hasAttr(flash::kSwizzledAttr);
+  };
+  linalg::FillOp zeroFill = findZeroFill(op, c);
+  flash::AtomicAddOp atomic = findAtomicAddOfResult(op, c);
+  if (!zeroFill || !atomic || !swizzledTile(a) || !swizzledTile(bTile))
+    return false;
+  auto cType = cast<MemRefType>(c.getType());
+  auto aType = cast<MemRefType>(a.getType());
+  auto bType = cast<MemRefType>(bTile.getType());
+  int64_t m = cType.getDimSize(0), n = cType.getDimSize(1);
+  int64_t keys = aType.getDimSize(0), warpgroups = threads / 128;
+  std::optional<flash::WarpgroupReduceSplit> split =
+      flash::splitWarpgroupReduce(m, n, warpgroups);
+  if (!split)
+    return false;
+
+  OpBuilder b(atomic);
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  auto i32 = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+  };
+  // The staged dSᵀ was written by the generic proxy: fenced towards the
+  // async proxy by every writer before the barrier that publishes it.
+  for (Operation *p = op->getPrevNode(); p; p = p->getPrevNode())
+    if (auto barrier = dyn_cast<gpu::BarrierOp>(p)) {
+      OpBuilder fb(barrier);
+      NVVM::FenceProxyOp::create(
+          fb, loc, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(b.getContext(),
+                                     NVVM::SharedSpace::shared_cta));
+      break;
+    }
+  Value dest = atomic.getDest();
+  trapUnlessUnitInnerStride(b, loc, dest);
+  Value valid = b.createOrFold<memref::DimOp>(loc, atomic.getTile(), 0);
+
+  // This warpgroup's share: slices [firstSlice, + split->slices), columns
+  // [firstCol, + split->cols).
+  Value group = arith::DivUIOp::create(b, loc, tid, idx(128));
+  int64_t sliceGroups = (m / 64) / split->slices;
+  Value sliceGroup = arith::RemUIOp::create(b, loc, group, idx(sliceGroups));
+  Value colGroup = arith::DivUIOp::create(b, loc, group, idx(sliceGroups));
+  Value firstRow =
+      arith::MulIOp::create(b, loc, sliceGroup, idx(64 * split->slices));
+  Value firstCol = arith::MulIOp::create(b, loc, colGroup, idx(split->cols));
+  auto toI32 = [&](Value v) -> Value {
+    return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), v);
+  };
+  // A [keys, m]: slice s is panel s (keys * 128 bytes); B [keys, n]: the
+  // share's first panel likewise.
+  Value aDesc = arith::AddIOp::create(
+      b, loc, flash::wgmmaDescriptorLow(b, loc, a, keys * 128),
+      arith::MulIOp::create(b, loc, toI32(sliceGroup),
+                            i32(split->slices * keys * 128 / 16)));
+  int64_t bRows = bType.getDimSize(0);
+  Value bDesc = arith::AddIOp::create(
+      b, loc, flash::wgmmaDescriptorLow(b, loc, bTile, bRows * 128),
+      arith::MulIOp::create(b, loc, toI32(colGroup),
+                            i32((split->cols / 64) * bRows * 128 / 16)));
+  int64_t perSlice = split->cols / 2;
+  auto accType = VectorType::get({split->slices * perSlice}, b.getF32Type());
+  Type et = aType.getElementType();
+  Value acc = flashgpu::WarpgroupMmaOp::create(
+      b, loc, accType, /*accumulator=*/Value(), aDesc, /*a_fragments=*/Value(),
+      bDesc, split->cols, keys / 16, split->slices, et,
+      b.getI64IntegerAttr(keys), bRows, /*b_k_major=*/false,
+      /*a_m_major=*/true);
+  if (std::optional<flash::Contraction> role = flash::getContraction(op))
+    flash::setContraction(acc.getDefiningOp(), *role);
+
+  Value lane = arith::RemUIOp::create(b, loc, tid, idx(32));
+  Value g = arith::DivUIOp::create(b, loc, lane, idx(4));
+  Value t2 = arith::MulIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, lane, idx(4)), idx(2));
+  Value warp = arith::RemUIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, tid, idx(32)), idx(4));
+  Value warpRow = arith::AddIOp::create(
+      b, loc, firstRow,
+      arith::AddIOp::create(b, loc,
+                            arith::MulIOp::create(b, loc, warp, idx(16)), g));
+  Value laneCol = arith::AddIOp::create(b, loc, firstCol, t2);
+
+  auto pairType = VectorType::get({2}, b.getF32Type());
+  for (int64_t slice = 0; slice < split->slices; ++slice)
+    for (int64_t half = 0; half < 2; ++half) {
+      Value r =
+          arith::AddIOp::create(b, loc, warpRow, idx(64 * slice + 8 * half));
+      Value inside =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, r, valid);
+      auto guarded =
+          scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+      OpBuilder in = guarded.getThenBodyBuilder();
+      for (int64_t j = 0; j < split->cols / 8; ++j) {
+        int64_t e = slice * perSlice + 4 * j + 2 * half;
+        Value pair = vector::FromElementsOp::create(
+            in, loc, pairType,
+            ValueRange{
+                vector::ExtractOp::create(in, loc, acc, ArrayRef<int64_t>{e}),
+                vector::ExtractOp::create(in, loc, acc,
+                                          ArrayRef<int64_t>{e + 1})});
+        Value cc = arith::AddIOp::create(
+            in, loc, laneCol, arith::ConstantIndexOp::create(in, loc, 8 * j));
+        flashgpu::ReduceAddOp::create(in, loc, pair, dest, ValueRange{r, cc});
+      }
+    }
+  atomic->erase();
+  op->erase();
+  zeroFill->erase();
+  return true;
+}
+
 LogicalResult TileMapper::lowerLinalg(gpu::LaunchOp launch) {
   // auto: WMMA where it exists (f16: its vector fragment loads measured
   // 1.7x faster than this mma.sync lowering's scalar ones), mma.sync else.
@@ -1134,11 +1296,25 @@ LogicalResult TileMapper::lowerLinalg(gpu::LaunchOp launch) {
   for (linalg::GenericOp generic : contractions) {
     OpBuilder tb(generic);
     Value tid = gpu::ThreadIdOp::create(tb, loc, gpu::Dimension::x);
-    if (!(mmaSync && emitWarpMmaReduce(generic, tid)) &&
+    if (!(launch->hasAttr("flash.wgmma") &&
+          emitWarpgroupMmaReduce(generic, tid)) &&
+        !(mmaSync && emitWarpMmaReduce(generic, tid)) &&
         !(wmma && emitWarpMatmul(generic, tid)) &&
         !(mmaSync && emitWarpMmaSync(generic, tid)))
       tid.getDefiningOp()->erase();
   }
+  // The Cs that the reductions kept in registers (never carved).
+  for (Operation *alloc : uncarved) {
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      if (isa<memref::DeallocOp>(user) ||
+          (isa<ViewLikeOpInterface>(user) && user->use_empty()))
+        user->erase();
+    if (!alloc->use_empty())
+      return alloc->emitError("flash-map-tiles-to-gpu: a tile without "
+                              "shared memory is still used");
+    alloc->erase();
+  }
+  uncarved.clear();
   SmallVector<linalg::LinalgOp> ops;
   launch.getBody().walk([&](linalg::LinalgOp op) { ops.push_back(op); });
   IRRewriter rewriter(launch.getContext());

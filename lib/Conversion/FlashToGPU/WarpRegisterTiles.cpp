@@ -174,6 +174,20 @@ bool WarpRegisterTiles::canUseWgmma() {
       return;
     auto shape = [](Value v) { return cast<MemRefType>(v.getType()).getShape(); };
     int64_t n = shape(m->c)[1];
+    // The atomic backward's dS K, outside the register tiles: A the staged
+    // dSᵀ ([keys, query rows], read m-major), B K ([keys, D]), both swizzled;
+    // the mapping's warpgroup reduction takes it (its C never exists).
+    if (getContraction(op) == Contraction::GradQueryBlock && m->transposeA) {
+      if (!panels(m->a) || !panels(m->b) || tiles.contains(m->a) ||
+          tiles.contains(m->b) ||
+          !splitWarpgroupReduce(shape(m->c)[0], n, warps / 4)) {
+        ok = false;
+        return;
+      }
+      swizzled.insert(m->a);
+      swizzled.insert(m->b);
+      return;
+    }
     bool fits = tiles.contains(m->c) && n <= 256 && !tiles.contains(m->b) &&
                 panels(m->b) && (tiles.contains(m->a) || panels(m->a));
     if (!fits) {
@@ -206,6 +220,10 @@ bool WarpRegisterTiles::canUseWgmma() {
           continue;
         return false;
       }
+      // Written whole from a register tile (the staged dSᵀ).
+      if (auto copy = dyn_cast<memref::CopyOp>(user);
+          copy && copy.getTarget() == tile && tiles.contains(copy.getSource()))
+        continue;
       auto view = dyn_cast<memref::SubViewOp>(user);
       if (!view || !llvm::all_of(view->getUsers(), [&](Operation *u) {
             auto copy = dyn_cast<memref::CopyOp>(u);
@@ -1040,11 +1058,27 @@ LogicalResult TileRewriter::rewriteContraction(OpBuilder &b,
   return success();
 }
 
-/// The low word of a wgmma shared-memory matrix descriptor of a swizzled
-/// tile: its address (>> 4) and the leading byte offset (between 64-column
-/// panels along N for a [K, N] B). The high word (stride byte offset and
-/// swizzle mode) is added where the descriptor is used.
+std::optional<WarpgroupReduceSplit>
+flash::splitWarpgroupReduce(int64_t m, int64_t n, int64_t warpgroups) {
+  if (warpgroups <= 0 || m % 64 != 0 || n % 64 != 0)
+    return std::nullopt;
+  int64_t slices = m / 64, panels = n / 64;
+  std::optional<WarpgroupReduceSplit> split;
+  if (slices % warpgroups == 0)
+    split = WarpgroupReduceSplit{slices / warpgroups, n};
+  else if (panels % warpgroups == 0)
+    split = WarpgroupReduceSplit{slices, n / warpgroups};
+  if (split && split->cols > 256)
+    return std::nullopt;
+  return split;
+}
+
 Value TileRewriter::descriptor(OpBuilder &b, Value tile, int64_t leadingBytes) {
+  return wgmmaDescriptorLow(b, loc, tile, leadingBytes);
+}
+
+Value flash::wgmmaDescriptorLow(OpBuilder &b, Location loc, Value tile,
+                                int64_t leadingBytes) {
   Value view = getWorkgroupView(tile);
   Value address = arith::IndexCastUIOp::create(
       b, loc, b.getI32Type(),
@@ -1162,6 +1196,27 @@ void TileRewriter::store(OpBuilder &b, Value tile, Value validRows,
   // forward's stall samples were the element stores' 64-bit address
   // arithmetic, docs/GPU-NOTES.md 52).
   int64_t bytes = type.getElementTypeBitWidth() / 8;
+  // Into a swizzled shared tile (the staged dSᵀ that warpgroup MMA reads):
+  // the whole tile, each pair of adjacent columns at its swizzled offset
+  // (the swizzle moves 16-byte chunks, so a pair stays together).
+  if (Operation *def = target.getDefiningOp();
+      def && def->hasAttr(kSwizzledAttr) && rank2 && per % 2 == 0) {
+    Value flat = memref::CollapseShapeOp::create(
+        b, loc, target, ArrayRef<ReassociationIndices>{{0, 1}});
+    for (int64_t r = 0; r < slots(); ++r) {
+      Value row = rowOf(b, r);
+      for (int64_t q = 0; q < per; q += 2) {
+        Value pair = vector::FromElementsOp::create(
+            b, loc, VectorType::get({2}, type.getElementType()),
+            ValueRange{extract(b, v, r * per + q),
+                       extract(b, v, r * per + q + 1)});
+        Value at = swizzledOffset(b, loc, row, colIdx[q], type.getDimSize(0));
+        vector::StoreOp::create(b, loc, pair, flat, ValueRange{at},
+                                /*nontemporal=*/false, llvm::Align(2 * bytes));
+      }
+    }
+    return;
+  }
   auto storeRows = [&](OpBuilder &at, Value pairTarget) {
     for (int64_t r = 0; r < slots(); ++r) {
       Value row = rowOf(at, r);

@@ -79,6 +79,24 @@ private:
 Value swizzledOffset(OpBuilder &b, Location loc, Value row, Value col,
                      int64_t rows);
 
+/// The low word of a wgmma shared-memory matrix descriptor of a swizzled
+/// tile: its address (>> 4) and the leading byte offset (between 64-column
+/// panels along N of a [K, N] B or along M of a [K, M] A). The high word
+/// (stride byte offset and swizzle mode) is added where it is used.
+Value wgmmaDescriptorLow(OpBuilder &b, Location loc, Value tile,
+                         int64_t leadingBytes);
+
+/// How the warpgroups of a CTA share one block's dS K (role
+/// GradQueryBlock) of `m` query rows and `n` columns on warpgroup MMA: each
+/// takes `slices` 64-row slices and `cols` columns (whole 64-column panels
+/// of K), so that every output element is computed by one warpgroup. None
+/// when the shape does not divide that way.
+struct WarpgroupReduceSplit {
+  int64_t slices, cols;
+};
+std::optional<WarpgroupReduceSplit> splitWarpgroupReduce(int64_t m, int64_t n,
+                                                         int64_t warpgroups);
+
 /// The attribute on the generic-space cast of a swizzled shared tile.
 inline constexpr llvm::StringLiteral kSwizzledAttr = "flash.swizzled_128b";
 

@@ -152,3 +152,19 @@ func.func @reduce_add_shared(%x: f32, %d: memref<16x128xf32, #gpu.address_space<
   flashgpu.reduce_add %x, %d[%i, %i] : f32, memref<16x128xf32, #gpu.address_space<workgroup>>
   return
 }
+
+// -----
+
+func.func @m_major_a_in_registers(%acc: vector<4xf32>, %p: vector<4xi32>, %b: i32) -> vector<4xf32> {
+  // expected-error @+1 {{a_m_major describes a shared A tile; A is in registers}}
+  %s = flashgpu.warpgroup_mma acc(%acc) a_regs(%p : vector<4xi32>) b_desc(%b) {n = 8 : i64, k_steps = 1 : i64, slices = 1 : i64, element_type = f16, b_rows = 16 : i64, a_m_major} : vector<4xf32>
+  return %s : vector<4xf32>
+}
+
+// -----
+
+func.func @m_major_a_too_few_rows(%a: i32, %b: i32) -> vector<32xf32> {
+  // expected-error @+1 {{a_rows = 16 has fewer rows than 2 k step(s) of 16}}
+  %s = flashgpu.warpgroup_mma a_desc(%a) b_desc(%b) {n = 64 : i64, k_steps = 2 : i64, slices = 1 : i64, element_type = bf16, a_rows = 16 : i64, b_rows = 128 : i64, a_m_major} : vector<32xf32>
+  return %s : vector<32xf32>
+}

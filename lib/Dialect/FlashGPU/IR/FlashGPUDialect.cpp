@@ -49,7 +49,15 @@ LogicalResult WarpgroupMmaOp::verify() {
     return emitOpError("a_rows = ") << *rows << " is not a multiple of 8";
   if (getBRows() % 8 != 0)
     return emitOpError("b_rows = ") << getBRows() << " is not a multiple of 8";
-  if (getADescriptor() && (int64_t)*getARows() < 64 * slices)
+  if (getAMMajor() && !getADescriptor())
+    return emitOpError("a_m_major describes a shared A tile; A is in "
+                       "registers");
+  if (getAMMajor() && (int64_t)*getARows() < 16 * kSteps)
+    return emitOpError("a_rows = ")
+           << *getARows() << " has fewer rows than " << kSteps
+           << " k step(s) of 16 (an m-major A has one row per reduction "
+              "index)";
+  if (getADescriptor() && !getAMMajor() && (int64_t)*getARows() < 64 * slices)
     return emitOpError("a_rows = ")
            << *getARows() << " has fewer rows than " << slices
            << " slice(s) of 64";

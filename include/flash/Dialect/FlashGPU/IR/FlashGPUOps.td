@@ -49,7 +49,9 @@ def FlashGPU_WarpgroupMmaOp : FlashGPU_Op<"warpgroup_mma",
     - A is either a shared tile read through `a_descriptor` (the low word
       of a 128-byte-swizzled, K-major shared-memory matrix descriptor of
       the warpgroup's first row; `a_rows` is the tile's row count, giving
-      the distance between its 64-column panels), or `a_fragments`: this
+      the distance between its 64-column panels; with `a_m_major`, `[k, m]`
+      rows instead: a transposed A, such as dS read from a staged dSᵀ, each
+      64-row slice one 64-column panel), or `a_fragments`: this
       thread's A fragments in registers, `4 * slices * k_steps` i32 words
       (two f16/bf16 values each) in mma.sync m16n8k16 order.
     - B is a shared tile read through `b_descriptor`, 128-byte swizzled:
@@ -81,6 +83,7 @@ def FlashGPU_WarpgroupMmaOp : FlashGPU_Op<"warpgroup_mma",
     OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$a_rows,
     ConfinedAttr<I64Attr, [IntPositive]>:$b_rows,
     UnitAttr:$b_k_major,
+    UnitAttr:$a_m_major,
     UnitAttr:$async
   );
   let results = (outs VectorOfRankAndType<[1], [F32]>:$result);
