@@ -14,5 +14,5 @@ tblgen=/usr/lib/llvm-22/bin/mlir-tblgen
   echo
   echo "## Pipelines"
   echo
-  echo '`--flash-cpu-pipeline` (options `tile`, `target`, `block-rows`, `block-cols`, `deterministic`), `--flash-gpu-pipeline` (options `chip`, `format`, `block-rows`, `block-cols`, `deterministic`, `threads`, `tensor-cores`, `register-tiles`, `async-copies`, `load-stages`, `tma-loads`, `warp-specialize`, `ping-pong` (the latter for `--flash-gpu-split-warp-roles`), `persistent`, `pipeline-key-loops`) and `--flash-tosa-to-attention` (TOSA lowered to linalg, then `--flash-fuse-attention`; option `report`): see `include/flash/Pipelines/Pipelines.h` and `flash-opt --help`.'
+  echo '`--flash-cpu-pipeline` (options `tile`, `target`, `block-rows`, `block-cols`, `deterministic`), `--flash-gpu-pipeline` (options `chip`, `format`, `block-rows`, `block-cols`, `deterministic`, `threads`, `tensor-cores`, `register-tiles`, `async-copies`, `load-stages`, `tma-loads`, `warp-specialize`, `ping-pong` (the latter for `--flash-gpu-split-warp-roles`), `persistent`, `pipeline-key-loops`, `async-mma`) and `--flash-tosa-to-attention` (TOSA lowered to linalg, then `--flash-fuse-attention`; option `report`): see `include/flash/Pipelines/Pipelines.h` and `flash-opt --help`.'
 } > docs/Passes.md
