@@ -14,5 +14,7 @@ tblgen=/usr/lib/llvm-22/bin/mlir-tblgen
   echo
   echo "## Pipelines"
   echo
+  echo '`--flash-map-tiles-to-gpu` (options `threads`, `chip`, `tensor-cores`, `register-tiles`, `async-copies`, `load-stages`, `tma-loads`, `warp-specialize`, `persistent`) is the GPU mapping as one pipeline of its steps, in order: `--flash-gpu-map-to-blocks`, `--flash-gpu-assign-tile-storage`, `--flash-gpu-carve-shared-memory`, `--flash-gpu-warp-register-tiles`, `--flash-gpu-async-tile-loads` (with `async-copies`), `--flash-gpu-lower-tile-mma`, `--flash-gpu-distribute-to-threads`; each step reads what the earlier ones wrote into the IR (the attributes in `include/flash/Conversion/Passes.h`).'
+  echo
   echo '`--flash-cpu-pipeline` (options `tile`, `target`, `block-rows`, `block-cols`, `deterministic`), `--flash-gpu-pipeline` (options `chip`, `format`, `block-rows`, `block-cols`, `deterministic`, `threads`, `tensor-cores`, `register-tiles`, `async-copies`, `load-stages`, `tma-loads`, `warp-specialize`, `ping-pong` (the latter for `--flash-gpu-split-warp-roles`), `persistent`, `pipeline-key-loops`, `async-mma`) and `--flash-tosa-to-attention` (TOSA lowered to linalg, then `--flash-fuse-attention`; option `report`): see `include/flash/Pipelines/Pipelines.h` and `flash-opt --help`.'
 } > docs/Passes.md

@@ -74,6 +74,11 @@ void flash::registerFlashPipelines() {
       "Lower flash ops and the upstream tensor-level dialects to the LLVM "
       "dialect for execution on the CPU with mlir-runner",
       buildFlashCpuPipeline);
+  PassPipelineRegistration<FlashMapTilesToGpuOptions>(
+      "flash-map-tiles-to-gpu",
+      "Map the bufferized tiled attention loop nest onto GPU blocks, warps "
+      "and threads (the --flash-gpu-* mapping steps in order)",
+      buildFlashMapTilesToGpuPipeline);
   PassPipelineRegistration<FlashGpuPipelineOptions>(
       "flash-gpu-pipeline",
       "Lower flash.attention to GPU kernels (gpu.module -> NVVM -> PTX or "

@@ -56,7 +56,7 @@ void flash::buildFlashGpuKernelPipeline(
   pm.addPass(createCSEPass());
 
   // CTAs and threads, then the kernels through NVVM.
-  flash::FlashMapTilesToGPUPassOptions mapping;
+  flash::FlashMapTilesToGpuOptions mapping;
   mapping.threads = options.threads;
   mapping.chip = options.chip;
   mapping.tensorCores = options.tensorCores;
@@ -66,7 +66,7 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.tmaLoads = options.tmaLoads;
   mapping.warpSpecialize = options.warpSpecialize;
   mapping.persistent = options.persistent;
-  pm.addNestedPass<func::FuncOp>(flash::createFlashMapTilesToGPUPass(mapping));
+  buildFlashMapTilesToGpuPipeline(pm.nest<func::FuncOp>(), mapping);
   flash::FlashGpuSplitWarpRolesPassOptions roles;
   roles.pingPong = options.pingPong;
   pm.addNestedPass<func::FuncOp>(
@@ -80,6 +80,40 @@ void flash::buildFlashGpuKernelPipeline(
       flash::createConvertFlashGPUToLLVMPass(toLLVM));
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(flash::createFlashGpuLaunchBoundsPass());
+}
+
+void flash::buildFlashMapTilesToGpuPipeline(
+    OpPassManager &pm, const FlashMapTilesToGpuOptions &options) {
+  flash::FlashGpuMapToBlocksPassOptions blocks;
+  blocks.threads = options.threads;
+  blocks.persistent = options.persistent;
+  pm.addPass(flash::createFlashGpuMapToBlocksPass(blocks));
+  flash::FlashGpuAssignTileStoragePassOptions storage;
+  storage.chip = options.chip;
+  storage.tensorCores = options.tensorCores;
+  storage.registerTiles = options.registerTiles;
+  storage.asyncCopies = options.asyncCopies;
+  pm.addPass(flash::createFlashGpuAssignTileStoragePass(storage));
+  flash::FlashGpuCarveSharedMemoryPassOptions carve;
+  carve.chip = options.chip;
+  pm.addPass(flash::createFlashGpuCarveSharedMemoryPass(carve));
+  flash::FlashGpuWarpRegisterTilesPassOptions registers;
+  // Kernels for aligned rows (cp.async's precondition) store in pairs.
+  registers.pairStores = options.asyncCopies;
+  pm.addPass(flash::createFlashGpuWarpRegisterTilesPass(registers));
+  if (options.asyncCopies) {
+    flash::FlashGpuAsyncTileLoadsPassOptions loads;
+    loads.chip = options.chip;
+    loads.loadStages = options.loadStages;
+    loads.tmaLoads = options.tmaLoads;
+    loads.warpSpecialize = options.warpSpecialize;
+    pm.addPass(flash::createFlashGpuAsyncTileLoadsPass(loads));
+  }
+  flash::FlashGpuLowerTileMmaPassOptions mma;
+  mma.chip = options.chip;
+  mma.tensorCores = options.tensorCores;
+  pm.addPass(flash::createFlashGpuLowerTileMmaPass(mma));
+  pm.addPass(flash::createFlashGpuDistributeToThreadsPass());
 }
 
 void flash::buildFlashGpuBinaryPipeline(

@@ -10,14 +10,14 @@
 // RUN: %python %S/../Inputs/expect_exit.py 1 flash-opt %s --flash-gpu-pipeline="chip=sm_80 threads=1025"
 // RUN: not flash-opt %s --flash-gpu-pipeline="chip=sm_80 threads=1" 2>&1 | FileCheck %s --check-prefix=THREADS
 // RUN: not flash-opt %s --flash-gpu-pipeline="chip=sm_80 threads=33" 2>&1 | FileCheck %s --check-prefix=THREADS
-// THREADS: error: flash-map-tiles-to-gpu: threads must be a multiple of 32 (whole warps) between 32 and 1024 (CUDA's limit per block), not
+// THREADS: error: flash-gpu-map-to-blocks: threads must be a multiple of 32 (whole warps) between 32 and 1024 (CUDA's limit per block), not
 // RUN: not flash-opt %s --flash-gpu-pipeline="chip=sm_80 block-rows=2147483648" 2>&1 | FileCheck %s --check-prefix=BLOCKS
 // RUN: not flash-opt %s --flash-gpu-pipeline="chip=sm_90a block-cols=4611686018427387904" 2>&1 | FileCheck %s --check-prefix=BLOCKS
 // RUN: %python %S/../Inputs/expect_exit.py 1 flash-opt %s --flash-gpu-pipeline="chip=sm_80 block-rows=2147483648"
 // BLOCKS: error: flash-tile-attention: block-rows, block-cols, kv-block-rows and kv-block-cols must be between 1 and 65536
 // RUN: not flash-opt %s --flash-gpu-pipeline="chip=sm_90a load-stages=3" 2>&1 | FileCheck %s --check-prefix=STAGES
 // RUN: not flash-opt %s --flash-gpu-pipeline="chip=sm_90a load-stages=0" 2>&1 | FileCheck %s --check-prefix=STAGES
-// STAGES: error: flash-map-tiles-to-gpu: load-stages must be 1 or 2 (copies of each key-block tile), not
+// STAGES: error: flash-gpu-async-tile-loads: load-stages must be 1 or 2 (copies of each key-block tile), not
 // RUN: flash-opt %s --flash-gpu-pipeline="chip=sm_80 threads=1024" | FileCheck %s --check-prefix=OK
 // OK: .maxntid 1024, 1, 1
 

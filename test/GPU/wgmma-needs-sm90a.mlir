@@ -7,7 +7,7 @@
 // CHECK-NOT: wgmma
 // CHECK: mma.sync.aligned.m16n8k16
 func.func @forward(%q: tensor<?x?x?x64xbf16>, %o_out: tensor<?x?x?x64xbf16> {bufferization.writable = true}) -> tensor<?x?x?x64xbf16> {
-  // expected-error @+1 {{flash-map-tiles-to-gpu: tensor-cores=wgmma needs chip=sm_90a (Hopper's warpgroup MMA), not sm_80}}
+  // expected-error @+1 {{flash-gpu-assign-tile-storage: tensor-cores=wgmma needs chip=sm_90a (Hopper's warpgroup MMA), not sm_80}}
   %o = flash.attention %q, %q, %q : tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16> -> tensor<?x?x?x64xbf16>
   %r = bufferization.materialize_in_destination %o in %o_out : (tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>) -> tensor<?x?x?x64xbf16>
   return %r : tensor<?x?x?x64xbf16>

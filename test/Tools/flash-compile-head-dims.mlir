@@ -19,7 +19,7 @@
 // limit, on the op, exit status 1.
 // RUN: not flash-compile %t/too-large.mlir --chip=sm_80 --ptxas=%t/no-ptxas -o %t/out 2>&1 | FileCheck %s --check-prefix=LARGE
 // RUN: %python %S/../Inputs/expect_exit.py 1 timeout 60 flash-compile %t/too-large.mlir --chip=sm_80 --ptxas=%t/no-ptxas -o %t/out
-// LARGE: too-large.mlir:2:8: error: flash-map-tiles-to-gpu: the tiles need 329984 B of shared memory, more than the 166912 B a CTA may use on sm_80
+// LARGE: too-large.mlir:2:8: error: flash-gpu-carve-shared-memory: the tiles need 329984 B of shared memory, more than the 166912 B a CTA may use on sm_80
 // LARGE: too-large.mlir:2:8: error: flash-compile: building the kernel failed
 
 //--- fits.mlir

@@ -29,11 +29,25 @@ namespace cl = llvm::cl;
 
 /// The flash passes and pipelines, in pipeline order, for the help overview.
 static constexpr llvm::StringLiteral kFlashPasses[] = {
-    "flash-fuse-attention",         "flash-fuse-attention-backward",
-    "flash-tosa-to-attention",      "flash-decompose-attention",
-    "flash-decompose-aggregates",   "flash-tile-attention",
-    "flash-workspace-to-arguments", "flash-map-tiles-to-gpu",
-    "flash-cpu-pipeline",           "flash-gpu-pipeline",
+    "flash-fuse-attention",
+    "flash-fuse-attention-backward",
+    "flash-tosa-to-attention",
+    "flash-decompose-attention",
+    "flash-decompose-aggregates",
+    "flash-tile-attention",
+    "flash-workspace-to-arguments",
+    "flash-map-tiles-to-gpu",
+    // The steps of --flash-map-tiles-to-gpu, in order, and the one after.
+    "flash-gpu-map-to-blocks",
+    "flash-gpu-assign-tile-storage",
+    "flash-gpu-carve-shared-memory",
+    "flash-gpu-warp-register-tiles",
+    "flash-gpu-async-tile-loads",
+    "flash-gpu-lower-tile-mma",
+    "flash-gpu-distribute-to-threads",
+    "flash-gpu-split-warp-roles",
+    "flash-cpu-pipeline",
+    "flash-gpu-pipeline",
 };
 
 /// The overview --help prints first: what each flash pass does, from the

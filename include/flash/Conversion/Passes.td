@@ -9,80 +9,89 @@
 
 include "mlir/Pass/PassBase.td"
 
-def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
-  let summary = "Map the bufferized tiled attention loop nest onto GPU blocks and threads";
+// The GPU mapping, one step per pass. `--flash-map-tiles-to-gpu` (a pipeline,
+// include/flash/Pipelines/Pipelines.h) runs them in this order; each reads
+// what the steps before it wrote into the IR (attributes named in
+// flash/Conversion/Passes.h) and nothing else.
+
+def FlashGpuMapToBlocksPass : Pass<"flash-gpu-map-to-blocks"> {
+  let summary = "Make the bufferized tiled nest's scf.forall a gpu.launch";
   let description = [{
-    Takes the output of `--flash-tile-attention` after bufferization and
-    makes it a GPU kernel:
+    Takes the output of `--flash-tile-attention` after bufferization: each
+    outermost `scf.forall` over (batch, head, query block) becomes a
+    `gpu.launch` of `threads` threads per block, one block per query block
+    (grid x = query blocks, last first: under a causal mask the last ones
+    see the most keys; y = heads; z = batch). Every value the body needs
+    from outside but the function's memref arguments is recomputed inside,
+    so that the outlined kernel takes exactly the tensors' memrefs.
 
-    - the `scf.forall` over (batch, head, query block) becomes a `gpu.launch`
-      with one block per query block (grid x = query blocks, last first;
-      y = heads; z = batch) and `threads` threads;
-    - with `register-tiles` (default), the tiles indexed by the block's
-      rows (scores, probabilities, running max and sum, accumulator, output)
-      live in registers in the mma.sync m16n8k16 accumulator layout, each
-      warp owning 16 or 32 rows (FlashAttention-2): elementwise ops run per
-      owned element, row reductions in registers plus two xor shuffles, the
-      contractions as `nvvm.mma.sync` with `ldmatrix` fragments and P taken
-      from registers as the A operand. The block's rows are those of the
-      accumulators, the contractions the tiler tagged with an accumulating
-      `flash.contraction` role (output, grad_query, grad_key, grad_value); a
-      nest without the tags gets the SIMT mapping;
-    - with `tensor-cores=wgmma` (sm_90a) and whole warpgroups (4, 8, ...
-      warps), the contractions are Hopper warpgroup MMAs (`wgmma.mma_async`
-      m64nNk16) instead, one `flashgpu.warpgroup_mma` each (printed as PTX
-      by `--convert-flashgpu-to-llvm`), reading their shared-memory operands
-      through matrix descriptors; those tiles are stored with the
-      128-byte swizzle (unpadded, 1024-byte aligned), and warp w of
-      warpgroup g owns rows g R/G + 16 w + 64 i. A launch where some
-      contraction cannot take wgmma (operand columns not a multiple of 64,
-      N > 256) stays on mma.sync;
-    - a contraction that reads its A transposed (`grad_query_block` of the
-      nondeterministic backward, dS K from dSᵀ) takes it from a shared tile
-      of its own, copied there before a barrier, with `ldmatrix.trans` into
-      mma.sync on shared C (whose zero fill becomes zero accumulators);
-      `flash.atomic_add` of a tile becomes a distributed loop of
-      `flashgpu.reduce_add`, four adjacent columns each where the
-      destination's rows are contiguous (the kernel traps otherwise);
-    - the other tiles (Q, K, V, bias, mask) are carved out of the block's
-      dynamic shared memory (rows padded against ldmatrix bank conflicts);
-      with `async-copies` (default) they are loaded with 16-byte cp.async,
-      zero-filling ragged rows, K one key block ahead; such a kernel requires
-      contiguous 16-byte aligned rows and traps at entry otherwise. With
-      `load-stages=2` every tile loaded in a key-block loop (K and V) gets a
-      second copy and is loaded one whole iteration ahead into the copy the
-      previous iteration read (chosen by the parity of the iteration), with
-      one wait and one barrier per iteration; where the copies would pass
-      the chip's shared memory the loop keeps the one-copy schedule. With
-      `tma-loads` as well (wgmma kernels) such a loop's tiles, when each is
-      whole 64-column panels of a 16-bit kernel argument, come by TMA:
-      thread 0 issues `nvgpu.tma.async.load` boxes against one mbarrier per
-      tile and copy and every thread waits for its iteration's phase; the
-      function gets a last `memref<?xi8>` argument with the tensor maps,
-      described by its `flash.tensor_maps` attribute. With
-      `warp-specialize` too, a producer warpgroup (threads `threads` ...
-      `threads` + 127, an `scf.if` tagged `flash.warp_role = "producer"`)
-      issues those copies for every iteration into a ring of two copies (it
-      waits on an `empty` mbarrier per copy that every consumer thread
-      arrives on at the end of its iteration); the launch is tagged
-      `flash.warp_specialized` and is complete only after
-      `--flash-gpu-split-warp-roles`;
-    - what is left (element copies, and every op of a nest the warp mapping
-      does not take) is the portable SIMT mapping: each `scf.parallel` and
-      `memref.copy` distributed over the block's threads and followed by
-      `gpu.barrier`, contractions on WMMA (f16) or mma.sync per output tile;
-    - index computations the body needs from outside are recomputed inside,
-      so that the outlined kernel takes only the tensors' memrefs.
+    Two leftovers of bufferization are normalised for the tile passes: a
+    guarded region yielding buffers (a pipelined loop's prologue) yields
+    one buffer per running state, and, in kernels that add into global
+    memory, copies of a merged constant tile become fills of their targets.
 
-    The launch records its shared memory size in
-    `flash.shared_memory_bytes`, and `flash.warp_register_tiles` when the
-    warp mapping was applied. Tiles that need more shared memory than a CTA
-    may use on `chip` (163 KiB on sm_80, 227 KiB on sm_90a and for any chip)
-    are a located error naming both sizes, raised before any tile is
-    unrolled: no kernel of them could launch.
+    With `persistent` the launch body is one loop over the tiles (row block
+    fastest, batch slowest; `flash.tile_loop`), tile t = the CTA's linear
+    index + k * the grid's CTAs: correct for any grid, and the launch is
+    tagged `flash.persistent` so that a caller may launch fewer CTAs than
+    tiles; the tiles' buffers are allocated once, before the loop
+    (`flash.tile_buffer`).
+
+    ```mlir
+    // before
+    scf.forall (%b, %h, %i) in (%B, %H, %QB) { ...tiles as memref.alloc... }
+    // after
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %QB, %gy = %H, %gz = %B)
+               threads(%tx, %ty, %tz) in (%sx = %c128, ...) {
+      %i = arith.subi %last, %bx : index   // row blocks last to first
+      ...
+    }
+    ```
   }];
   let options = [
-    Option<"threads", "threads", "int64_t", "128", "Threads per block">,
+    Option<"threads", "threads", "int64_t", "128",
+           "Threads per block: whole warps, at most 1024">,
+    Option<"persistent", "persistent", "bool", "false",
+           "The launch body is a loop over the tiles, so that a caller may "
+           "launch fewer CTAs than tiles (about one per SM)">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+def FlashGpuAssignTileStoragePass : Pass<"flash-gpu-assign-tile-storage"> {
+  let summary = "Decide which of a launch's tiles live in registers and "
+                "which in (swizzled) shared memory";
+  let description = [{
+    For each `gpu.launch` of `--flash-gpu-map-to-blocks`, decides from the
+    ops on each tile buffer (a `memref.alloc` in the launch) where it lives,
+    and writes the decision as `flash.tile_storage` on the allocation:
+
+    - `"registers"`: a tile indexed by the block's rows (those of the
+      contractions the tiler tagged as accumulating, `flash.contraction`)
+      whose every op the warp rewrite knows: S, P, the running max and
+      sum, the accumulator, the output tile (FlashAttention-2's split).
+      The launch gets `flash.register_rows = R` (the rows the block owns);
+      `--flash-gpu-warp-register-tiles` rewrites them.
+    - `"swizzled"`: with `tensor-cores=wgmma` (or auto on sm_90a) and
+      `async-copies`, where every contraction can take Hopper's warpgroup
+      MMA, its shared operands: stored in the 128-byte swizzled layout the
+      matrix descriptors name. The launch gets `flash.wgmma`.
+    - `"accumulators"`: the C of a contraction whose zero-filled result
+      goes only to a `flash.atomic_add` (the atomic backward's dS K): the
+      MMA lowering keeps it in its accumulators, so it never exists.
+    - no attribute: a shared-memory tile (Q, K, V, bias and mask tiles).
+
+    A contraction that reads its A transposed (dS K from dSᵀ) first gets a
+    shared copy of A of its own, written before a barrier
+    (`ldmatrix.trans` or an m-major descriptor reads it).
+  }];
+  let options = [
     Option<"chip", "chip", "::mlir::flash::Chip", "::mlir::flash::Chip::Any",
            "Target GPU (any, sm_80, sm_90a): tensor-cores=auto takes wgmma "
            "on sm_90a, and wgmma on another known chip is an error",
@@ -91,49 +100,85 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
                FLASH_GPU_CHIP_VALUES)}]>,
     Option<"tensorCores", "tensor-cores", "::mlir::flash::TensorCores",
            "::mlir::flash::TensorCores::Auto",
-           "Tile contractions on tensor cores: mma-sync (mma.sync.m16n8k16, "
-           "f16 and bf16), wgmma (sm_90a warpgroup MMA for the warp register "
-           "tiles, mma-sync elsewhere), wmma (16x16x16 fragments, f16 only), "
-           "auto (wgmma when chip=sm_90a; else wmma for f16, mma-sync for "
-           "bf16) or none",
+           "Tensor cores the contractions will use (see "
+           "--flash-gpu-lower-tile-mma)",
            "FLASH_TENSOR_CORES_VALUES">,
     Option<"registerTiles", "register-tiles", "bool", "true",
-           "Keep the tiles indexed by query rows (scores, probabilities, "
-           "accumulator, running max and sum) in warp registers, "
+           "Keep the tiles indexed by query rows in warp registers, "
            "FlashAttention-2 style, when the block's rows split into 16-row "
            "slices per warp">,
     Option<"asyncCopies", "async-copies", "bool", "true",
-           "Load global tiles into shared memory with 16-byte cp.async "
-           "copies (zero-filling ragged rows), waited for just before their "
-           "first reader, K one key block ahead; the kernel then requires "
-           "contiguous 16-byte aligned rows (trap at entry otherwise)">,
-    Option<"loadStages", "load-stages", "int64_t", "1",
-           "With async-copies, copies of each tile loaded in a key-block "
-           "loop: 1 (K one block ahead, V at the top of its iteration, two "
-           "barriers per iteration: FlashAttention-2's schedule) or 2 (every "
-           "tile one iteration ahead into alternating copies, one barrier "
-           "per iteration) where the copies fit the chip's shared memory">,
-    Option<"tmaLoads", "tma-loads", "bool", "false",
-           "With load-stages=2 on wgmma kernels: the key-block loops' tiles "
-           "by TMA (cp.async.bulk.tensor into the swizzled copies, one "
-           "mbarrier per tile and copy, issued by one thread) through tensor "
-           "maps the caller passes in a last argument (flash.tensor_maps)">,
-    Option<"warpSpecialize", "warp-specialize", "bool", "false",
-           "With tma-loads: a producer warpgroup of 128 more threads issues "
-           "the key-block loops' TMA copies into a ring of two copies per "
-           "tile (full/empty mbarriers) and keeps 24 registers; the "
-           "`threads` consumers compute with the rest (setmaxnreg). Applies "
-           "where the launch's key-block loops run one after another over "
-           "consecutive blocks with the same tiles; --flash-gpu-split-warp-"
-           "roles must follow">,
-    Option<"persistent", "persistent", "bool", "false",
-           "The launch body is a loop over the tiles (row block fastest, "
-           "batch slowest), tile t = the CTA's linear index + k * the grid's "
-           "CTAs: correct for any grid, and the launch is tagged "
-           "flash.persistent so that a caller may launch fewer CTAs than "
-           "tiles (about one per SM). With warp-specialize the producer "
-           "walks the tiles too, so it loads a CTA's next tile while the "
-           "consumers finish the current one">
+           "Tiles will be loaded by cp.async or TMA (the only writers that "
+           "place a swizzled tile's bytes): a precondition of wgmma"> 
+  ];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
+def FlashGpuCarveSharedMemoryPass : Pass<"flash-gpu-carve-shared-memory"> {
+  let summary = "Place a launch's shared-memory tiles in its dynamic shared "
+                "memory";
+  let description = [{
+    Every tile buffer of a `gpu.launch` that `--flash-gpu-assign-tile-storage`
+    did not give to registers or accumulators becomes a view of the launch's
+    dynamic shared memory (`gpu.dynamic_shared_memory`, `memref.view`, cast
+    to the generic space), at the lowest offset free while it is live
+    (buffers whose live ranges do not overlap share bytes):
+
+    - in a launch with register tiles (`flash.register_rows`) rows of an
+      even number of 16-byte units get 16 bytes of padding, so that the
+      eight row addresses of an `ldmatrix` fall in distinct banks;
+    - `"swizzled"` tiles are unpadded and 1024-byte aligned (the swizzle
+      pattern repeats every 1024 bytes), their cast tagged
+      `flash.swizzled_128b`; the kernel traps if the window's base is not
+      1024-byte aligned.
+
+    The launch records its size in `flash.shared_memory_bytes` and its
+    dynamic shared memory operand. Tiles that need more than a CTA may use
+    on `chip` (163 KiB on sm_80, 227 KiB on sm_90a and for any chip) are a
+    located error naming both sizes: no kernel of them could launch.
+  }];
+  let options = [
+    Option<"chip", "chip", "::mlir::flash::Chip", "::mlir::flash::Chip::Any",
+           "Target GPU (any, sm_80, sm_90a): its shared memory per CTA",
+           [{::llvm::cl::values(
+               clEnumValN(::mlir::flash::Chip::Any, "any", "not known"),
+               FLASH_GPU_CHIP_VALUES)}]>
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+def FlashGpuWarpRegisterTilesPass : Pass<"flash-gpu-warp-register-tiles"> {
+  let summary = "Rewrite the ops on a launch's register tiles into per-lane "
+                "code (FlashAttention-2's warp mapping)";
+  let description = [{
+    In each `gpu.launch` with `flash.register_rows = R`, the tiles tagged
+    `flash.tile_storage = "registers"` become SSA vectors in the mma.sync
+    m16n8k16 accumulator layout: warp w owns rows [w R/W, (w+1) R/W) (with
+    `flash.wgmma`, warp w of warpgroup g rows g R/G + 16 w + 64 i), lane
+    4g + t rows g, g + 8 and columns 2t, 2t + 1 of each 8-column slice;
+    row vectors one value per owned row. Elementwise generics run per owned
+    element, row reductions in registers plus two xor shuffles, the
+    contractions as `nvvm.mma.sync` with `ldmatrix` fragments and P taken
+    from registers as the A operand, or with `flash.wgmma` as
+    `flashgpu.warpgroup_mma` reading swizzled shared operands through
+    descriptors; loops carry the tiles live on entry; the final copy out is
+    guarded stores. With `pair-stores` (kernels for aligned rows) a tile is
+    stored two adjacent columns per store. The launch is tagged
+    `flash.warp_register_tiles`.
+  }];
+  let options = [
+    Option<"pairStores", "pair-stores", "bool", "false",
+           "Store register tiles to global memory two adjacent columns per "
+           "store (the kernel traps on rows that are not aligned for it)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -148,11 +193,159 @@ def FlashMapTilesToGPUPass : Pass<"flash-map-tiles-to-gpu", "func::FuncOp"> {
   ];
 }
 
+def FlashGpuAsyncTileLoadsPass : Pass<"flash-gpu-async-tile-loads"> {
+  let summary = "Load a launch's shared tiles asynchronously: cp.async, TMA, "
+                "a producer warpgroup";
+  let description = [{
+    The zero-padded tile loads of the tiled form (a `linalg.map` zero fill,
+    then a `memref.copy` of the valid rows) into carved shared tiles become
+    16-byte `cp.async` chunks spread over the block's threads, zero-filling
+    the rows past the end, one async group per tile, each waited for (and
+    the block synchronised) just before its first reader. In key-block
+    loops, FlashAttention-2's schedule (a tile read early is loaded one
+    iteration ahead). Such a kernel requires contiguous 16-byte aligned rows
+    and traps at entry otherwise.
+
+    - `load-stages=2`: every tile loaded in a key-block loop gets a second
+      copy and is loaded one whole iteration ahead into the copy the
+      previous iteration read, one wait and one barrier per iteration, where
+      the copies fit the chip's shared memory.
+    - `tma-loads` (launches with `flash.wgmma`): such a loop's tiles, when
+      each is whole 64-column panels of a 16-bit kernel argument, come by
+      TMA: thread 0 issues `nvgpu.tma.async.load` boxes against an mbarrier
+      per tile and copy; the function gets a last `memref<?xi8>` argument
+      with the tensor maps (`flash.tensor_maps`).
+    - `warp-specialize`: a producer warpgroup (an `scf.if` tagged
+      `flash.warp_role = "producer"`) issues those copies into a ring of two
+      copies guarded by full/empty mbarriers; the launch is tagged
+      `flash.warp_specialized` and is complete only after
+      `--flash-gpu-split-warp-roles`.
+    - In kernels that add into global memory (`flash.atomic_add`), padded
+      loads of f32 row vectors (LSE, D) are cp.async copies too.
+
+    The launch's `flash.shared_memory_bytes` grows by what the extra copies
+    and mbarriers take. Run after `--flash-gpu-warp-register-tiles` (the
+    loads are scheduled around the MMAs that read them).
+  }];
+  let options = [
+    Option<"chip", "chip", "::mlir::flash::Chip", "::mlir::flash::Chip::Any",
+           "Target GPU (any, sm_80, sm_90a): its shared memory per CTA "
+           "bounds the second copies",
+           [{::llvm::cl::values(
+               clEnumValN(::mlir::flash::Chip::Any, "any", "not known"),
+               FLASH_GPU_CHIP_VALUES)}]>,
+    Option<"loadStages", "load-stages", "int64_t", "1",
+           "Copies of each tile loaded in a key-block loop: 1 (K one block "
+           "ahead, V at the top of its iteration, two barriers per "
+           "iteration: FlashAttention-2's schedule) or 2 (every tile one "
+           "iteration ahead into alternating copies, one barrier per "
+           "iteration)">,
+    Option<"tmaLoads", "tma-loads", "bool", "false",
+           "With load-stages=2 on wgmma launches: the key-block loops' tiles "
+           "by TMA through tensor maps the caller passes in a last argument">,
+    Option<"warpSpecialize", "warp-specialize", "bool", "false",
+           "With tma-loads: a producer warpgroup of 128 more threads issues "
+           "the key-block loops' TMA copies into a ring of two copies per "
+           "tile; --flash-gpu-split-warp-roles must follow">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+def FlashGpuLowerTileMmaPass : Pass<"flash-gpu-lower-tile-mma"> {
+  let summary = "Lower a launch's remaining tile contractions onto tensor "
+                "cores";
+  let description = [{
+    Each tile contraction (a 2-D f16/bf16 multiply-add generic with an f32
+    accumulator) left in a `gpu.launch` after the warp rewrite becomes
+    tensor-core code, the first that applies of:
+
+    - a contraction whose zero-filled C goes only to a `flash.atomic_add`
+      (`"accumulators"`: the atomic backward's dS K added to dQ): on
+      warpgroup MMA in `flash.wgmma` launches (A the staged dSᵀ read
+      m-major, the warpgroups splitting the output), else on mma.sync; the
+      accumulators stay in registers and the reductions
+      (`flashgpu.reduce_add`, two adjacent columns) are issued straight from
+      them;
+    - WMMA 16x16x16 fragments (f16; `tensor-cores=wmma`, or auto off
+      sm_90a);
+    - mma.sync m16n8k16 per 16 x 8 tile of C, each warp taking tiles in
+      turn, `ldmatrix` fragments where both operands are shared tiles (a
+      zero fill of C right before becomes zero accumulators).
+
+    With `tensor-cores=none` contractions are left to
+    `--flash-gpu-distribute-to-threads`. The `"accumulators"` allocations
+    are erased once their contraction is lowered.
+  }];
+  let options = [
+    Option<"chip", "chip", "::mlir::flash::Chip", "::mlir::flash::Chip::Any",
+           "Target GPU (any, sm_80, sm_90a): what tensor-cores=auto means",
+           [{::llvm::cl::values(
+               clEnumValN(::mlir::flash::Chip::Any, "any", "not known"),
+               FLASH_GPU_CHIP_VALUES)}]>,
+    Option<"tensorCores", "tensor-cores", "::mlir::flash::TensorCores",
+           "::mlir::flash::TensorCores::Auto",
+           "mma-sync (mma.sync.m16n8k16, f16 and bf16), wgmma (as mma-sync "
+           "here; warpgroup MMA where the launch has flash.wgmma), wmma "
+           "(16x16x16 fragments, f16 only), auto (wgmma when chip=sm_90a; "
+           "else wmma for f16, mma-sync for bf16) or none",
+           "FLASH_TENSOR_CORES_VALUES">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::flashgpu::FlashGPUDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::vector::VectorDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+def FlashGpuDistributeToThreadsPass : Pass<"flash-gpu-distribute-to-threads"> {
+  let summary = "Spread what is left of a launch's tile work over its "
+                "threads (the SIMT mapping)";
+  let description = [{
+    The portable rest of the GPU mapping, for every `gpu.launch`:
+
+    - `flash.atomic_add` of a tile becomes a parallel loop of relaxed f32
+      reductions (`flashgpu.reduce_add`), four adjacent columns each where
+      the tile's columns allow (the kernel traps unless the destination's
+      rows are contiguous);
+    - the remaining linalg ops become parallel loops;
+    - each `scf.parallel` and `memref.copy` is strided over the block's
+      threads (thread t takes iterations t, t + threads, ...) and followed
+      by a `gpu.barrier`.
+
+    A kernel none of whose ops the earlier steps took (`register-tiles=false
+    async-copies=false tensor-cores=none`) is FlashAttention's algorithm in
+    plain SIMT code: slow, but correct for any shapes and strides.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::flashgpu::FlashGPUDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::vector::VectorDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 def FlashGpuSplitWarpRolesPass : Pass<"flash-gpu-split-warp-roles"> {
   let summary = "Separate a warp-specialised launch's producer and consumers";
   let description = [{
     Completes each `gpu.launch` tagged `flash.warp_specialized = C` (C
-    consumer threads) by `--flash-map-tiles-to-gpu{warp-specialize}`, whose
+    consumer threads) by `--flash-gpu-async-tile-loads{warp-specialize}`, whose
     body holds the producer's `scf.if` (`flash.warp_role = "producer"`,
     threads C and up) followed by the consumers' code:
 

@@ -44,6 +44,67 @@ struct FlashCpuPipelineOptions
 void buildFlashCpuPipeline(OpPassManager &pm,
                            const FlashCpuPipelineOptions &options);
 
+struct FlashMapTilesToGpuOptions
+    : public PassPipelineOptions<FlashMapTilesToGpuOptions> {
+  PassOptions::Option<int64_t> threads{
+      *this, "threads",
+      llvm::cl::desc("Threads per block (--flash-gpu-map-to-blocks)"),
+      llvm::cl::init(128)};
+  PassOptions::Option<Chip> chip{
+      *this, "chip",
+      llvm::cl::desc("Target GPU: tensor-cores=auto takes wgmma on sm_90a; "
+                     "its shared memory per CTA bounds the tiles"),
+      llvm::cl::init(Chip::Any),
+      llvm::cl::values(clEnumValN(Chip::Any, "any", "not known"),
+                       FLASH_GPU_CHIP_VALUES)};
+  PassOptions::Option<TensorCores> tensorCores{
+      *this, "tensor-cores",
+      llvm::cl::desc("Tile contractions on tensor cores "
+                     "(--flash-gpu-lower-tile-mma)"),
+      llvm::cl::init(TensorCores::Auto), FLASH_TENSOR_CORES_VALUES};
+  PassOptions::Option<bool> registerTiles{
+      *this, "register-tiles",
+      llvm::cl::desc("Tiles indexed by query rows in warp registers "
+                     "(--flash-gpu-assign-tile-storage)"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> asyncCopies{
+      *this, "async-copies",
+      llvm::cl::desc("Tile loads by cp.async or TMA "
+                     "(--flash-gpu-async-tile-loads): every tensor's rows "
+                     "must then be contiguous and 16-byte aligned"),
+      llvm::cl::init(true)};
+  PassOptions::Option<int64_t> loadStages{
+      *this, "load-stages",
+      llvm::cl::desc("Copies of each tile loaded in a key-block loop (1 or "
+                     "2; --flash-gpu-async-tile-loads)"),
+      llvm::cl::init(1)};
+  PassOptions::Option<bool> tmaLoads{
+      *this, "tma-loads",
+      llvm::cl::desc("With load-stages=2 on wgmma kernels: K and V by TMA "
+                     "(--flash-gpu-async-tile-loads)"),
+      llvm::cl::init(false)};
+  PassOptions::Option<bool> warpSpecialize{
+      *this, "warp-specialize",
+      llvm::cl::desc("With tma-loads: a producer warpgroup issues the TMA "
+                     "copies (--flash-gpu-async-tile-loads; "
+                     "--flash-gpu-split-warp-roles must follow)"),
+      llvm::cl::init(false)};
+  PassOptions::Option<bool> persistent{
+      *this, "persistent",
+      llvm::cl::desc("Each launch a loop over its tiles, correct with any "
+                     "number of CTAs (--flash-gpu-map-to-blocks)"),
+      llvm::cl::init(false)};
+};
+
+/// The GPU mapping of a bufferized tiled nest, one step per pass:
+/// --flash-gpu-map-to-blocks, --flash-gpu-assign-tile-storage,
+/// --flash-gpu-carve-shared-memory, --flash-gpu-warp-register-tiles,
+/// --flash-gpu-async-tile-loads (with async-copies),
+/// --flash-gpu-lower-tile-mma and --flash-gpu-distribute-to-threads. The
+/// passes take any op, so `pm` may be nested on functions or not.
+void buildFlashMapTilesToGpuPipeline(OpPassManager &pm,
+                                     const FlashMapTilesToGpuOptions &options);
+
 struct FlashGpuPipelineOptions
     : public PassPipelineOptions<FlashGpuPipelineOptions> {
   PassOptions::Option<Chip> chip{
@@ -81,7 +142,7 @@ struct FlashGpuPipelineOptions
   PassOptions::Option<int64_t> loadStages{
       *this, "load-stages",
       llvm::cl::desc("Copies of each tile loaded in a key-block loop (1 or "
-                     "2; see --flash-map-tiles-to-gpu)"),
+                     "2; see --flash-gpu-async-tile-loads)"),
       llvm::cl::init(1)};
   PassOptions::Option<bool> pipelineKeyLoops{
       *this, "pipeline-key-loops",
@@ -105,7 +166,7 @@ struct FlashGpuPipelineOptions
   PassOptions::Option<bool> warpSpecialize{
       *this, "warp-specialize",
       llvm::cl::desc("With tma-loads: a producer warpgroup issues the TMA "
-                     "copies (see --flash-map-tiles-to-gpu)"),
+                     "copies (see --flash-gpu-async-tile-loads)"),
       llvm::cl::init(false)};
   PassOptions::Option<bool> pingPong{
       *this, "ping-pong",
@@ -122,7 +183,7 @@ struct FlashGpuPipelineOptions
   PassOptions::Option<bool> persistent{
       *this, "persistent",
       llvm::cl::desc("Each launch a loop over its tiles, correct with any "
-                     "number of CTAs (see --flash-map-tiles-to-gpu)"),
+                     "number of CTAs (see --flash-gpu-async-tile-loads)"),
       llvm::cl::init(false)};
 };
 

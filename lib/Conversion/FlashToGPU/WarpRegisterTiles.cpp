@@ -6,8 +6,10 @@
 
 #include "WarpRegisterTiles.h"
 #include "BufferLiveness.h"
+#include "GpuMapping.h"
 #include "TileContraction.h"
 
+#include "flash/Conversion/Passes.h"
 #include "flash/Dialect/Flash/IR/TileRoles.h"
 #include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
 
@@ -23,6 +25,11 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/Support/FormatVariadic.h"
+
+namespace mlir::flash {
+#define GEN_PASS_DEF_FLASHGPUWARPREGISTERTILESPASS
+#include "flash/Conversion/Passes.h.inc"
+} // namespace mlir::flash
 
 using namespace mlir;
 using namespace mlir::flash;
@@ -57,10 +64,11 @@ static bool isRowReduction(linalg::GenericOp op) {
 WarpRegisterTiles::WarpRegisterTiles(gpu::LaunchOp launch, int64_t warps)
     : launch(launch), warps(warps) {}
 
-void WarpRegisterTiles::analyze(bool wgmma) {
+void WarpRegisterTiles::analyze(bool withWgmma) {
   tiles.clear();
   swizzled.clear();
   rows = 0;
+  wgmma = false;
   SmallVector<memref::AllocOp> allocs;
   launch.getBody().walk([&](memref::AllocOp a) { allocs.push_back(a); });
   // The rows the block owns: those of the nest's accumulators (O, dQ, dK,
@@ -135,8 +143,37 @@ void WarpRegisterTiles::analyze(bool wgmma) {
     tiles.clear();
     return;
   }
-  if (wgmma && !tiles.empty() && !canUseWgmma())
+  if (withWgmma && !tiles.empty() && !canUseWgmma())
     swizzled.clear();
+  wgmma = !swizzled.empty();
+}
+
+void WarpRegisterTiles::record() {
+  if (tiles.empty())
+    return;
+  Builder b(launch.getContext());
+  for (Value tile : tiles)
+    setTileStorage(tile.getDefiningOp(), TileStorage::Registers);
+  for (Value tile : swizzled)
+    setTileStorage(tile.getDefiningOp(), TileStorage::Swizzled);
+  launch->setAttr(kRegisterRowsAttr, b.getI64IntegerAttr(rows));
+  if (wgmma)
+    launch->setAttr(kWgmmaAttr, b.getUnitAttr());
+}
+
+WarpRegisterTiles WarpRegisterTiles::recorded(gpu::LaunchOp launch,
+                                              int64_t warps) {
+  WarpRegisterTiles recorded(launch, warps);
+  auto rows = launch->getAttrOfType<IntegerAttr>(kRegisterRowsAttr);
+  if (!rows)
+    return recorded;
+  recorded.rows = rows.getInt();
+  recorded.wgmma = launch->hasAttr(kWgmmaAttr);
+  launch.getBody().walk([&](memref::AllocOp alloc) {
+    if (getTileStorage(alloc) == TileStorage::Registers)
+      recorded.tiles.insert(alloc.getResult());
+  });
+  return recorded;
 }
 
 int64_t WarpRegisterTiles::maxLiveWords() {
@@ -490,8 +527,8 @@ LogicalResult TileRewriter::run(Value tid) {
       else if (isa<memref::DeallocOp>(user))
         user->erase();
       else
-        return user->emitError("flash-map-tiles-to-gpu: register tile still "
-                               "used after the warp rewrite");
+        return user->emitError("flash-gpu-warp-register-tiles: register "
+                               "tile still used after the warp rewrite");
     }
     tile.getDefiningOp()->erase();
   }
@@ -710,8 +747,8 @@ LogicalResult TileRewriter::processLoop(scf::ForOp loop) {
 /// from before).
 LogicalResult TileRewriter::processIf(scf::IfOp ifOp) {
   if (ifOp.getNumResults())
-    return ifOp.emitError("flash-map-tiles-to-gpu: a guarded region with "
-                          "results around register tiles");
+    return ifOp.emitError("flash-gpu-warp-register-tiles: a guarded region "
+                          "with results around register tiles");
   llvm::SetVector<Value> written;
   ifOp->walk([&](Operation *op) {
     if (auto dps = dyn_cast<DestinationStyleOpInterface>(op))
@@ -969,8 +1006,8 @@ LogicalResult TileRewriter::rewriteContraction(OpBuilder &b,
   Value sharedA = aRegs ? Value() : getWorkgroupView(m.a);
   Value sharedB = getWorkgroupView(m.b);
   if (!sharedB || (!aRegs && !sharedA))
-    return op.emitError("flash-map-tiles-to-gpu: contraction operands are "
-                        "neither register tiles nor shared-memory tiles");
+    return op.emitError("flash-gpu-warp-register-tiles: contraction operands "
+                        "are neither register tiles nor shared-memory tiles");
   Value acc = current(b, m.c);
   int64_t cPer = n / 4, aPer = k / 4, mTiles = slots() / 2;
   // Two elements as one mma operand register: vector<2xf16>, or i32 for
@@ -1287,3 +1324,28 @@ void TileRewriter::store(OpBuilder &b, Value tile, Value validRows,
       ArrayRef<OpFoldResult>{meta.getStrides()[0], b.getIndexAttr(1)});
   storeRows(b, rowsView);
 }
+
+namespace {
+struct FlashGpuWarpRegisterTilesPass
+    : flash::impl::FlashGpuWarpRegisterTilesPassBase<
+          FlashGpuWarpRegisterTilesPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    for (gpu::LaunchOp launch : collectLaunches(getOperation())) {
+      if (!launch->hasAttr(kRegisterRowsAttr))
+        continue;
+      FailureOr<int64_t> threads =
+          launchThreads(launch, "flash-gpu-warp-register-tiles");
+      if (failed(threads))
+        return signalPassFailure();
+      OpBuilder start = OpBuilder::atBlockBegin(&launch.getBody().front());
+      Value tid =
+          gpu::ThreadIdOp::create(start, launch.getLoc(), gpu::Dimension::x);
+      if (failed(WarpRegisterTiles::recorded(launch, *threads / 32)
+                     .rewrite(tid, pairStores)))
+        return signalPassFailure();
+      launch->setAttr(kWarpRegisterTilesAttr, start.getUnitAttr());
+    }
+  }
+};
+} // namespace

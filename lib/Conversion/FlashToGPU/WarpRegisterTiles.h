@@ -46,10 +46,17 @@ public:
   void analyze(bool wgmma = false);
   bool empty() const { return tiles.empty(); }
   bool contains(Value buffer) const { return tiles.contains(buffer); }
-  bool usesWgmma() const { return !swizzled.empty(); }
+  bool usesWgmma() const { return wgmma; }
   /// Shared-memory tiles read by warpgroup MMA: stored swizzled, unpadded,
   /// 1024-byte aligned.
   bool isSwizzled(Value buffer) const { return swizzled.contains(buffer); }
+
+  /// Writes what `analyze` found into the IR, for the later steps:
+  /// `flash.tile_storage` on the allocations of the register tiles and the
+  /// swizzled ones, `flash.register_rows` and `flash.wgmma` on the launch.
+  void record();
+  /// The register tiles that `record` wrote into `launch`.
+  static WarpRegisterTiles recorded(gpu::LaunchOp launch, int64_t warps);
 
   /// Replaces the ops on the register tiles with per-lane code; `tid` is
   /// the thread index in the block. Call after shared memory was carved out
@@ -70,6 +77,7 @@ private:
   int64_t warps;
   int64_t rows = 0;
   llvm::SetVector<Value> tiles, swizzled;
+  bool wgmma = false;
 };
 
 /// The element offset of (row, col) of a [rows, cols] 16-bit tile in the

@@ -1,0 +1,128 @@
+//===- GpuMapping.cpp - helpers shared by the GPU mapping steps -*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GpuMapping.h"
+
+#include "flash/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+using namespace mlir;
+
+static constexpr std::pair<flash::TileStorage, llvm::StringLiteral>
+    kStorageNames[] = {
+        {flash::TileStorage::Registers, "registers"},
+        {flash::TileStorage::Swizzled, "swizzled"},
+        {flash::TileStorage::Accumulators, "accumulators"},
+};
+
+std::optional<flash::TileStorage> flash::getTileStorage(Operation *alloc) {
+  auto name = alloc->getAttrOfType<StringAttr>(kTileStorageAttr);
+  if (!name)
+    return std::nullopt;
+  for (auto [storage, known] : kStorageNames)
+    if (name.getValue() == known)
+      return storage;
+  return std::nullopt;
+}
+
+void flash::setTileStorage(Operation *alloc, TileStorage storage) {
+  for (auto [known, name] : kStorageNames)
+    if (known == storage)
+      alloc->setAttr(kTileStorageAttr,
+                     StringAttr::get(alloc->getContext(), name));
+}
+
+SmallVector<gpu::LaunchOp> flash::collectLaunches(Operation *root) {
+  SmallVector<gpu::LaunchOp> launches;
+  root->walk([&](gpu::LaunchOp launch) { launches.push_back(launch); });
+  return launches;
+}
+
+FailureOr<int64_t> flash::launchThreads(gpu::LaunchOp launch, StringRef pass) {
+  std::optional<int64_t> threads = getConstantIntValue(launch.getBlockSizeX());
+  if (!threads)
+    return launch.emitError(pass)
+           << ": expected a launch with a constant number of threads";
+  return *threads;
+}
+
+bool flash::addsAtomically(gpu::LaunchOp launch) {
+  return launch.getBody()
+      .walk([](flash::AtomicAddOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
+linalg::FillOp flash::findZeroFill(linalg::GenericOp op, Value c) {
+  // The buffer a view is of, up to the carved tile (a view of the shared
+  // window that tiles live apart in).
+  auto tileOf = [](Value v) {
+    while (Operation *def = v.getDefiningOp()) {
+      auto view = dyn_cast<ViewLikeOpInterface>(def);
+      if (!view || isa<memref::MemorySpaceCastOp>(def))
+        break;
+      v = view.getViewSource();
+    }
+    return v;
+  };
+  Value tile = tileOf(c);
+  auto names = [&](Operation *p) {
+    return p
+        ->walk([&](Operation *q) {
+          return llvm::any_of(q->getOperands(),
+                              [&](Value v) {
+                                return isa<MemRefType>(v.getType()) &&
+                                       tileOf(v) == tile;
+                              })
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        })
+        .wasInterrupted();
+  };
+  for (Operation *p = op->getPrevNode(); p; p = p->getPrevNode()) {
+    if (auto fill = dyn_cast<linalg::FillOp>(p);
+        fill && fill.getDpsInitOperand(0)->get() == c)
+      return matchPattern(fill.getDpsInputOperand(0)->get(), m_AnyZeroFloat())
+                 ? fill
+                 : nullptr;
+    if (names(p))
+      return nullptr;
+  }
+  return nullptr;
+}
+
+flash::AtomicAddOp flash::findAtomicAddOfResult(linalg::GenericOp op, Value c) {
+  for (Operation *p = op->getNextNode(); p; p = p->getNextNode()) {
+    if (auto add = dyn_cast<flash::AtomicAddOp>(p)) {
+      Value tile = add.getTile();
+      if (auto view = tile.getDefiningOp<memref::SubViewOp>();
+          view && view.getSource() == c && view.hasZeroOffset() &&
+          view.hasUnitStride() &&
+          view.getStaticSizes().back() ==
+              cast<MemRefType>(c.getType()).getDimSize(1))
+        return add;
+      return tile == c ? add : nullptr;
+    }
+    if (!isa<memref::SubViewOp, arith::ConstantOp>(p))
+      return nullptr;
+  }
+  return nullptr;
+}
+
+void flash::trapUnlessUnitInnerStride(OpBuilder &b, Location loc, Value dest) {
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, dest);
+  Value strided = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ne, meta.getStrides().back(),
+      arith::ConstantIndexOp::create(b, loc, 1));
+  auto guard = scf::IfOp::create(b, loc, strided, /*withElseRegion=*/false);
+  OpBuilder trap = guard.getThenBodyBuilder();
+  LLVM::Trap::create(trap, loc);
+}
