@@ -12,6 +12,7 @@
 #include "flash/Conversion/Passes.h"
 
 #include "GpuMapping.h"
+#include "MmaSyncFragments.h"
 #include "TileContraction.h"
 #include "WarpRegisterTiles.h"
 
@@ -190,12 +191,8 @@ public:
       aRow = add(add(row, lane8), upper);
       aCol = add(right, step);
     }
-    return registers(nvgpu::LdMatrixOp::create(
-                         b, loc,
-                         VectorType::get({4, 2}, pairType.getElementType()),
-                         sharedA, ValueRange{aRow, aCol},
-                         b.getBoolAttr(m.transposeA), b.getI32IntegerAttr(4)),
-                     4);
+    return flash::mma_sync::ldmatrix(b, loc, sharedA, aRow, aCol, 4,
+                                     m.transposeA);
   }
 
   /// The 16 x 8 B tile at K [step, step + 16), columns [col, col + 8).
@@ -214,26 +211,14 @@ public:
       bRow = add(add(lane8, upper), step);
       bCol = col;
     }
-    return registers(nvgpu::LdMatrixOp::create(
-                         b, loc,
-                         VectorType::get({2, 2}, pairType.getElementType()),
-                         sharedB, ValueRange{bRow, bCol},
-                         b.getBoolAttr(!m.transposeB), b.getI32IntegerAttr(2)),
-                     2);
+    return flash::mma_sync::ldmatrix(b, loc, sharedB, bRow, bCol, 2,
+                                     !m.transposeB);
   }
 
   /// acc + A B for one 16 x 8 tile of C.
   SmallVector<Value> mma(ArrayRef<Value> fa, ArrayRef<Value> fb,
                          ArrayRef<Value> acc) {
-    Type f32 = b.getF32Type();
-    Type resultType =
-        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
-    NVVM::MMATypes ptxType = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-    Value d = NVVM::MmaOp::create(
-        b, loc, resultType, fa, fb, acc, {16, 8, 16}, std::nullopt,
-        std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
-        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                       NVVM::MMALayout::col});
+    Value d = flash::mma_sync::mma(b, loc, fa, fb, acc, bf16);
     SmallVector<Value> out;
     for (int64_t i = 0; i < 4; ++i)
       out.push_back(
@@ -261,25 +246,10 @@ private:
   Value loadB(Value kk, Value nn) {
     return m.transposeB ? load(m.b, nn, kk) : load(m.b, kk, nn);
   }
-  /// As an mma.sync operand register: two 16-bit elements as vector<2xf16>,
-  /// or as i32 for bf16.
-  Value word(Value pair) {
-    if (!bf16)
-      return pair;
-    Value w = vector::BitCastOp::create(
-        b, loc, VectorType::get({1}, b.getI32Type()), pair);
-    return vector::ExtractOp::create(b, loc, w, ArrayRef<int64_t>{0});
-  }
   Value pack(Value x, Value y) {
-    return word(
+    return flash::mma_sync::operandRegister(
+        b, loc,
         vector::FromElementsOp::create(b, loc, pairType, ValueRange{x, y}));
-  }
-  SmallVector<Value> registers(Value tiles, int64_t count) {
-    SmallVector<Value> regs;
-    for (int64_t i = 0; i < count; ++i)
-      regs.push_back(
-          word(vector::ExtractOp::create(b, loc, tiles, ArrayRef<int64_t>{i})));
-    return regs;
   }
 
   OpBuilder &b;

@@ -7,6 +7,7 @@
 #include "WarpRegisterTiles.h"
 #include "BufferLiveness.h"
 #include "GpuMapping.h"
+#include "MmaSyncFragments.h"
 #include "TileContraction.h"
 
 #include "flash/Conversion/Passes.h"
@@ -1000,8 +1001,6 @@ LogicalResult TileRewriter::rewriteContraction(OpBuilder &b,
   int64_t n = cType.getDimSize(1), k = aType.getDimSize(1);
   Type et = aType.getElementType();
   bool bf16 = et.isBF16();
-  MLIRContext *ctx = b.getContext();
-  Type f32 = b.getF32Type(), i32 = b.getI32Type();
   Value aRegs = tiles.contains(m.a) ? current(b, m.a) : Value();
   Value sharedA = aRegs ? Value() : getWorkgroupView(m.a);
   Value sharedB = getWorkgroupView(m.b);
@@ -1010,26 +1009,12 @@ LogicalResult TileRewriter::rewriteContraction(OpBuilder &b,
                         "are neither register tiles nor shared-memory tiles");
   Value acc = current(b, m.c);
   int64_t cPer = n / 4, aPer = k / 4, mTiles = slots() / 2;
-  // Two elements as one mma operand register: vector<2xf16>, or i32 for
-  // bf16.
-  auto operand = [&](Value pair) -> Value {
-    if (!bf16)
-      return pair;
-    Value word =
-        vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), pair);
-    return extract(b, word, 0);
+  auto operand = [&](Value pair) {
+    return mma_sync::operandRegister(b, loc, pair);
   };
   auto ldmatrix = [&](Value buf, Value r, Value c, int64_t count, bool trans) {
-    Value tile = nvgpu::LdMatrixOp::create(
-        b, loc, VectorType::get({count, 2}, et), buf, ValueRange{r, c},
-        b.getBoolAttr(trans), b.getI32IntegerAttr(count));
-    SmallVector<Value> regs;
-    for (int64_t i = 0; i < count; ++i)
-      regs.push_back(operand(extract(b, tile, i)));
-    return regs;
+    return mma_sync::ldmatrix(b, loc, buf, r, c, count, trans);
   };
-  Type resultType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
-  NVVM::MMATypes ptxType = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
   VectorType pairType = VectorType::get({2}, et);
   for (int64_t kk = 0; kk < k / 16; ++kk) {
     // A fragments (a0..a3: rows g | g + 8 x k 2t | 2t + 8) of each 16-row
@@ -1077,11 +1062,7 @@ LogicalResult TileRewriter::rewriteContraction(OpBuilder &b,
           SmallVector<Value> c;
           for (int64_t e : at)
             c.push_back(extract(b, acc, e));
-          Value d = NVVM::MmaOp::create(
-              b, loc, resultType, fa[mi], b01, c, {16, 8, 16}, std::nullopt,
-              std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
-              std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                             NVVM::MMALayout::col});
+          Value d = mma_sync::mma(b, loc, fa[mi], b01, c, bf16);
           for (auto [i, e] : llvm::enumerate(at))
             acc = insert(b,
                          LLVM::ExtractValueOp::create(

@@ -1,0 +1,38 @@
+//===- MmaSyncFragments.h - mma.sync m16n8k16 operand registers -*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+// The fragment primitives both mma.sync lowerings build on: the register
+// tiles' (--flash-gpu-warp-register-tiles: P from registers, Q/K/V by
+// ldmatrix) and the shared-memory contractions' (--flash-gpu-lower-tile-mma).
+// Fragment layout (PTX ISA, lane = 4 g + t): A holds rows g and g + 8,
+// columns 2t, 2t + 1 and 2t + 8, 2t + 9 of its 16 x 16 tile; B rows 2t,
+// 2t + 1, 2t + 8, 2t + 9 of column g; C rows g and g + 8, columns 2t, 2t + 1.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASH_LIB_CONVERSION_FLASHTOGPU_MMASYNCFRAGMENTS_H
+#define FLASH_LIB_CONVERSION_FLASHTOGPU_MMASYNCFRAGMENTS_H
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::flash::mma_sync {
+
+/// Two adjacent 16-bit elements (a vector<2>) as one operand register:
+/// vector<2xf16> as it is, bf16 pairs as i32 (what nvvm.mma.sync takes).
+Value operandRegister(OpBuilder &b, Location loc, Value pair);
+
+/// `count` 8 x 8 matrices of the shared tile `tile` by one ldmatrix (lane l
+/// gives the address (`row`, `col`) of row l % 8 of matrix l / 8;
+/// `transpose` for .trans), as `count` operand registers.
+SmallVector<Value> ldmatrix(OpBuilder &b, Location loc, Value tile, Value row,
+                            Value col, int64_t count, bool transpose);
+
+/// D = A B + C of one m16n8k16 tile (row-major A, column-major B, f32
+/// accumulators): the op's result, a struct of four f32.
+Value mma(OpBuilder &b, Location loc, ArrayRef<Value> a, ArrayRef<Value> bRegs,
+          ArrayRef<Value> c, bool bf16);
+
+} // namespace mlir::flash::mma_sync
+
+#endif // FLASH_LIB_CONVERSION_FLASHTOGPU_MMASYNCFRAGMENTS_H
