@@ -66,6 +66,7 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.tmaLoads = options.tmaLoads;
   mapping.warpSpecialize = options.warpSpecialize;
   mapping.persistent = options.persistent;
+  mapping.lazyRescale = options.lazyRescale;
   buildFlashMapTilesToGpuPipeline(pm.nest<func::FuncOp>(), mapping);
   flash::FlashGpuSplitWarpRolesPassOptions roles;
   roles.pingPong = options.pingPong;
@@ -100,6 +101,7 @@ void flash::buildFlashMapTilesToGpuPipeline(
   flash::FlashGpuWarpRegisterTilesPassOptions registers;
   // Kernels for aligned rows (cp.async's precondition) store in pairs.
   registers.pairStores = options.asyncCopies;
+  registers.lazyRescale = options.lazyRescale;
   pm.addPass(flash::createFlashGpuWarpRegisterTilesPass(registers));
   if (options.asyncCopies) {
     flash::FlashGpuAsyncTileLoadsPassOptions loads;

@@ -1,13 +1,20 @@
 // RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64" | FileCheck %s
 // RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64 register-tiles=false async-copies=false" | FileCheck %s --check-prefix=SHARED
 // RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64 async-copies=false" | FileCheck %s --check-prefix=GENERAL
+// RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64 lazy-rescale=0" | FileCheck %s --check-prefix=EAGER
 
 // The FlashAttention-2 mapping: 2 warps own 32 of the block's 64 query rows
 // each; the scores, probabilities, running max/sum and accumulator live in
 // registers (per lane: 4 row slots, 64 accumulator elements); Q, K and V
 // tiles are loaded with cp.async into padded shared memory; K is loaded one
 // key block ahead. The accumulator rescale is skipped behind a warp vote when
-// no row max moved.
+// no row max moved (with lazy-rescale, the default; without it the
+// accumulator is multiplied every key block).
+// EAGER-LABEL: func @attention
+// EAGER: math.exp2
+// EAGER-NOT: nvvm.vote.sync
+// EAGER: nvvm.mma.sync
+// EAGER-NOT: nvvm.vote.sync
 
 // CHECK-LABEL: func @attention
 // CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c64{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}})

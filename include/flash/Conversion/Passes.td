@@ -172,13 +172,20 @@ def FlashGpuWarpRegisterTilesPass : Pass<"flash-gpu-warp-register-tiles"> {
     `flashgpu.warpgroup_mma` reading swizzled shared operands through
     descriptors; loops carry the tiles live on entry; the final copy out is
     guarded stores. With `pair-stores` (kernels for aligned rows) a tile is
-    stored two adjacent columns per store. The launch is tagged
-    `flash.warp_register_tiles`.
+    stored two adjacent columns per store. With `lazy-rescale` (mma.sync
+    launches only) the accumulator's rescale by exp2(m_old - m_new) is
+    skipped behind a warp vote when no row maximum of the warp moved. The
+    launch is tagged `flash.warp_register_tiles`.
   }];
   let options = [
     Option<"pairStores", "pair-stores", "bool", "false",
            "Store register tiles to global memory two adjacent columns per "
-           "store (the kernel traps on rows that are not aligned for it)">
+           "store (the kernel traps on rows that are not aligned for it)">,
+    Option<"lazyRescale", "lazy-rescale", "bool", "true",
+           "mma.sync launches multiply the accumulator by the online "
+           "softmax's rescale only when a row maximum of the warp moved (a "
+           "warp vote and a branch; fewer registers): false multiplies "
+           "always, as warpgroup MMA launches do">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

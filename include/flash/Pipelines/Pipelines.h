@@ -94,6 +94,11 @@ struct FlashMapTilesToGpuOptions
       llvm::cl::desc("Each launch a loop over its tiles, correct with any "
                      "number of CTAs (--flash-gpu-map-to-blocks)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> lazyRescale{
+      *this, "lazy-rescale",
+      llvm::cl::desc("mma.sync launches rescale the accumulator only when a "
+                     "row maximum moved (--flash-gpu-warp-register-tiles)"),
+      llvm::cl::init(true)};
 };
 
 /// The GPU mapping of a bufferized tiled nest, one step per pass:
@@ -183,8 +188,13 @@ struct FlashGpuPipelineOptions
   PassOptions::Option<bool> persistent{
       *this, "persistent",
       llvm::cl::desc("Each launch a loop over its tiles, correct with any "
-                     "number of CTAs (see --flash-gpu-async-tile-loads)"),
+                     "number of CTAs (see --flash-gpu-map-to-blocks)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> lazyRescale{
+      *this, "lazy-rescale",
+      llvm::cl::desc("mma.sync launches rescale the accumulator only when a "
+                     "row maximum moved (see --flash-gpu-warp-register-tiles)"),
+      llvm::cl::init(true)};
 };
 
 /// Tiles flash.attention, bufferizes (outputs written in place into

@@ -412,9 +412,11 @@ namespace {
 class TileRewriter {
 public:
   TileRewriter(gpu::LaunchOp launch, int64_t warps, int64_t rows,
-               const llvm::SetVector<Value> &tiles, bool wgmma, bool pairStores)
+               const llvm::SetVector<Value> &tiles, bool wgmma, bool pairStores,
+               bool lazyRescale)
       : launch(launch), loc(launch.getLoc()), warps(warps), rows(rows),
-        tiles(tiles), wgmma(wgmma), pairStores(pairStores) {}
+        tiles(tiles), wgmma(wgmma), pairStores(pairStores),
+        lazyRescale(lazyRescale) {}
 
   LogicalResult run(Value tid);
 
@@ -472,7 +474,7 @@ private:
   Location loc;
   int64_t warps, rows;
   const llvm::SetVector<Value> &tiles;
-  bool wgmma, pairStores;
+  bool wgmma, pairStores, lazyRescale;
   DenseMap<Value, Value> values;
   // Lane coordinates: first row of the warp, the lane's first row and
   // column in the accumulator layout, and its ldmatrix row address parts.
@@ -481,8 +483,10 @@ private:
 };
 } // namespace
 
-LogicalResult WarpRegisterTiles::rewrite(Value tid, bool pairStores) {
-  return TileRewriter(launch, warps, rows, tiles, usesWgmma(), pairStores)
+LogicalResult WarpRegisterTiles::rewrite(Value tid, bool pairStores,
+                                         bool lazyRescale) {
+  return TileRewriter(launch, warps, rows, tiles, usesWgmma(), pairStores,
+                      lazyRescale)
       .run(tid);
 }
 
@@ -859,8 +863,9 @@ void TileRewriter::rewriteElementwise(OpBuilder &b, linalg::GenericOp op) {
   Value out = op.getDpsInitOperand(0)->get();
   // With wgmma the rescale is always done: measured faster there (the
   // branch joins the accumulator through a phi into the next MMA), and it
-  // keeps 128 x 64 tiles on one warpgroup within 255 registers.
-  if (wgmma || !isRowRescale(op) || !values.lookup(out)) {
+  // keeps 128 x 64 tiles on one warpgroup within 255 registers. On mma.sync
+  // too where it fits the registers (GPU-NOTES 60).
+  if (wgmma || !lazyRescale || !isRowRescale(op) || !values.lookup(out)) {
     values[out] = emitElementwise(b, op);
     return;
   }
@@ -1323,7 +1328,7 @@ struct FlashGpuWarpRegisterTilesPass
       Value tid =
           gpu::ThreadIdOp::create(start, launch.getLoc(), gpu::Dimension::x);
       if (failed(WarpRegisterTiles::recorded(launch, *threads / 32)
-                     .rewrite(tid, pairStores)))
+                     .rewrite(tid, pairStores, lazyRescale)))
         return signalPassFailure();
       launch->setAttr(kWarpRegisterTilesAttr, start.getUnitAttr());
     }

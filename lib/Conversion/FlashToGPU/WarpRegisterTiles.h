@@ -64,7 +64,11 @@ public:
   /// tile stored to global memory is written two adjacent elements per
   /// store where the target's rows are contiguous and aligned (checked when
   /// the kernel runs), element by element otherwise.
-  LogicalResult rewrite(Value tid, bool pairStores = false);
+  /// With `lazyRescale` an mma.sync launch multiplies its accumulator by a
+  /// row rescale only when some row maximum of the warp moved (a warp vote;
+  /// alpha is exactly 1 otherwise); warpgroup MMA launches always multiply.
+  LogicalResult rewrite(Value tid, bool pairStores = false,
+                        bool lazyRescale = true);
 
 private:
   bool supports(Value tile);
