@@ -1,4 +1,5 @@
 // RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64" | FileCheck %s
+// RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64" | FileCheck %s --check-prefix=SUMS
 // RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64 register-tiles=false async-copies=false" | FileCheck %s --check-prefix=SHARED
 // RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64 async-copies=false" | FileCheck %s --check-prefix=GENERAL
 // RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64 lazy-rescale=0" | FileCheck %s --check-prefix=EAGER
@@ -10,6 +11,21 @@
 // key block ahead. The accumulator rescale is skipped behind a warp vote when
 // no row max moved (with lazy-rescale, the default; without it the
 // accumulator is multiplied every key block).
+// The row sums stay per-lane partials through both key loops (each has
+// only the row maxima's 2 x 4 shuffles) and are added over the quad once,
+// before the division.
+// SUMS-LABEL: func @attention
+// SUMS: scf.for {{.*}} -> (vector<4xf32>, vector<4xf32>, vector<64xf32>)
+// SUMS-COUNT-8: gpu.shuffle  xor
+// SUMS-NOT: gpu.shuffle
+// SUMS: scf.yield {{.*}} : vector<4xf32>, vector<4xf32>, vector<64xf32>
+// SUMS: scf.for {{.*}} -> (vector<4xf32>, vector<4xf32>, vector<64xf32>)
+// SUMS-COUNT-8: gpu.shuffle  xor
+// SUMS-NOT: gpu.shuffle
+// SUMS: scf.yield {{.*}} : vector<4xf32>, vector<4xf32>, vector<64xf32>
+// SUMS-COUNT-8: gpu.shuffle  xor
+// SUMS-NOT: gpu.shuffle
+// SUMS: arith.divf
 // EAGER-LABEL: func @attention
 // EAGER: math.exp2
 // EAGER-NOT: nvvm.vote.sync

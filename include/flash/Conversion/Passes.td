@@ -166,7 +166,10 @@ def FlashGpuWarpRegisterTilesPass : Pass<"flash-gpu-warp-register-tiles"> {
     `flash.wgmma`, warp w of warpgroup g rows g R/G + 16 w + 64 i), lane
     4g + t rows g, g + 8 and columns 2t, 2t + 1 of each 8-column slice;
     row vectors one value per owned row. Elementwise generics run per owned
-    element, row reductions in registers plus two xor shuffles, the
+    element, row reductions in registers plus two xor shuffles (except for
+    a row sum that the online softmax only rescales and adds to, l: each
+    lane keeps the partial sum of its columns, added over the quad once
+    where it is read, as FlashAttention-2 and -3 do), the
     contractions as `nvvm.mma.sync` with `ldmatrix` fragments and P taken
     from registers as the A operand, or with `flash.wgmma` as
     `flashgpu.warpgroup_mma` reading swizzled shared operands through

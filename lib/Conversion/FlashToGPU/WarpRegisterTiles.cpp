@@ -425,10 +425,14 @@ private:
   LogicalResult processLoop(scf::ForOp loop);
   LogicalResult processIf(scf::IfOp ifOp);
   LogicalResult rewrite(OpBuilder &b, Operation *op);
+  LogicalResult rewriteOp(OpBuilder &b, Operation *op);
   void rewriteElementwise(OpBuilder &b, linalg::GenericOp op);
   Value emitElementwise(OpBuilder &b, linalg::GenericOp op);
   bool isRowRescale(linalg::GenericOp op) const;
   void rewriteRowReduction(OpBuilder &b, linalg::GenericOp op);
+  bool isDeferredSum(Value tile);
+  bool writesDeferredSum(Operation *op, Value tile) const;
+  Value sumOverQuad(OpBuilder &b, Value partial);
   LogicalResult rewriteContraction(OpBuilder &b, linalg::GenericOp op);
   LogicalResult rewriteWarpgroupContraction(OpBuilder &b, linalg::GenericOp op);
   Value descriptor(OpBuilder &b, Value tile, int64_t leadingBytes);
@@ -476,6 +480,8 @@ private:
   const llvm::SetVector<Value> &tiles;
   bool wgmma, pairStores, lazyRescale;
   DenseMap<Value, Value> values;
+  /// Row sums held as per-lane partials (`isDeferredSum`).
+  llvm::SmallPtrSet<Value, 4> deferredSums;
   // Lane coordinates: first row of the warp, the lane's first row and
   // column in the accumulator layout, and its ldmatrix row address parts.
   Value lane, warpIndex, warpRow, rowBase, colBase, quadLane, lane8, upper,
@@ -521,6 +527,9 @@ LogicalResult TileRewriter::run(Value tid) {
   right = arith::MulIOp::create(
       b, loc, arith::DivUIOp::create(b, loc, matrix, idx(b, 2)), idx(b, 8));
 
+  for (Value tile : tiles)
+    if (isDeferredSum(tile))
+      deferredSums.insert(tile);
   if (failed(process(launch.getBody().front())))
     return failure();
 
@@ -810,6 +819,23 @@ LogicalResult TileRewriter::processIf(scf::IfOp ifOp) {
 }
 
 LogicalResult TileRewriter::rewrite(OpBuilder &b, Operation *op) {
+  // A read of a row sum held as lane partials, other than the ops that build
+  // it, sees the quad's total.
+  SmallVector<std::pair<Value, Value>> partials;
+  for (Value operand : op->getOperands())
+    if (deferredSums.contains(operand) && !writesDeferredSum(op, operand) &&
+        !llvm::is_contained(llvm::make_first_range(partials), operand)) {
+      Value partial = current(b, operand);
+      partials.push_back({operand, partial});
+      values[operand] = sumOverQuad(b, partial);
+    }
+  LogicalResult result = rewriteOp(b, op);
+  for (auto [tile, partial] : partials)
+    values[tile] = partial;
+  return result;
+}
+
+LogicalResult TileRewriter::rewriteOp(OpBuilder &b, Operation *op) {
   if (auto fill = dyn_cast<linalg::FillOp>(op)) {
     Value tile = fill.getDpsInitOperand(0)->get();
     values[tile] = vector::BroadcastOp::create(
@@ -980,12 +1006,19 @@ void TileRewriter::rewriteRowReduction(OpBuilder &b, linalg::GenericOp op) {
   };
   Value init = values.lookup(out);
   Value result = current(b, out);
+  // A row sum kept as lane partials skips the quad's shuffles: they are done
+  // once, where the sum is read (FlashAttention-2's and -3's row sum).
+  bool deferred = deferredSums.contains(out);
   for (int64_t r = 0; r < slots(); ++r) {
-    // This lane's columns, then the other three lanes of the quad.
+    // This lane's columns, then the other three lanes of the quad. (A
+    // pairwise tree over the columns measured 7-18% slower on wgmma and 1-5%
+    // on mma.sync than this chain: GPU-NOTES 61.)
     Value partial = extract(b, in, r * per);
     for (int64_t q = 1; q < per; ++q)
       partial = combine(extract(b, in, r * per + q), partial);
     for (int32_t offset : {1, 2}) {
+      if (deferred)
+        break;
       Value other = gpu::ShuffleOp::create(b, loc, partial, offset, 32,
                                            gpu::ShuffleMode::XOR)
                         .getShuffleResult();
@@ -996,6 +1029,79 @@ void TileRewriter::rewriteRowReduction(OpBuilder &b, linalg::GenericOp op) {
     result = insert(b, partial, result, r);
   }
   values[out] = result;
+}
+
+/// A row vector written only by zero fills, row reductions with an addf
+/// combiner and in-place rescales by another row vector (the online
+/// softmax's l), and read otherwise only by ops of the launch's body (after
+/// its loops): each lane can keep its own columns' partial sum, every
+/// writer being linear in it, and the quad's shuffles happen once per read
+/// instead of once per key block.
+bool TileRewriter::isDeferredSum(Value tile) {
+  auto type = cast<MemRefType>(tile.getType());
+  if (type.getRank() != 1 || !type.getElementType().isF32())
+    return false;
+  bool reduced = false;
+  for (Operation *user : tile.getUsers()) {
+    if (isa<memref::DeallocOp>(user))
+      continue;
+    if (writesDeferredSum(user, tile)) {
+      if (auto generic = dyn_cast<linalg::GenericOp>(user))
+        reduced |= isRowReduction(generic);
+      continue;
+    }
+    auto dps = dyn_cast<DestinationStyleOpInterface>(user);
+    bool writes = dps ? llvm::any_of(dps.getDpsInits(),
+                                     [&](Value v) { return v == tile; })
+                      : !isa<memref::CopyOp>(user) ||
+                            cast<memref::CopyOp>(user).getTarget() == tile;
+    if (writes || user->getBlock() != &launch.getBody().front())
+      return false;
+  }
+  return reduced;
+}
+
+/// Whether `op` is one of the writers that keep `tile` a sum of lane
+/// partials: a zero fill, a row reduction with an addf combiner, or
+/// `tile *= v` for another row vector v.
+bool TileRewriter::writesDeferredSum(Operation *op, Value tile) const {
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.getDpsInitOperand(0)->get() == tile &&
+           matchPattern(fill.getDpsInputOperand(0)->get(), m_AnyZeroFloat());
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInits() != 1 ||
+      generic.getDpsInitOperand(0)->get() != tile)
+    return false;
+  if (isRowReduction(generic))
+    return isa<arith::AddFOp>(getReductionCombiner(generic)) &&
+           generic.getDpsInputOperand(0)->get() != tile;
+  if (generic.getNumLoops() != 1 || generic.getNumDpsInputs() != 1 ||
+      generic.getDpsInputOperand(0)->get() == tile ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return false;
+  Block *body = generic.getBody();
+  auto mul = dyn_cast<arith::MulFOp>(body->front());
+  return body->getOperations().size() == 2 && mul &&
+         body->getTerminator()->getOperand(0) == mul.getResult() &&
+         llvm::is_contained(mul->getOperands(), body->getArgument(0)) &&
+         llvm::is_contained(mul->getOperands(), body->getArgument(1));
+}
+
+/// The quad's total of each row slot of a row vector of lane partials.
+Value TileRewriter::sumOverQuad(OpBuilder &b, Value partial) {
+  Value total = partial;
+  for (int64_t r = 0; r < slots(); ++r) {
+    Value v = extract(b, partial, r);
+    for (int32_t offset : {1, 2}) {
+      Value other =
+          gpu::ShuffleOp::create(b, loc, v, offset, 32, gpu::ShuffleMode::XOR)
+              .getShuffleResult();
+      v = arith::AddFOp::create(b, loc, other, v);
+    }
+    total = insert(b, v, total, r);
+  }
+  return total;
 }
 
 LogicalResult TileRewriter::rewriteContraction(OpBuilder &b,
