@@ -154,7 +154,11 @@ driver::describeLaunches(Operation *op, ModuleOp module, ArrayRef<Param> params,
 
 bool driver::requiresAlignedRows(ModuleOp module) {
   return module
-      ->walk([](nvgpu::DeviceAsyncCopyOp) { return WalkResult::interrupt(); })
+      ->walk([](Operation *op) {
+        return isa<nvgpu::DeviceAsyncCopyOp, nvgpu::TmaAsyncLoadOp>(op)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
       .wasInterrupted();
 }
 

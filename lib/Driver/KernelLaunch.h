@@ -83,8 +83,8 @@ FailureOr<SmallVector<Launch>> describeLaunches(Operation *op, ModuleOp module,
                                                 ArrayRef<Param> params,
                                                 bool describeGrid, bool abi);
 
-/// Whether any tile of `module` is loaded with cp.async, so that every
-/// tensor's rows must be contiguous and 16-byte aligned.
+/// Whether any tile of `module` is loaded with cp.async or TMA, so that
+/// every tensor's rows must be contiguous and 16-byte aligned.
 bool requiresAlignedRows(ModuleOp module);
 
 /// Runs the binary pipeline on `module` and sets each launch's PTX.

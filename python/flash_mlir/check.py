@@ -11,6 +11,10 @@ float64 reference computed from the same quantised inputs; also times
 nothing. Prints, per kernel, the worst relative error, and the RMSE of our
 output and of torch SDPA's FlashAttention-2 backend against float64 (ours
 must not be worse than 1.25x FA2's). Exit status 1 on any failure.
+
+A persistent kernel launches as many CTAs as stay resident, more than these
+shapes have tiles; `--ctas N` launches at most N, so that each CTA walks
+several tiles (and its barriers run through several phases).
 """
 
 import argparse
@@ -244,6 +248,16 @@ def run_backward_case(kernel, case, layout, seed):
     return ok, f"{case} {layout}: " + "; ".join(parts) + f" (tol {tol:.0e})"
 
 
+def limit_ctas(kernel, ctas):
+    """Launches `kernel`'s persistent launches (and its general kernel's)
+    with at most `ctas` CTAs."""
+    while kernel is not None:
+        for launch in kernel.launches:
+            if launch.max_ctas:
+                launch.max_ctas = min(launch.max_ctas, ctas)
+        kernel = kernel.general
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -252,6 +266,9 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true",
                    help="one small ragged case per kernel (for compute-sanitizer)")
     p.add_argument("--kernels", help="comma-separated kernel names to check")
+    p.add_argument("--ctas", type=int, default=0,
+                   help="persistent kernels launch at most this many CTAs, so "
+                        "that each walks several tiles (0: as many as fit)")
     args = p.parse_args(argv)
     cases = [(1, 2, 2, 77, 100)] if args.quick else CASES
     layouts = ("bhsd",) if args.quick else ("bhsd", "bshd", "offset")
@@ -265,6 +282,8 @@ def main(argv=None):
             print(f"SKIP {kernel.name}: a score_mod kernel (python -m "
                   "flash_mlir.score_mod_check checks those)")
             continue
+        if args.ctas > 0:
+            limit_ctas(kernel, args.ctas)
         worst, lines, kernel_ok = 0.0, [], True
         for ci, case in enumerate(cases):
             for layout in layouts:

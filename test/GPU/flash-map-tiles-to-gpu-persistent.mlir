@@ -1,24 +1,80 @@
 // --flash-map-tiles-to-gpu{persistent}: the launch body is one loop over
-// the tiles (row block fastest, reversed), tile t = the CTA's linear index +
-// k * the grid's CTAs, so that any grid is correct and the launch is tagged
-// flash.persistent; the tiles' buffers are allocated once before it. With
-// warp-specialize the producer walks the tiles too and its key loops' ring
-// positions run on across them.
+// the tiles, tile t = the CTA's linear index + k * the grid's CTAs, so that
+// any grid is correct and the launch is tagged flash.persistent; the tiles'
+// buffers are allocated once before it. The tiles are taken in folded
+// pairs: each two rounds give a CTA a head's row block from the end and one
+// from the start (together nr + 1 key blocks under the causal mask). With
+// warp-specialize the producer walks the tiles too, loads each tile's Q
+// once the consumers released the previous one (Q's empty barrier, phase
+// k - 1 for the CTA's k-th tile) and its key loops' ring positions run on
+// across the tiles; the consumers wait for phase k of Q's full barrier and
+// release Q after their last key loop.
 // RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=256 tensor-cores=wgmma load-stages=2 tma-loads=1 warp-specialize=1 persistent=1" --flash-gpu-split-warp-roles="ping-pong=1" | FileCheck %s --check-prefix=PERSISTENT
+// The tile order alone.
+// RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-gpu-map-to-blocks="threads=256 persistent=1" | FileCheck %s --check-prefix=ORDER
+
+// ORDER-LABEL: func.func @causal(
+// ORDER: scf.for %[[T:[^ ]*]] = %{{[^ ]*}} to %[[TILES:[^ ]*]] step %[[G:[^ ]*]] {
+// ORDER-NEXT: gpu.barrier
+// ORDER-DAG: %[[TWOG:.*]] = arith.muli %[[G]], %c2{{[_0-9]*}}
+// ORDER-DAG: %[[PR:.*]] = arith.divui %[[TILES]], %[[TWOG]]
+// ORDER-DAG: %[[PAIRED:.*]] = arith.muli %[[PR]], %[[TWOG]]
+// ORDER-DAG: %[[ROUND:.*]] = arith.divui %[[T]], %[[G]]
+// ORDER-DAG: %[[POS:.*]] = arith.remui %[[T]], %[[G]]
+// ORDER-DAG: %[[RP:.*]] = arith.divui %[[ROUND]], %c2
+// ORDER-DAG: %[[RG:.*]] = arith.muli %[[RP]], %[[G]]
+// ORDER-DAG: %[[UNIT:.*]] = arith.addi %[[RG]], %[[POS]]
+// ORDER-DAG: %[[HALF:.*]] = arith.remui %[[ROUND]], %c2
+// ORDER-DAG: %[[U2:.*]] = arith.muli %[[UNIT]], %c2
+// ORDER-DAG: %[[FOLDED:.*]] = arith.addi %[[U2]], %[[HALF]]
+// ORDER-DAG: %[[INPAIRS:.*]] = arith.cmpi ult, %[[T]], %[[PAIRED]]
+// ORDER: %[[F:.*]] = arith.select %[[INPAIRS]], %[[FOLDED]], %{{.*}}
+// ORDER: %[[R:.*]] = arith.remui %[[F]], %[[NR:[^ ]*]] :
+// ORDER-DAG: %[[H:.*]] = arith.divui %[[R]], %c2
+// ORDER-DAG: %[[LASTB:.*]] = arith.subi %[[NR]], %c1
+// ORDER-DAG: %[[FROMEND:.*]] = arith.subi %[[LASTB]], %[[H]]
+// ORDER-DAG: %[[ODD:.*]] = arith.remui %[[R]], %c2
+// ORDER-DAG: %[[EVEN:.*]] = arith.cmpi eq, %[[ODD]], %c0
+// ORDER: arith.select %[[EVEN]], %[[FROMEND]], %[[H]]
+// ORDER: } {flash.tile_loop}
+// ORDER: } {flash.persistent
 
 // PERSISTENT-LABEL: func.func @causal(
 // PERSISTENT: gpu.launch
+// PERSISTENT: %[[QFULL:.*]] = builtin.unrealized_conversion_cast %{{.*}} : memref<1xi64, #gpu.address_space<workgroup>> to !nvgpu.mbarrier.group
+// PERSISTENT: nvgpu.mbarrier.init %[[QFULL]][%{{.*}}], %c1
+// PERSISTENT: %[[QEMPTY:.*]] = builtin.unrealized_conversion_cast %{{.*}} : memref<1xi64, #gpu.address_space<workgroup>> to !nvgpu.mbarrier.group
+// PERSISTENT: nvgpu.mbarrier.init %[[QEMPTY]][%{{.*}}], %c256
+// PERSISTENT: nvvm.setmaxregister decrease 64
 // The producer's walk over this CTA's tiles, counting ring positions.
-// PERSISTENT: scf.for %{{[^ ]*}} = %{{[^ ]*}} to %{{[^ ]*}} step %{{[^ ]*}} iter_args(%{{[^ ]*}} = %c0{{[_0-9]*}}) -> (index) {
+// PERSISTENT: scf.for %[[PT:[^ ]*]] = %[[PLB:[^ ]*]] to %{{[^ ]*}} step %[[PSTEP:[^ ]*]] iter_args(%{{[^ ]*}} = %c0{{[_0-9]*}}) -> (index) {
+// PERSISTENT: %[[PREL:.*]] = arith.subi %[[PT]], %[[PLB]]
+// PERSISTENT: %[[PK:.*]] = arith.divui %[[PREL]], %[[PSTEP]]
+// PERSISTENT: %[[PK1:.*]] = arith.addi %[[PK]], %c1
+// PERSISTENT: %[[PPH:.*]] = arith.remui %[[PK1]], %c2
+// PERSISTENT: %[[PPAR:.*]] = arith.cmpi ne, %[[PPH]], %c0
+// PERSISTENT: nvgpu.mbarrier.try_wait.parity %[[QEMPTY]][%{{.*}}], %[[PPAR]]
+// PERSISTENT: nvgpu.mbarrier.arrive.expect_tx %[[QFULL]]
+// PERSISTENT-COUNT-2: nvgpu.tma.async.load %{{.*}}, %[[QFULL]]
 // PERSISTENT: scf.for
 // PERSISTENT: nvgpu.tma.async.load
 // PERSISTENT: } {flash.warp_role = "producer"}
-// PERSISTENT: scf.for %[[T:[^ ]*]] = %{{[^ ]*}} to %{{[^ ]*}} step %{{[^ ]*}} iter_args(%{{[^ ]*}} = %c0{{[_0-9]*}}) -> (index) {
-// Every consumer is done with the previous tile's Q before it is loaded again.
+// PERSISTENT: scf.for %[[T:[^ ]*]] = %[[LB:[^ ]*]] to %{{[^ ]*}} step %[[STEP:[^ ]*]] iter_args(%{{[^ ]*}} = %c0{{[_0-9]*}}) -> (index) {
+// Every consumer is done with the previous tile's buffers.
 // PERSISTENT-NOT: flashgpu.warpgroup_mma
 // PERSISTENT: nvvm.barrier id = %c1_i32{{.*}} number_of_threads = %c256_i32
-// PERSISTENT: arith.remui %[[T]]
-// PERSISTENT: nvgpu.device_async_copy
+// PERSISTENT-NOT: nvgpu.device_async_copy
+// PERSISTENT: %[[REL:.*]] = arith.subi %[[T]], %[[LB]]
+// PERSISTENT: %[[K:.*]] = arith.divui %[[REL]], %[[STEP]]
+// PERSISTENT: %[[PH:.*]] = arith.remui %[[K]], %c2
+// PERSISTENT: %[[PAR:.*]] = arith.cmpi ne, %[[PH]], %c0
+// PERSISTENT: nvgpu.mbarrier.try_wait.parity %[[QFULL]][%{{.*}}], %[[PAR]]
+// PERSISTENT: scf.for
+// PERSISTENT: flashgpu.warpgroup_mma
+// PERSISTENT: scf.for
+// PERSISTENT: flashgpu.warpgroup_mma
+// PERSISTENT: nvgpu.mbarrier.arrive %[[QEMPTY]]
+// PERSISTENT-NOT: flashgpu.warpgroup_mma
 // PERSISTENT: } {flash.tile_loop}
 // PERSISTENT: } {flash.warp_role = "consumer"}
 // PERSISTENT: } {flash.persistent,

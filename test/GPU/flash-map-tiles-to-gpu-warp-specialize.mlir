@@ -9,7 +9,9 @@
 // (r / 2) mod 2 and arrive on empty[r mod 2] at the end of each iteration,
 // with no block barrier in the loop; their barriers elsewhere are named
 // barrier 1 over 256 threads. setmaxnreg moves registers from the producer
-// (24) to the consumers (240). With ping-pong, warpgroup g waits on named
+// (24) to the consumers (240). Q, loaded once before the loops, is the
+// producer's too: its boxes go first, on a barrier of its own that the
+// consumers wait for before their first loop. With ping-pong, warpgroup g waits on named
 // barrier 2 + g before its S = Q Kᵀ MMA and arrives on the other's after.
 // RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=256 tensor-cores=wgmma load-stages=2 tma-loads=1 warp-specialize=1" --flash-gpu-split-warp-roles="ping-pong=1" | FileCheck %s
 // Three consumer warpgroups take turns in order: g waits on 2 + g and arrives
@@ -31,6 +33,10 @@
 // CHECK: %[[EMPTYW:.*]] = memref.view %[[WINDOW]][%c163872{{.*}}] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2xi64, #gpu.address_space<workgroup>>
 // CHECK: %[[EMPTY:.*]] = builtin.unrealized_conversion_cast %[[EMPTYW]] : memref<2xi64, #gpu.address_space<workgroup>> to !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
 // CHECK-COUNT-2: nvgpu.mbarrier.init %[[EMPTY]][%{{.*}}], %c256{{.*}}, predicate = %[[LEADER]]
+// Q's: one arrival (the producer's expect_tx).
+// CHECK: %[[QFULLW:.*]] = memref.view %[[WINDOW]][%c163888{{.*}}] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1xi64, #gpu.address_space<workgroup>>
+// CHECK: %[[QFULL:.*]] = builtin.unrealized_conversion_cast %[[QFULLW]]
+// CHECK: nvgpu.mbarrier.init %[[QFULL]][%{{.*}}], %c1{{.*}}, predicate = %[[LEADER]]
 // CHECK-NEXT: gpu.barrier
 // CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: %[[PRODUCER:.*]] = arith.cmpi uge, %[[TID]], %c256
@@ -38,6 +44,9 @@
 // CHECK-NEXT: nvvm.setmaxregister decrease 24
 // CHECK: %[[ISSUER:.*]] = arith.cmpi eq, %[[TID]], %c256
 // CHECK: scf.if %[[ISSUER]] {
+// Q first: two 64-column boxes of 128 rows on its barrier.
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[QFULL]][%{{.*}}], %c32768{{.*}}, predicate = %true
+// CHECK-COUNT-2: nvgpu.tma.async.load %{{.*}}, %[[QFULL]]
 // CHECK: scf.for %[[J:[^ ]*]] = %[[ORIGIN:[^ ]*]] to %[[MID:[^ ]*]] step
 // CHECK: %[[R:.*]] = arith.subi %[[J]], %[[ORIGIN]]
 // CHECK: %[[COPY:.*]] = arith.remui %[[R]], %c2
@@ -61,11 +70,15 @@
 // CHECK-NEXT: nvvm.setmaxregister increase 240
 // Warpgroup 1 lets warpgroup 0 take the first turn.
 // CHECK: nvvm.barrier.arrive id = %c2_i32{{.*}} number_of_threads = %c256_i32
+// The consumers copy nothing: Q's phase 0, a barrier of theirs (their
+// warpgroups leave the wait together), then the loops.
 // CHECK-NOT: nvgpu.tma.async.load
+// CHECK-NOT: nvgpu.device_async_copy
 // CHECK-NOT: gpu.barrier
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[QFULL]][%{{.*}}], %false
 // CHECK: nvvm.barrier id = %c1_i32{{.*}} number_of_threads = %c256_i32
-// The producer computes the loops' bounds again for itself.
-// CHECK: scf.for %[[I:[^ ]*]] = %[[CORIGIN:[^ ]*]] to %[[CMID:[^ ]*]] step
+// (The producer computes the loops' bounds again for itself.)
+// CHECK-NEXT: scf.for %[[I:[^ ]*]] = %[[CORIGIN:[^ ]*]] to %[[CMID:[^ ]*]] step
 // CHECK-NOT: barrier id = %c1
 // CHECK: %[[CR:.*]] = arith.subi %[[I]], %[[CORIGIN]]
 // CHECK: %[[CCOPY:.*]] = arith.remui %[[CR]], %c2

@@ -14,8 +14,9 @@
 // CHECK: softcap: {{.*}}.ptx, tiles {{[0-9]+}}x{{[0-9]+}}, {{[0-9]+}} threads, registers {{[0-9]+}}, spill bytes 0
 // CHECK: alibi: {{.*}}.ptx, tiles {{[0-9]+}}x{{[0-9]+}}, {{[0-9]+}} threads, registers {{[0-9]+}}, spill bytes 0
 // MANIFEST: 0 spill
-// The TMA loads' tensor maps (K and V) come in a parameter of their own.
-// ALIBI: ['tensor_maps', 'q', 'k', 'v', 'mod0', 'o'] [16] ['k', 'v'] %extracted = tensor.extract %{{.*}}[%h] : tensor<16xf32>; {{.*}} flash.yield
+// The TMA loads' tensor maps (K and V, and Q from the producer) come in a
+// parameter of their own.
+// ALIBI: ['tensor_maps', 'q', 'k', 'v', 'mod0', 'o'] [16] ['k', 'v', 'q'] %extracted = tensor.extract %{{.*}}[%h] : tensor<16xf32>; {{.*}} flash.yield
 // SOFTCAP: math.tanh
 // BAD: score-mod-runtime-value.mlir:{{[0-9]+}}:8: error: flash-compile: the score_mod reads f32 value from outside the op; a kernel takes constant scalars and tensors (as parameters mod0, mod1, ...)
 

@@ -32,7 +32,9 @@ def FlashGpuMapToBlocksPass : Pass<"flash-gpu-map-to-blocks"> {
 
     With `persistent` the launch body is one loop over the tiles (row block
     fastest, batch slowest; `flash.tile_loop`), tile t = the CTA's linear
-    index + k * the grid's CTAs: correct for any grid, and the launch is
+    index + k * the grid's CTAs, the row blocks of a head in folded pairs
+    (each two rounds give a CTA the last and first row blocks not yet
+    taken: equal work per pair under a causal mask): correct for any grid, and the launch is
     tagged `flash.persistent` so that a caller may launch fewer CTAs than
     tiles; the tiles' buffers are allocated once, before the loop
     (`flash.tile_buffer`).
@@ -229,7 +231,14 @@ def FlashGpuAsyncTileLoadsPass : Pass<"flash-gpu-async-tile-loads"> {
       `flash.warp_role = "producer"`) issues those copies into a ring of two
       copies guarded by full/empty mbarriers; the launch is tagged
       `flash.warp_specialized` and is complete only after
-      `--flash-gpu-split-warp-roles`.
+      `--flash-gpu-split-warp-roles`. The tiles loaded once before the loops
+      (Q), when TMA can load them and no other tile shares their bytes, are
+      the producer's too: issued ahead of the ring on an mbarrier of their
+      own, which the consumers wait for (then meet at a barrier) before the
+      first reader. In a persistent launch (`flash.tile_loop`) the CTA's
+      k-th tile completes its phase k, and the consumers release the tile
+      on a second mbarrier after its last reader, so that the producer loads
+      the next tile's while they finish this one.
     - In kernels that add into global memory (`flash.atomic_add`), padded
       loads of f32 row vectors (LSE, D) are cp.async copies too.
 
@@ -365,8 +374,9 @@ def FlashGpuSplitWarpRolesPass : Pass<"flash-gpu-split-warp-roles"> {
     - the consumers' `gpu.barrier`s become named barrier 1 over C threads
       (the producer, which exits when its copies are issued, never reaches
       them);
-    - `setmaxnreg`: the producer keeps 24 registers per thread and the
-      consumers take what that frees, up to 240 (one CTA per SM);
+    - `setmaxnreg`: the producer keeps 24 registers per thread (64 in a
+      persistent launch) and the consumers take what that frees, up to 240,
+      the shares adding up to no more than the CTA got at launch;
     - with `ping-pong` and two or three consumer warpgroups, their
       S = Q Kᵀ MMAs (`flashgpu.warpgroup_mma` with
       `flash.contraction = "scores"`) take turns in order: warpgroup g

@@ -418,28 +418,18 @@ static Value ringPosition(OpBuilder &b, Location loc, Value iv, Value origin,
   return base ? arith::AddIOp::create(b, loc, relative, base) : relative;
 }
 
-/// The TMA form of a tile load in a key-block loop with two copies: one
-/// thread expects the tile's bytes on the mbarrier of its copy and issues one
-/// 64-column box per 128-byte panel of the swizzled tile; TMA zero-fills the
-/// rows past the tensor's end. Built at the cp.async branch's place, from the
-/// same iteration-dependent values, so that it is cloned the same way; the
-/// copy is that of ring position `iv - origin (+ base)`.
-static scf::ExecuteRegionOp
-buildTmaBranch(OpBuilder &b, scf::ForOp loop, Value origin, Value base,
-               TileLoad load, const TmaSource &source, Value desc,
-               Value barriers, int64_t firstBarrier, Value leader) {
-  Location loc = loop.getLoc();
+/// One thread (`leader`) expects the bytes of `load`'s whole tile on
+/// mbarrier `barrier` of `barriers` and issues one 64-column box per
+/// 128-byte panel of the swizzled tile, read through `desc`; TMA zero-fills
+/// the rows past the tensor's end.
+static void issueTmaBoxes(OpBuilder &t, Location loc, const TileLoad &load,
+                          const TmaSource &source, Value desc, Value barriers,
+                          Value barrier, Value leader) {
   auto tileType = cast<MemRefType>(load.tile.getType());
   int64_t rows = tileType.getDimSize(0), cols = tileType.getDimSize(1);
-  auto branch = scf::ExecuteRegionOp::create(b, loc, TypeRange{});
-  OpBuilder t = OpBuilder::atBlockEnd(&branch.getRegion().emplaceBlock());
   auto idx = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(t, loc, v);
   };
-  Value copy = arith::RemUIOp::create(
-      t, loc, ringPosition(t, loc, loop.getInductionVar(), origin, base),
-      idx(2));
-  Value barrier = arith::AddIOp::create(t, loc, copy, idx(firstBarrier));
   nvgpu::MBarrierArriveExpectTxOp::create(
       t, loc, barriers, idx(rows * cols * 2), barrier, leader);
   auto meta = memref::ExtractStridedMetadataOp::create(t, loc, load.shared);
@@ -468,6 +458,27 @@ buildTmaBranch(OpBuilder &b, scf::ForOp loop, Value origin, Value base,
     nvgpu::TmaAsyncLoadOp::create(t, loc, dst, barriers, desc, coords, barrier,
                                   /*multicastMask=*/Value(), leader);
   }
+}
+
+/// The TMA form of a tile load in a key-block loop with two copies, built at
+/// the cp.async branch's place, from the same iteration-dependent values, so
+/// that it is cloned the same way; the copy is that of ring position
+/// `iv - origin (+ base)`, and its mbarrier `firstBarrier` + the copy.
+static scf::ExecuteRegionOp
+buildTmaBranch(OpBuilder &b, scf::ForOp loop, Value origin, Value base,
+               TileLoad load, const TmaSource &source, Value desc,
+               Value barriers, int64_t firstBarrier, Value leader) {
+  Location loc = loop.getLoc();
+  auto branch = scf::ExecuteRegionOp::create(b, loc, TypeRange{});
+  OpBuilder t = OpBuilder::atBlockEnd(&branch.getRegion().emplaceBlock());
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(t, loc, v);
+  };
+  Value copy = arith::RemUIOp::create(
+      t, loc, ringPosition(t, loc, loop.getInductionVar(), origin, base),
+      idx(2));
+  Value barrier = arith::AddIOp::create(t, loc, copy, idx(firstBarrier));
+  issueTmaBoxes(t, loc, load, source, desc, barriers, barrier, leader);
   scf::YieldOp::create(t, loc);
   return branch;
 }
@@ -600,6 +611,12 @@ struct WarpRing {
   /// iteration.
   SmallVector<std::pair<scf::ForOp, SmallVector<scf::ExecuteRegionOp>>>
       templates;
+  /// The tiles loaded once before the loops (per tile of a persistent
+  /// launch): their TMA branches, which the producer issues before the
+  /// ring's first position, the `headFull` mbarriers (one per tile) and, in
+  /// a persistent launch, `headEmpty` (the consumers' release).
+  SmallVector<scf::ExecuteRegionOp> heads;
+  Value headFull, headEmpty;
 };
 } // namespace
 
@@ -1081,6 +1098,119 @@ planWarpRing(gpu::LaunchOp launch, ArrayRef<scf::ForOp> loops,
   return std::make_pair(std::move(ring), initialised);
 }
 
+/// The tiles a warp-specialised launch loads once before its ring loops (the
+/// forward's Q), when TMA can load them and no other tile shares their
+/// bytes: the producer issues them ahead of the ring's first position, on
+/// `headFull` (one mbarrier per tile), and the consumers wait for its phase
+/// before the tile's first reader instead of copying it themselves. In a
+/// persistent launch they load once per tile of the tile loop: the CTA's
+/// k-th tile completes phase k, and the consumers release the copy on
+/// `headEmpty` after its last reader so that the producer loads the next
+/// tile's while they finish this one (FlashAttention-3's Q, from the
+/// producer).
+static void loadHeadTilesByProducer(
+    gpu::LaunchOp launch, WarpRing &ring,
+    MutableArrayRef<scf::ExecuteRegionOp> issued, ArrayRef<TileLoad> loads,
+    ArrayRef<std::optional<TmaSource>> tmaSources, TensorMaps &tensorMaps,
+    BarrierSpace &barrierSpace, Value leader, int64_t consumers) {
+  if (ring.templates.empty())
+    return;
+  scf::ForOp firstLoop = ring.templates.front().first;
+  Block *home = firstLoop->getBlock();
+  Block &body = launch.getBody().front();
+  bool persistent = ring.outer && ring.outer->hasAttr(flash::kTileLoopAttr);
+  if (home != &body && !persistent)
+    return;
+  struct Head {
+    size_t load;
+    Operation *firstReader, *lastReader;
+  };
+  SmallVector<Head> heads;
+  Operation *loopsInBody = body.findAncestorOpInBlock(*firstLoop);
+  for (auto [k, branch] : llvm::enumerate(issued)) {
+    if (!branch || branch->getBlock() != home ||
+        !branch->isBeforeInBlock(firstLoop) || !tmaSources[k] ||
+        !branch->getResult(0).use_empty())
+      continue;
+    memref::ViewOp view = carvedViewOf(loads[k].shared);
+    std::optional<int64_t> shift =
+        view ? getConstantIntValue(view.getByteShift()) : std::nullopt;
+    if (!shift || !view.getType().hasStaticShape())
+      continue;
+    int64_t bytes =
+        view.getType().getNumElements() *
+        llvm::divideCeil(view.getType().getElementTypeBitWidth(), 8);
+    std::optional<bool> shares =
+        ringSharesBytes(launch, {{*shift, bytes}}, loopsInBody, loopsInBody);
+    if (!shares || *shares)
+      continue;
+    llvm::DenseSet<Value> addresses = addressesOf(loads[k]);
+    Head head{k, nullptr, nullptr};
+    for (Operation *op = branch->getNextNode(); op; op = op->getNextNode())
+      if (readsTile(op, addresses) && !isMemoryEffectFree(op)) {
+        if (!head.firstReader)
+          head.firstReader = op;
+        head.lastReader = op;
+      }
+    if (head.firstReader)
+      heads.push_back(head);
+  }
+  if (heads.empty())
+    return;
+  Location loc = launch.getLoc();
+  MLIRContext *ctx = launch.getContext();
+  auto idx = [&](OpBuilder &b, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  ring.headFull = barrierSpace.allocate(loc, heads.size(), 1);
+  if (persistent)
+    ring.headEmpty = barrierSpace.allocate(loc, 1, consumers);
+  for (auto [i, head] : llvm::enumerate(heads)) {
+    scf::ExecuteRegionOp copy = issued[head.load];
+    const TileLoad &load = loads[head.load];
+    Value desc = tensorMaps.descriptor(*tmaSources[head.load],
+                                       cast<MemRefType>(load.tile.getType()));
+    OpBuilder at(copy);
+    auto tma = scf::ExecuteRegionOp::create(at, loc, TypeRange{});
+    OpBuilder t = OpBuilder::atBlockEnd(&tma.getRegion().emplaceBlock());
+    issueTmaBoxes(t, loc, load, *tmaSources[head.load], desc, ring.headFull,
+                  idx(t, i), leader);
+    scf::YieldOp::create(t, loc);
+    ring.heads.push_back(tma);
+
+    OpBuilder wait(head.firstReader);
+    Value parity;
+    if (persistent) {
+      // The CTA's k-th tile, k = (t - lb) / step.
+      Value k = arith::DivUIOp::create(
+          wait, loc,
+          arith::SubIOp::create(wait, loc, ring.outer.getInductionVar(),
+                                ring.outer.getLowerBound()),
+          ring.outer.getStep());
+      parity = arith::CmpIOp::create(
+          wait, loc, arith::CmpIPredicate::ne,
+          arith::RemUIOp::create(wait, loc, k, idx(wait, 2)), idx(wait, 0));
+    } else {
+      parity = arith::ConstantOp::create(wait, loc, wait.getBoolAttr(false));
+    }
+    nvgpu::MBarrierTryWaitParityOp::create(wait, loc, ring.headFull, parity,
+                                           idx(wait, kWaitTicks), idx(wait, i));
+    // The consumers meet once the tile is in, as after a cp.async wait:
+    // without it their warpgroups leave the wait at different times and
+    // their ping-pong settles 12-16% slower (docs/GPU-NOTES.md 62).
+    gpu::BarrierOp::create(wait, loc);
+    if (persistent) {
+      OpBuilder release(head.lastReader->getBlock(),
+                        std::next(head.lastReader->getIterator()));
+      nvgpu::MBarrierArriveOp::create(release, loc,
+                                      nvgpu::MBarrierTokenType::get(ctx),
+                                      ring.headEmpty, idx(release, 0));
+    }
+    copy->erase();
+    issued[head.load] = nullptr;
+  }
+}
+
 /// Makes `region` (the producer's, or its walk over an outer loop) compute
 /// again at its start the values it uses from `home` (a block of the
 /// consumers' code that is not its ancestor): their pure defining ops,
@@ -1169,6 +1299,29 @@ static LogicalResult buildProducer(gpu::LaunchOp launch, WarpRing &ring,
                               ValueRange{idx(ib, 0)});
     base = runs.getRegionIterArgs().front();
     ib.setInsertionPointToStart(runs.getBody());
+  }
+  // The tiles loaded before the loops, once the consumers released the
+  // previous tile's copies (the k-th tile's wait passes phase k - 1; the
+  // first passes at once).
+  if (ring.headEmpty) {
+    Value k = arith::DivUIOp::create(
+        ib, loc,
+        arith::SubIOp::create(ib, loc, runs.getInductionVar(),
+                              runs.getLowerBound()),
+        runs.getStep());
+    Value parity = arith::CmpIOp::create(
+        ib, loc, arith::CmpIPredicate::ne,
+        arith::RemUIOp::create(
+            ib, loc, arith::AddIOp::create(ib, loc, k, idx(ib, 1)), idx(ib, 2)),
+        idx(ib, 0));
+    nvgpu::MBarrierTryWaitParityOp::create(ib, loc, ring.headEmpty, parity,
+                                           idx(ib, kWaitTicks), idx(ib, 0));
+  }
+  for (scf::ExecuteRegionOp head : ring.heads) {
+    IRMapping map;
+    map.map(leader, on);
+    ib.clone(*head, map);
+    head->erase();
   }
   for (auto &[loop, branches] : ring.templates) {
     auto copies = scf::ForOp::create(ib, loc, loop.getLowerBound(),
@@ -1454,6 +1607,9 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
                          leader, barrierSpace ? &*barrierSpace : nullptr,
                          ring ? &ring->first : nullptr))
       pipelineLoop(loop, issued, loads, pipelined);
+  if (ring)
+    loadHeadTilesByProducer(launch, ring->first, issued, loads, tmaSources,
+                            *tensorMaps, *barrierSpace, leader, threads);
   if (barrierSpace)
     extraEnd = barrierSpace->place(extraEnd);
   if (ring &&

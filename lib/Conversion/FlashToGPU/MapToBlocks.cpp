@@ -216,8 +216,9 @@ LogicalResult LaunchBuilder::run() {
 }
 
 /// The persistent form: the launch body is one loop over the tiles (row
-/// block fastest, batch slowest, row blocks last to first as in the plain
-/// grid), tile t = this CTA's linear index + k * the grid's CTAs. With the
+/// block fastest, batch slowest; the row blocks of a head in folded pairs,
+/// last and first, second-to-last and second, ..., each pair to one CTA),
+/// tile t = this CTA's linear index + k * the grid's CTAs. With the
 /// grid as built (one CTA per tile) every CTA runs one tile; a caller may
 /// launch fewer CTAs (`flash.persistent`: any count from 1 up), each then
 /// walking its share, so that a CTA's end of one tile overlaps the start
@@ -254,9 +255,56 @@ LogicalResult LaunchBuilder::buildTileLoop(gpu::LaunchOp launch,
   // Every thread is done with the previous tile's buffers.
   gpu::BarrierOp::create(in, loc);
   Value t = tileLoop.getInductionVar();
-  Value rowBlock = arith::RemUIOp::create(in, loc, t, ubs[2]);
-  Value rest = arith::DivUIOp::create(in, loc, t, ubs[2]);
   Value one = arith::ConstantIndexOp::create(in, loc, 1);
+  Value two = arith::ConstantIndexOp::create(in, loc, 2);
+  // CTA c's k-th tile is t = c + k G (G CTAs). Tiles are numbered f along
+  // the rows of each (batch, head), folded: the even f are the row blocks
+  // from the last down, the odd ones from the first up, so that tiles 2u
+  // and 2u + 1 see nr + 1 key blocks together under a causal mask (nr row
+  // blocks). Each two rounds of G tiles give CTA c one such pair (its heavy
+  // tile, then its light one); of the last R < 2 G tiles, the R - G CTAs
+  // with two take a pair, the others one tile each.
+  auto ult = [&](Value a, Value b) -> Value {
+    return arith::CmpIOp::create(in, loc, arith::CmpIPredicate::ult, a, b);
+  };
+  auto add = [&](Value a, Value b) -> Value {
+    return arith::AddIOp::create(in, loc, a, b);
+  };
+  auto mul = [&](Value a, Value b) -> Value {
+    return arith::MulIOp::create(in, loc, a, b);
+  };
+  Value pairRounds = mul(stride, two);
+  Value paired =
+      mul(arith::DivUIOp::create(in, loc, tiles, pairRounds), pairRounds);
+  Value round = arith::DivUIOp::create(in, loc, t, stride);
+  Value unit = add(mul(arith::DivUIOp::create(in, loc, round, two), stride),
+                   arith::RemUIOp::create(in, loc, t, stride));
+  Value folded =
+      add(mul(unit, two), arith::RemUIOp::create(in, loc, round, two));
+  Value q = arith::SubIOp::create(in, loc, t, paired);
+  Value rest0 = arith::SubIOp::create(in, loc, tiles, paired);
+  Value twice =
+      arith::SelectOp::create(in, loc, ult(stride, rest0),
+                              arith::SubIOp::create(in, loc, rest0, stride),
+                              arith::ConstantIndexOp::create(in, loc, 0));
+  Value last = arith::SelectOp::create(
+      in, loc, ult(q, twice), mul(q, two),
+      arith::SelectOp::create(
+          in, loc, ult(q, stride), add(q, twice),
+          add(mul(arith::SubIOp::create(in, loc, q, stride), two), one)));
+  Value f = arith::SelectOp::create(in, loc, ult(t, paired), folded,
+                                    add(paired, last));
+  Value r = arith::RemUIOp::create(in, loc, f, ubs[2]);
+  Value rest = arith::DivUIOp::create(in, loc, f, ubs[2]);
+  Value half = arith::DivUIOp::create(in, loc, r, two);
+  Value rowBlock = arith::SelectOp::create(
+      in, loc,
+      arith::CmpIOp::create(in, loc, arith::CmpIPredicate::eq,
+                            arith::RemUIOp::create(in, loc, r, two),
+                            arith::ConstantIndexOp::create(in, loc, 0)),
+      arith::SubIOp::create(in, loc,
+                            arith::SubIOp::create(in, loc, ubs[2], one), half),
+      half);
   if (rank >= 3)
     ivs[rank - 3].replaceAllUsesWith(
         arith::DivUIOp::create(in, loc, rest, ubs[1]).getResult());
@@ -264,10 +312,7 @@ LogicalResult LaunchBuilder::buildTileLoop(gpu::LaunchOp launch,
     ivs[rank - 2].replaceAllUsesWith(
         arith::RemUIOp::create(in, loc, rest, ubs[1]).getResult());
   if (rank >= 1)
-    ivs[rank - 1].replaceAllUsesWith(
-        arith::SubIOp::create(
-            in, loc, arith::SubIOp::create(in, loc, ubs[2], one), rowBlock)
-            .getResult());
+    ivs[rank - 1].replaceAllUsesWith(rowBlock);
   for (Operation &op : llvm::make_early_inc_range(*loopBody))
     if (auto alloc = dyn_cast<memref::AllocOp>(&op)) {
       if (!alloc.getType().hasStaticShape())

@@ -142,15 +142,20 @@ LogicalResult flash::splitWarpRoles(gpu::LaunchOp launch, bool pingPong) {
   constexpr int64_t kSharedMemoryPerSM = 228 * 1024,
                     kReservedSharedMemoryPerBlock = 1024;
   int64_t block = consumers + 128;
-  // A persistent producer walks the tiles too (their bounds and
-  // coordinates): 24 registers spill there.
+  // A persistent producer walks the tiles too (their order, bounds and
+  // coordinates, in 64-bit index arithmetic): at 24 or 40 registers it
+  // spills (docs/GPU-NOTES.md 62).
   int64_t producerRegisters = launch->hasAttr(kPersistentAttr)
                                   ? kPersistentProducerRegisters
                                   : kProducerRegisters;
+  // setmaxnreg moves registers within what the CTA got at launch (whole
+  // multiples of 8 per thread of the block): the consumers' increase blocks
+  // until the producer's decrease has freed all of it, so the shares must
+  // add up to no more.
   auto consumerShare = [&](int64_t ctas) {
-    return std::min<int64_t>(
-        240,
-        (kRegistersPerSM / ctas - 128 * producerRegisters) / consumers / 8 * 8);
+    int64_t launched = kRegistersPerSM / ctas / block / 8 * 8 * block;
+    return std::min<int64_t>(240, (launched - 128 * producerRegisters) /
+                                      consumers / 8 * 8);
   };
   auto shared = launch->getAttrOfType<IntegerAttr>(kSharedMemoryBytesAttr);
   int64_t ctas =

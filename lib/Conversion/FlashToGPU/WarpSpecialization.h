@@ -18,16 +18,18 @@ inline constexpr llvm::StringLiteral kWarpSpecializedAttr =
 /// On the `scf.if` that holds a warp role's code: "producer" or "consumer".
 inline constexpr llvm::StringLiteral kWarpRoleAttr = "flash.warp_role";
 
-/// Registers per thread the producer warpgroup keeps (`setmaxnreg.dec`).
+/// Registers per thread the producer warpgroup keeps (`setmaxnreg.dec`);
+/// a persistent one computes each tile's coordinates too.
 inline constexpr int64_t kProducerRegisters = 24;
-inline constexpr int64_t kPersistentProducerRegisters = 40;
+inline constexpr int64_t kPersistentProducerRegisters = 64;
 
 /// Completes a launch tagged `flash.warp_specialized` (C consumer threads):
 /// everything after the producer's `scf.if` becomes the consumers' `scf.if`
 /// (threads 0 ... C - 1), their block barriers become named barrier 1 over
 /// C threads (the producer never reaches them), the producer gives registers
 /// back (`setmaxnreg.dec` to kProducerRegisters) and the consumers take
-/// what that frees (`setmaxnreg.inc`, up to 240 with 1 CTA per SM), and the
+/// what that frees (`setmaxnreg.inc`, up to 240 with 1 CTA per SM; the
+/// shares add up to at most what the CTA got at launch), and the
 /// block grows by the producer's 128 threads.
 ///
 /// With `pingPong` and two or three consumer warpgroups, their S = Q Kᵀ MMAs
