@@ -13,8 +13,9 @@ output and of torch SDPA's FlashAttention-2 backend against float64 (ours
 must not be worse than 1.25x FA2's). Exit status 1 on any failure.
 
 A persistent kernel launches as many CTAs as stay resident, more than these
-shapes have tiles; `--ctas N` launches at most N, so that each CTA walks
-several tiles (and its barriers run through several phases).
+shapes have tiles; the check launches at most `--ctas N` (3 unless given; 0:
+as many as fit), so that each CTA walks several tiles (and its barriers run
+through several phases).
 """
 
 import argparse
@@ -266,7 +267,7 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true",
                    help="one small ragged case per kernel (for compute-sanitizer)")
     p.add_argument("--kernels", help="comma-separated kernel names to check")
-    p.add_argument("--ctas", type=int, default=0,
+    p.add_argument("--ctas", type=int, default=3,
                    help="persistent kernels launch at most this many CTAs, so "
                         "that each walks several tiles (0: as many as fit)")
     args = p.parse_args(argv)
