@@ -418,6 +418,16 @@ static Value ringPosition(OpBuilder &b, Location loc, Value iv, Value origin,
   return base ? arith::AddIOp::create(b, loc, relative, base) : relative;
 }
 
+/// How many iterations of `loop` came before the current one:
+/// (iv - lb) / step.
+static Value iterationIndex(OpBuilder &b, Location loc, scf::ForOp loop) {
+  return arith::DivUIOp::create(
+      b, loc,
+      arith::SubIOp::create(b, loc, loop.getInductionVar(),
+                            loop.getLowerBound()),
+      loop.getStep());
+}
+
 /// One thread (`leader`) expects the bytes of `load`'s whole tile on
 /// mbarrier `barrier` of `barriers` and issues one 64-column box per
 /// 128-byte panel of the swizzled tile, read through `desc`; TMA zero-fills
@@ -864,11 +874,7 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
           arith::SubIOp::create(b, loc, loop.getUpperBound(),
                                 loop.getLowerBound()),
           loop.getStep());
-      Value run = arith::DivUIOp::create(
-          b, loc,
-          arith::SubIOp::create(b, loc, outer.getInductionVar(),
-                                outer.getLowerBound()),
-          outer.getStep());
+      Value run = iterationIndex(b, loc, outer);
       Value uses = arith::DivUIOp::create(
           b, loc,
           arith::SubIOp::create(
@@ -1181,12 +1187,8 @@ static void loadHeadTilesByProducer(
     OpBuilder wait(head.firstReader);
     Value parity;
     if (persistent) {
-      // The CTA's k-th tile, k = (t - lb) / step.
-      Value k = arith::DivUIOp::create(
-          wait, loc,
-          arith::SubIOp::create(wait, loc, ring.outer.getInductionVar(),
-                                ring.outer.getLowerBound()),
-          ring.outer.getStep());
+      // The CTA's k-th tile.
+      Value k = iterationIndex(wait, loc, ring.outer);
       parity = arith::CmpIOp::create(
           wait, loc, arith::CmpIPredicate::ne,
           arith::RemUIOp::create(wait, loc, k, idx(wait, 2)), idx(wait, 0));
@@ -1304,11 +1306,7 @@ static LogicalResult buildProducer(gpu::LaunchOp launch, WarpRing &ring,
   // previous tile's copies (the k-th tile's wait passes phase k - 1; the
   // first passes at once).
   if (ring.headEmpty) {
-    Value k = arith::DivUIOp::create(
-        ib, loc,
-        arith::SubIOp::create(ib, loc, runs.getInductionVar(),
-                              runs.getLowerBound()),
-        runs.getStep());
+    Value k = iterationIndex(ib, loc, runs);
     Value parity = arith::CmpIOp::create(
         ib, loc, arith::CmpIPredicate::ne,
         arith::RemUIOp::create(
