@@ -71,6 +71,8 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
   options.loadStages = loadStagesChoice(compile, /*backward=*/true);
   options.tmaLoads = compile.tmaLoads && compile.chip == Chip::Sm90a;
   options.deterministic = compile.deterministic;
+  options.stagedReductions =
+      compile.stagedReductions && compile.chip == Chip::Sm90a;
   options.warpSpecialize =
       specialize && options.tmaLoads && options.loadStages >= 2;
   // No search over tile sizes here: tiles over the chip's shared memory are

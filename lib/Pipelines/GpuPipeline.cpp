@@ -67,6 +67,7 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.warpSpecialize = options.warpSpecialize;
   mapping.persistent = options.persistent;
   mapping.lazyRescale = options.lazyRescale;
+  mapping.stagedReductions = options.stagedReductions;
   buildFlashMapTilesToGpuPipeline(pm.nest<func::FuncOp>(), mapping);
   flash::FlashGpuSplitWarpRolesPassOptions roles;
   roles.pingPong = options.pingPong;
@@ -94,6 +95,7 @@ void flash::buildFlashMapTilesToGpuPipeline(
   storage.tensorCores = options.tensorCores;
   storage.registerTiles = options.registerTiles;
   storage.asyncCopies = options.asyncCopies;
+  storage.stagedReductions = options.stagedReductions;
   pm.addPass(flash::createFlashGpuAssignTileStoragePass(storage));
   flash::FlashGpuCarveSharedMemoryPassOptions carve;
   carve.chip = options.chip;

@@ -106,6 +106,12 @@ static opt<bool> deterministic(
              "and a dK/dV kernel (--deterministic=false: FlashAttention-2's "
              "backward, dQ added with f32 atomics in the dK/dV kernel)"),
     cl::cat(flashCategory));
+static opt<bool> stagedReductions(
+    "staged-reductions", cl::init(false),
+    cl::desc("With --deterministic=false on sm_90a: the dQ sums staged in "
+             "shared memory and added by bulk reductions (FlashAttention-3's "
+             "dQ) instead of vector reductions from registers"),
+    cl::cat(flashCategory));
 static opt<bool> pingPong(
     "ping-pong", cl::init(true),
     cl::desc("With --warp-specialize and two consumer warpgroups: their "
@@ -147,6 +153,7 @@ int main(int argc, char **argv) {
   options.warpSpecialize = warpSpecialize;
   options.persistent = persistent;
   options.deterministic = deterministic;
+  options.stagedReductions = stagedReductions;
   options.pingPong = pingPong;
   options.ptxas = ptxas;
   if (std::string error = flash::checkKernelCompileOptions(options);

@@ -55,6 +55,10 @@ enum class TileStorage {
   /// A contraction's C that its MMA keeps in accumulator registers and
   /// never stores (--flash-gpu-lower-tile-mma erases it).
   Accumulators,
+  /// A contraction's C whose results go only to a `flash.atomic_add`,
+  /// staged in shared memory: the MMA lowering stores its accumulators
+  /// there and adds the rows to the destination with bulk reductions.
+  ReductionStage,
 };
 constexpr llvm::StringLiteral kTileStorageAttr = "flash.tile_storage";
 std::optional<TileStorage> getTileStorage(Operation *alloc);

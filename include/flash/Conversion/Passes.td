@@ -87,6 +87,9 @@ def FlashGpuAssignTileStoragePass : Pass<"flash-gpu-assign-tile-storage"> {
     - `"accumulators"`: the C of a contraction whose zero-filled result
       goes only to a `flash.atomic_add` (the atomic backward's dS K): the
       MMA lowering keeps it in its accumulators, so it never exists.
+    - `"reduction_stage"`: that C with `staged-reductions` on a wgmma
+      launch: a shared tile where the MMA lowering stages the results
+      before adding them with bulk reductions (FlashAttention-3's dQ).
     - no attribute: a shared-memory tile (Q, K, V, bias and mask tiles).
 
     A contraction that reads its A transposed (dS K from dSᵀ) first gets a
@@ -111,7 +114,11 @@ def FlashGpuAssignTileStoragePass : Pass<"flash-gpu-assign-tile-storage"> {
            "slices per warp">,
     Option<"asyncCopies", "async-copies", "bool", "true",
            "Tiles will be loaded by cp.async or TMA (the only writers that "
-           "place a swizzled tile's bytes): a precondition of wgmma"> 
+           "place a swizzled tile's bytes): a precondition of wgmma">,
+    Option<"stagedReductions", "staged-reductions", "bool", "false",
+           "In wgmma launches, stage the atomic backward's dQ sums in "
+           "shared memory for bulk reductions instead of adding them from "
+           "registers (sm_90a)">
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect",
@@ -135,7 +142,8 @@ def FlashGpuCarveSharedMemoryPass : Pass<"flash-gpu-carve-shared-memory"> {
     - `"swizzled"` tiles are unpadded and 1024-byte aligned (the swizzle
       pattern repeats every 1024 bytes), their cast tagged
       `flash.swizzled_128b`; the kernel traps if the window's base is not
-      1024-byte aligned.
+      1024-byte aligned;
+    - a `"reduction_stage"` tile's cast is tagged `flash.reduction_stage`.
 
     The launch records its size in `flash.shared_memory_bytes` and its
     dynamic shared memory operand. Tiles that need more than a CTA may use
@@ -292,7 +300,10 @@ def FlashGpuLowerTileMmaPass : Pass<"flash-gpu-lower-tile-mma"> {
       m-major, the warpgroups splitting the output), else on mma.sync; the
       accumulators stay in registers and the reductions
       (`flashgpu.reduce_add`, two adjacent columns) are issued straight from
-      them;
+      them; where that C is a `"reduction_stage"` tile (wgmma), each
+      warpgroup stores its accumulators there instead and adds each of its
+      rows with one `flashgpu.bulk_reduce_add`, synchronising only its own
+      threads (named barrier 8 + g), the stage drained after the loop;
     - WMMA 16x16x16 fragments (f16; `tensor-cores=wmma`, or auto off
       sm_90a);
     - mma.sync m16n8k16 per 16 x 8 tile of C, each warp taking tiles in

@@ -60,6 +60,10 @@ struct KernelCompileOptions {
   /// pre-pass, one dK/dV kernel that adds dQ into an f32 workspace with
   /// atomics, and a last pass (false: 5 tile products per tile pair, not 7).
   bool deterministic = true;
+  /// With deterministic = false on sm_90a: the dQ sums staged in shared
+  /// memory and added by bulk reductions, row by row (FlashAttention-3's
+  /// form), instead of vector reductions from the accumulators.
+  bool stagedReductions = false;
   /// ptxas used to make cubins and to measure registers and spills; when it
   /// cannot be run, PTX and manifests are written without them.
   std::string ptxas = "/usr/local/cuda/bin/ptxas";

@@ -99,6 +99,12 @@ struct FlashMapTilesToGpuOptions
       llvm::cl::desc("mma.sync launches rescale the accumulator only when a "
                      "row maximum moved (--flash-gpu-warp-register-tiles)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> stagedReductions{
+      *this, "staged-reductions",
+      llvm::cl::desc("wgmma launches stage the atomic backward's dQ sums in "
+                     "shared memory and add them by bulk reductions "
+                     "(--flash-gpu-assign-tile-storage)"),
+      llvm::cl::init(false)};
 };
 
 /// The GPU mapping of a bufferized tiled nest, one step per pass:
@@ -195,6 +201,12 @@ struct FlashGpuPipelineOptions
       llvm::cl::desc("mma.sync launches rescale the accumulator only when a "
                      "row maximum moved (see --flash-gpu-warp-register-tiles)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> stagedReductions{
+      *this, "staged-reductions",
+      llvm::cl::desc("sm_90a atomic backward: dQ sums staged in shared "
+                     "memory and added by bulk reductions (see "
+                     "--flash-gpu-assign-tile-storage)"),
+      llvm::cl::init(false)};
 };
 
 /// Tiles flash.attention, bufferizes (outputs written in place into

@@ -202,6 +202,40 @@ struct LowerWarpgroupMmaWait : OpRewritePattern<WarpgroupMmaWaitOp> {
   }
 };
 
+/// The address of `memref[indices]` (4-byte elements) from the memref's
+/// metadata, as i64: a generic address for a global memref, the offset in
+/// the shared window for a workgroup one.
+static Value elementAddress(PatternRewriter &rewriter, Location loc,
+                            Value memref, ValueRange indices) {
+  auto meta = memref::ExtractStridedMetadataOp::create(rewriter, loc, memref);
+  Value element = meta.getOffset();
+  for (auto [index, stride] : llvm::zip(indices, meta.getStrides()))
+    element = arith::AddIOp::create(
+        rewriter, loc, element,
+        arith::MulIOp::create(rewriter, loc, index, stride));
+  Value base =
+      memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, memref);
+  Value address = arith::AddIOp::create(
+      rewriter, loc, base,
+      arith::MulIOp::create(rewriter, loc, element,
+                            arith::ConstantIndexOp::create(rewriter, loc, 4)));
+  return arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
+                                    address);
+}
+
+/// A side-effecting asm statement without results.
+static void createAsmStatement(PatternRewriter &rewriter, Location loc,
+                               ValueRange operands, StringRef text,
+                               StringRef constraints) {
+  LLVM::InlineAsmOp::create(rewriter, loc, /*res=*/Type(), operands, text,
+                            constraints,
+                            /*has_side_effects=*/true, /*is_align_stack=*/false,
+                            LLVM::TailCallKind::None,
+                            LLVM::AsmDialectAttr::get(rewriter.getContext(),
+                                                      LLVM::AsmDialect::AD_ATT),
+                            /*operand_attrs=*/ArrayAttr());
+}
+
 /// The element's address from the memref's metadata, made a global one
 /// (the buffer is a kernel argument; with a generic address ptxas emits a
 /// shared-memory CAS loop beside the reduction, measured 2x slower), then
@@ -215,23 +249,8 @@ struct LowerReduceAdd : OpRewritePattern<ReduceAddOp> {
   LogicalResult matchAndRewrite(ReduceAddOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto meta =
-        memref::ExtractStridedMetadataOp::create(rewriter, loc, op.getDest());
-    Value element = meta.getOffset();
-    for (auto [index, stride] : llvm::zip(op.getIndices(), meta.getStrides()))
-      element = arith::AddIOp::create(
-          rewriter, loc, element,
-          arith::MulIOp::create(rewriter, loc, index, stride));
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc,
-                                                                op.getDest());
-    Value address = arith::AddIOp::create(
-        rewriter, loc, base,
-        arith::MulIOp::create(
-            rewriter, loc, element,
-            arith::ConstantIndexOp::create(rewriter, loc, 4)));
-    Value address64 = arith::IndexCastOp::create(
-        rewriter, loc, rewriter.getI64Type(), address);
-    SmallVector<Value> operands = {address64};
+    SmallVector<Value> operands = {
+        elementAddress(rewriter, loc, op.getDest(), op.getIndices())};
     std::string text = "{ .reg .u64 %g; cvta.to.global.u64 %g, $0; ";
     std::string constraints = "l";
     auto vector = dyn_cast<VectorType>(op.getValue().getType());
@@ -259,13 +278,33 @@ struct LowerReduceAdd : OpRewritePattern<ReduceAddOp> {
       text += "}; ";
     text += "}";
     constraints += ",~{memory}";
-    LLVM::InlineAsmOp::create(
-        rewriter, loc, /*res=*/Type(), operands, text, constraints,
-        /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::TailCallKind::None,
-        LLVM::AsmDialectAttr::get(rewriter.getContext(),
-                                  LLVM::AsmDialect::AD_ATT),
-        /*operand_attrs=*/ArrayAttr());
+    createAsmStatement(rewriter, loc, operands, text, constraints);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// One bulk reduction: the destination made a global address (as for
+/// `red`), the source's shared-window offset in 32 bits, the size in bytes
+/// an immediate.
+struct LowerBulkReduceAdd : OpRewritePattern<BulkReduceAddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(BulkReduceAddOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value dest =
+        elementAddress(rewriter, loc, op.getDest(), op.getDestIndices());
+    Value source =
+        elementAddress(rewriter, loc, op.getSource(), op.getSourceIndices());
+    std::string text =
+        llvm::formatv("{{ .reg .u64 %g; .reg .u32 %s; "
+                      "cvta.to.global.u64 %g, $0; cvt.u32.u64 %s, $1; "
+                      "cp.reduce.async.bulk.global.shared::cta.bulk_group."
+                      "add.f32 [%g], [%s], {0}; }",
+                      op.getCount() * 4)
+            .str();
+    createAsmStatement(rewriter, loc, {dest, source}, text, "l,l,~{memory}");
     rewriter.eraseOp(op);
     return success();
   }
@@ -288,4 +327,5 @@ void mlir::flash::populateFlashGPUToLLVMPatterns(RewritePatternSet &patterns,
                                                  bool vectorReductions) {
   patterns.add<LowerWarpgroupMma, LowerWarpgroupMmaWait>(patterns.getContext());
   patterns.add<LowerReduceAdd>(patterns.getContext(), vectorReductions);
+  patterns.add<LowerBulkReduceAdd>(patterns.getContext());
 }

@@ -33,7 +33,7 @@ using flash::TensorCores;
 /// The Cs of the contractions whose zero-filled result goes only to a
 /// `flash.atomic_add` (the atomic backward's dS K): the mapping keeps them
 /// in registers (emitWarpMmaReduce, emitWarpgroupMmaReduce), so they get no
-/// shared memory (32 KiB at D = 128).
+/// shared memory (32 KiB at D = 128), unless they stage bulk reductions.
 static llvm::SmallPtrSet<Operation *, 2>
 reducedInRegisters(gpu::LaunchOp launch) {
   llvm::SmallPtrSet<Operation *, 2> allocs;
@@ -106,10 +106,14 @@ struct FlashGpuAssignTileStoragePass
       if (registerTiles && *threads % 32 == 0 && cores != TensorCores::None)
         inRegisters.analyze(cores == TensorCores::Wgmma && asyncCopies);
       inRegisters.record();
+      // Bulk reductions read shared memory; the wgmma lowering stages.
+      bool staged = stagedReductions && launch->hasAttr(flash::kWgmmaAttr);
       if (mmaSync)
         for (Operation *alloc : reducedInRegisters(launch))
           if (!flash::getTileStorage(alloc))
-            flash::setTileStorage(alloc, flash::TileStorage::Accumulators);
+            flash::setTileStorage(alloc,
+                                  staged ? flash::TileStorage::ReductionStage
+                                         : flash::TileStorage::Accumulators);
     }
   }
 };

@@ -33,6 +33,10 @@ flash::BufferLiveness::range(Value buffer) const {
   // A persistent launch's tile buffers are allocated before its tile loop
   // and written by each tile before they are read: they live from their
   // first use, and the tile loop carries none of them.
+  // The copy engine reads a reduction stage after the ops that write it,
+  // until a later step's wait: no other tile shares its bytes.
+  if (getTileStorage(alloc) == TileStorage::ReductionStage)
+    return {0, count};
   bool perTile = alloc->hasAttr(kTileBufferAttr);
   int64_t first = perTile ? count : position.lookup(alloc);
   int64_t last = position.lookup(alloc);

@@ -22,6 +22,7 @@ namespace mlir::flash {
 /// later under another name and is live to the end. The ranges of a
 /// pipelined loop's prologue and epilogue tiles then do not overlap the
 /// loop's, and those of the three key-block loops' tiles not each other.
+/// A `"reduction_stage"` tile is live for the whole launch.
 class BufferLiveness {
 public:
   explicit BufferLiveness(gpu::LaunchOp launch);

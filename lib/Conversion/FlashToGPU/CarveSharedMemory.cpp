@@ -140,6 +140,9 @@ static int64_t carveSharedMemory(gpu::LaunchOp launch) {
         view);
     if (swizzled)
       generic.getDefiningOp()->setAttr(flash::kSwizzledAttr, b.getUnitAttr());
+    if (flash::getTileStorage(alloc) == flash::TileStorage::ReductionStage)
+      generic.getDefiningOp()->setAttr(flash::kReductionStageAttr,
+                                       b.getUnitAttr());
     for (Operation *user : llvm::make_early_inc_range(alloc->getUsers())) {
       if (isa<memref::DeallocOp>(user)) {
         user->erase();

@@ -22,6 +22,7 @@ static constexpr std::pair<flash::TileStorage, llvm::StringLiteral>
         {flash::TileStorage::Registers, "registers"},
         {flash::TileStorage::Swizzled, "swizzled"},
         {flash::TileStorage::Accumulators, "accumulators"},
+        {flash::TileStorage::ReductionStage, "reduction_stage"},
 };
 
 std::optional<flash::TileStorage> flash::getTileStorage(Operation *alloc) {

@@ -57,6 +57,17 @@ private:
   bool emitWarpMmaSync(linalg::GenericOp op, Value tid);
   bool emitWarpMmaReduce(linalg::GenericOp op, Value tid);
   bool emitWarpgroupMmaReduce(linalg::GenericOp op, Value tid);
+  /// What one warpgroup computes of a GradQueryBlock contraction: rows
+  /// [firstRow, + 64 slices), columns [firstCol, + cols); the lane's first
+  /// row and column in it.
+  struct StagedShare {
+    Value group, firstRow, firstCol, warpRow, laneCol;
+    int64_t slices, cols;
+  };
+  void emitStagedReductions(
+      OpBuilder &b, Value stage, Value dest, Value valid, Value tid,
+      const StagedShare &share,
+      llvm::function_ref<Value(OpBuilder &, int64_t, int64_t, int64_t)> pairOf);
 
   gpu::LaunchOp launch;
   Location loc;
@@ -485,32 +496,140 @@ bool TileMmaLowering::emitWarpgroupMmaReduce(linalg::GenericOp op, Value tid) {
   Value laneCol = arith::AddIOp::create(b, loc, firstCol, t2);
 
   auto pairType = VectorType::get({2}, b.getF32Type());
-  for (int64_t slice = 0; slice < split->slices; ++slice)
-    for (int64_t half = 0; half < 2; ++half) {
-      Value r =
-          arith::AddIOp::create(b, loc, warpRow, idx(64 * slice + 8 * half));
-      Value inside =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, r, valid);
-      auto guarded =
-          scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
-      OpBuilder in = guarded.getThenBodyBuilder();
-      for (int64_t j = 0; j < split->cols / 8; ++j) {
-        int64_t e = slice * perSlice + 4 * j + 2 * half;
-        Value pair = vector::FromElementsOp::create(
-            in, loc, pairType,
-            ValueRange{
-                vector::ExtractOp::create(in, loc, acc, ArrayRef<int64_t>{e}),
-                vector::ExtractOp::create(in, loc, acc,
-                                          ArrayRef<int64_t>{e + 1})});
-        Value cc = arith::AddIOp::create(
-            in, loc, laneCol, arith::ConstantIndexOp::create(in, loc, 8 * j));
-        flashgpu::ReduceAddOp::create(in, loc, pair, dest, ValueRange{r, cc});
+  // The lane's two adjacent columns of 8-column group j in the row of
+  // `slice` and `half` (rows 8 apart) it holds.
+  auto pairOf = [&](OpBuilder &at, int64_t slice, int64_t half,
+                    int64_t j) -> Value {
+    int64_t e = slice * perSlice + 4 * j + 2 * half;
+    return vector::FromElementsOp::create(
+        at, loc, pairType,
+        ValueRange{
+            vector::ExtractOp::create(at, loc, acc, ArrayRef<int64_t>{e}),
+            vector::ExtractOp::create(at, loc, acc, ArrayRef<int64_t>{e + 1})});
+  };
+  auto stage = c.getDefiningOp<memref::MemorySpaceCastOp>();
+  if (stage && stage->hasAttr(flash::kReductionStageAttr)) {
+    StagedShare share{group,   firstRow,      firstCol,   warpRow,
+                      laneCol, split->slices, split->cols};
+    emitStagedReductions(b, stage.getSource(), dest, valid, tid, share, pairOf);
+  } else {
+    for (int64_t slice = 0; slice < split->slices; ++slice)
+      for (int64_t half = 0; half < 2; ++half) {
+        Value r =
+            arith::AddIOp::create(b, loc, warpRow, idx(64 * slice + 8 * half));
+        Value inside =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, r, valid);
+        auto guarded =
+            scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+        OpBuilder in = guarded.getThenBodyBuilder();
+        for (int64_t j = 0; j < split->cols / 8; ++j) {
+          Value cc = arith::AddIOp::create(
+              in, loc, laneCol, arith::ConstantIndexOp::create(in, loc, 8 * j));
+          flashgpu::ReduceAddOp::create(in, loc, pairOf(in, slice, half, j),
+                                        dest, ValueRange{r, cc});
+        }
       }
-    }
+  }
   atomic->erase();
   op->erase();
   zeroFill->erase();
   return true;
+}
+
+/// FlashAttention-3's dQ sums: the warpgroup stores its accumulators into
+/// the shared stage (`stage`, its rows padded) and adds each of its rows to
+/// `dest` with one bulk reduction, issued by one thread per row. Only the
+/// warpgroup's own threads synchronise (named barrier
+/// kStagedReductionBarrier + g): before the stores, once every thread's
+/// reductions of the previous step have read the stage; after them, once
+/// every store is fenced towards the async proxy. After the loop around
+/// the contraction the stage is drained, so no later tile that shares its
+/// bytes is written while the copy engine still reads them.
+void TileMmaLowering::emitStagedReductions(
+    OpBuilder &b, Value stage, Value dest, Value valid, Value tid,
+    const StagedShare &share,
+    llvm::function_ref<Value(OpBuilder &, int64_t, int64_t, int64_t)> pairOf) {
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  auto i32 = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+  };
+  // Bulk copies move whole 16-byte units between 16-byte aligned
+  // addresses: dest's rows must start on one.
+  {
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, dest);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, dest);
+    Value first = arith::AddIOp::create(
+        b, loc, base, arith::MulIOp::create(b, loc, meta.getOffset(), idx(4)));
+    Value stride = arith::MulIOp::create(b, loc, meta.getStrides()[0], idx(4));
+    Value misaligned = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne,
+        arith::RemUIOp::create(
+            b, loc, arith::OrIOp::create(b, loc, first, stride), idx(16)),
+        idx(0));
+    auto guard =
+        scf::IfOp::create(b, loc, misaligned, /*withElseRegion=*/false);
+    OpBuilder trap = guard.getThenBodyBuilder();
+    LLVM::Trap::create(trap, loc);
+  }
+  Value barrierId = arith::AddIOp::create(
+      b, loc, i32(flash::kStagedReductionBarrier),
+      arith::IndexCastUIOp::create(b, loc, b.getI32Type(), share.group));
+  Value warpgroupThreads = i32(128);
+  auto warpgroupBarrier = [&]() {
+    NVVM::BarrierOp::create(b, loc, Type(), barrierId, warpgroupThreads,
+                            NVVM::BarrierReductionAttr(), Value());
+  };
+  NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, b.getI32IntegerAttr(0),
+                                       b.getUnitAttr());
+  warpgroupBarrier();
+  for (int64_t slice = 0; slice < share.slices; ++slice)
+    for (int64_t half = 0; half < 2; ++half) {
+      Value r = arith::AddIOp::create(b, loc, share.warpRow,
+                                      idx(64 * slice + 8 * half));
+      for (int64_t j = 0; j < share.cols / 8; ++j) {
+        Value cc = arith::AddIOp::create(b, loc, share.laneCol, idx(8 * j));
+        vector::StoreOp::create(b, loc, pairOf(b, slice, half, j), stage,
+                                ValueRange{r, cc});
+      }
+    }
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
+  warpgroupBarrier();
+  // Thread i of the warpgroup adds rows i, i + 128, ... of the share.
+  Value inGroup = arith::RemUIOp::create(b, loc, tid, idx(128));
+  int64_t rows = 64 * share.slices;
+  for (int64_t k = 0; k * 128 < rows; ++k) {
+    Value local = arith::AddIOp::create(b, loc, inGroup, idx(128 * k));
+    Value row = arith::AddIOp::create(b, loc, share.firstRow, local);
+    Value issues = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, local,
+                              idx(rows)),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, valid));
+    auto guarded = scf::IfOp::create(b, loc, issues, /*withElseRegion=*/false);
+    OpBuilder in = guarded.getThenBodyBuilder();
+    flashgpu::BulkReduceAddOp::create(
+        in, loc, stage, ValueRange{row, share.firstCol}, dest,
+        ValueRange{row, share.firstCol}, share.cols);
+  }
+  NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+  // Drained after the loop around the contraction (or right after it).
+  Operation *after = b.getInsertionBlock()->getParentOp();
+  scf::ForOp loop = isa<scf::ForOp>(after)
+                        ? cast<scf::ForOp>(after)
+                        : after->getParentOfType<scf::ForOp>();
+  OpBuilder drain(b.getContext());
+  if (loop && launch->isAncestor(loop))
+    drain.setInsertionPointAfter(loop);
+  else
+    drain.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+  NVVM::CpAsyncBulkWaitGroupOp::create(drain, loc, drain.getI32IntegerAttr(0),
+                                       drain.getUnitAttr());
+  gpu::BarrierOp::create(drain, loc);
 }
 
 LogicalResult TileMmaLowering::run() {

@@ -111,6 +111,13 @@ std::optional<WarpgroupReduceSplit> splitWarpgroupReduce(int64_t m, int64_t n,
 
 /// The attribute on the generic-space cast of a swizzled shared tile.
 inline constexpr llvm::StringLiteral kSwizzledAttr = "flash.swizzled_128b";
+/// The attribute on the generic-space cast of a `"reduction_stage"` tile.
+inline constexpr llvm::StringLiteral kReductionStageAttr =
+    "flash.reduction_stage";
+/// The named barrier of warpgroup g's staged reductions is this + g (0 is
+/// the block barrier, 1 the consumers' and 2 ... 5 the ping-pong turns of
+/// warp-specialised kernels).
+inline constexpr int64_t kStagedReductionBarrier = 8;
 
 } // namespace mlir::flash
 
