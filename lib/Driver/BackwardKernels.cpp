@@ -73,6 +73,7 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
   options.deterministic = compile.deterministic;
   options.stagedReductions =
       compile.stagedReductions && compile.chip == Chip::Sm90a;
+  options.tmaRowVectors = compile.tmaRowVectors;
   options.warpSpecialize =
       specialize && options.tmaLoads && options.loadStages >= 2;
   // No search over tile sizes here: tiles over the chip's shared memory are
@@ -284,16 +285,29 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
       if (!compile.loadStages && compile.chip == Chip::Sm90a)
         wide.loadStages = 2;
     }
+    // With TMA the LSE and D rows come with Q and dO (1.27-1.35x at
+    // D = 128, docs/GPU-NOTES.md 63); where their registers make the step
+    // spill (D = 64 at 128 rows), the same step with element copies first.
+    SmallVector<std::pair<int64_t, bool>> tries;
     for (int64_t cols : widths) {
+      tries.push_back({cols, true});
+      if (asyncCopies && wide.tmaLoads && compile.chip == Chip::Sm90a)
+        tries.push_back({cols, false});
+    }
+    for (auto [cols, tmaRows] : tries) {
+      KernelCompileOptions step = wide;
+      step.tmaRowVectors = tmaRows;
       int64_t spills = 0;
       if (failed(compileBackward(op, name, outputDir, asyncCopies, general,
-                                 cols, /*specialize=*/false, spills, wide)))
+                                 cols, /*specialize=*/false, spills, step)))
         return failure();
       if (spills == 0)
         return success();
       if (compile.log)
         *compile.log << name << ": spills " << spills << " bytes with 128 keys"
-                     << " and " << cols << " query rows per step\n";
+                     << " and " << cols << " query rows per step"
+                     << (tmaRows && step.tmaLoads ? " (LSE and D by TMA)" : "")
+                     << "\n";
     }
   }
   for (auto [i, cols] : llvm::enumerate(candidates)) {

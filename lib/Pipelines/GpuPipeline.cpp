@@ -68,6 +68,7 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.persistent = options.persistent;
   mapping.lazyRescale = options.lazyRescale;
   mapping.stagedReductions = options.stagedReductions;
+  mapping.tmaRowVectors = options.tmaRowVectors;
   buildFlashMapTilesToGpuPipeline(pm.nest<func::FuncOp>(), mapping);
   flash::FlashGpuSplitWarpRolesPassOptions roles;
   roles.pingPong = options.pingPong;
@@ -111,6 +112,7 @@ void flash::buildFlashMapTilesToGpuPipeline(
     loads.loadStages = options.loadStages;
     loads.tmaLoads = options.tmaLoads;
     loads.warpSpecialize = options.warpSpecialize;
+    loads.tmaRowVectors = options.tmaRowVectors;
     pm.addPass(flash::createFlashGpuAsyncTileLoadsPass(loads));
   }
   flash::FlashGpuLowerTileMmaPassOptions mma;

@@ -324,7 +324,7 @@ def check_launch(manifest, tensors):
 
 
 # cuTensorMapEncodeTiled's enums (cuda.h).
-TENSOR_MAP_DTYPES = {"float16": 6, "bfloat16": 9}
+TENSOR_MAP_DTYPES = {"float16": 6, "float32": 7, "bfloat16": 9}
 TENSOR_MAP_SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
 TENSOR_MAP_L2_PROMOTION_256B = 3
 
@@ -367,10 +367,30 @@ def tensor_map_request(entry, info):
             "oob_fill": 0}
 
 
+def workspace_infos(manifest, tensors):
+    """TensorInfos of the workspaces the runtime allocates for a kernel (the
+    manifest's `workspace`: f32, shaped like the tensor each names,
+    contiguous, freshly allocated and so aligned), for checks made before
+    they exist."""
+    infos = {}
+    for w in manifest.get("workspace", []):
+        like = tensors[w["like"]]
+        strides, step = [], 1
+        for n in reversed(like.shape):
+            strides.append(step)
+            step *= n
+        infos[w["name"]] = TensorInfo(w["name"], tuple(like.shape),
+                                      tuple(reversed(strides)), "float32",
+                                      like.device, 0)
+    return infos
+
+
 def tensor_maps_apply(manifest, tensors):
     """Whether every tensor that a kernel's `tensor_maps` parameter maps can
-    be read by TMA (see tensor_map_request); where not, the caller takes the
-    kernel's general (unaligned-rows) kernel instead."""
+    be read by TMA (see tensor_map_request), the workspaces the runtime will
+    allocate included; where not, the caller takes the kernel's general
+    (unaligned-rows) kernel instead."""
+    tensors = {**workspace_infos(manifest, tensors), **tensors}
     for launch in manifest.get("launches") or [manifest]:
         for p in launch["params"]:
             if p.get("kind") != "tensor_maps":

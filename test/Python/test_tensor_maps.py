@@ -48,8 +48,37 @@ class TensorMapRequest(unittest.TestCase):
             tensor_map_request(K_MAP, t("k", (1, 1, 64, 127), (64 * 127, 64 * 127, 127, 1)))
         with self.assertRaisesRegex(ValueError, "k: TMA needs 16-byte aligned"):
             tensor_map_request(K_MAP, t("k", (1, 1, 64, 128), (8192, 8192, 128, 1), ptr=8))
-        with self.assertRaisesRegex(TypeError, "k: no tensor map for float32"):
-            tensor_map_request(K_MAP, t("k", (1, 1, 64, 128), (8192, 8192, 128, 1), "float32"))
+        with self.assertRaisesRegex(TypeError, "k: no tensor map for float64"):
+            tensor_map_request(K_MAP, t("k", (1, 1, 64, 128), (8192, 8192, 128, 1), "float64"))
+
+    def test_row_vector(self):
+        # The backward's LSE (and D) rows: f32 boxes of 64 elements along the
+        # innermost dimension, unswizzled.
+        lse_map = {"tensor": "lse", "row_dim": 2, "box_rows": 64, "box_cols": 64,
+                   "swizzle_bytes": 0}
+        lse = t("lse", (2, 8, 1000), (8 * 1000, 1000, 1), "float32")
+        r = tensor_map_request(lse_map, lse)
+        self.assertEqual(r["dims"], [1000, 8, 2])
+        self.assertEqual(r["strides"], [4000, 8 * 4000])
+        self.assertEqual(r["box"], [64, 1, 1])
+        self.assertEqual(r["dtype"], 7)       # CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+        self.assertEqual(r["swizzle"], 0)     # CU_TENSOR_MAP_SWIZZLE_NONE
+        # 77 queries: rows of 308 bytes, which TMA cannot step by.
+        with self.assertRaisesRegex(ValueError, "lse: TMA needs 16-byte aligned"):
+            tensor_map_request(lse_map, t("lse", (2, 8, 77), (8 * 77, 77, 1), "float32"))
+
+    def test_workspaces_checked_before_they_exist(self):
+        # D is a workspace shaped like the LSE that the runtime allocates at
+        # launch: whether its map applies follows from the LSE's shape.
+        d_map = {"tensor": "d", "row_dim": 2, "box_rows": 64, "box_cols": 64,
+                 "swizzle_bytes": 0}
+        man = {"workspace": [{"name": "d", "like": "lse", "dtype": "f32"}],
+               "launches": [{"params": [{"name": "tensor_maps", "kind": "tensor_maps",
+                                         "rank": 1, "maps": [d_map]}]}]}
+        lse = t("lse", (2, 8, 1000), (8 * 1000, 1000, 1), "float32")
+        self.assertTrue(tensor_maps_apply(man, {"lse": lse}))
+        ragged = t("lse", (2, 8, 77), (8 * 77, 77, 1), "float32")
+        self.assertFalse(tensor_maps_apply(man, {"lse": ragged}))
 
     def test_broadcast_heads_take_the_general_kernel(self):
         # K expanded over heads (stride 0): aligned rows for cp.async, but

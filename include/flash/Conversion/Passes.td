@@ -248,7 +248,10 @@ def FlashGpuAsyncTileLoadsPass : Pass<"flash-gpu-async-tile-loads"> {
       on a second mbarrier after its last reader, so that the producer loads
       the next tile's while they finish this one.
     - In kernels that add into global memory (`flash.atomic_add`), padded
-      loads of f32 row vectors (LSE, D) are cp.async copies too.
+      loads of f32 row vectors (LSE, D) are cp.async copies too, and with
+      `tma-loads` (and `tma-row-vectors`) unswizzled TMA boxes along the
+      tensor's innermost dimension, so that such a loop's tiles all come by
+      TMA (one f32 tensor map per vector; TMA's zero fill pads them).
 
     The launch's `flash.shared_memory_bytes` grows by what the extra copies
     and mbarriers take. Run after `--flash-gpu-warp-register-tiles` (the
@@ -273,7 +276,11 @@ def FlashGpuAsyncTileLoadsPass : Pass<"flash-gpu-async-tile-loads"> {
     Option<"warpSpecialize", "warp-specialize", "bool", "false",
            "With tma-loads: a producer warpgroup of 128 more threads issues "
            "the key-block loops' TMA copies into a ring of two copies per "
-           "tile; --flash-gpu-split-warp-roles must follow">
+           "tile; --flash-gpu-split-warp-roles must follow">,
+    Option<"tmaRowVectors", "tma-row-vectors", "bool", "true",
+           "With tma-loads, in kernels with flash.atomic_add: the f32 row "
+           "vectors (LSE, D) by TMA with the tiles (false: element copies, "
+           "each behind a barrier, which take fewer registers)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

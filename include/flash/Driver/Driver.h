@@ -64,6 +64,9 @@ struct KernelCompileOptions {
   /// memory and added by bulk reductions, row by row (FlashAttention-3's
   /// form), instead of vector reductions from the accumulators.
   bool stagedReductions = false;
+  /// With TMA loads, the atomic backward's LSE and D rows by TMA too (the
+  /// driver builds them without where that spills).
+  bool tmaRowVectors = true;
   /// ptxas used to make cubins and to measure registers and spills; when it
   /// cannot be run, PTX and manifests are written without them.
   std::string ptxas = "/usr/local/cuda/bin/ptxas";

@@ -99,6 +99,11 @@ struct FlashMapTilesToGpuOptions
       llvm::cl::desc("mma.sync launches rescale the accumulator only when a "
                      "row maximum moved (--flash-gpu-warp-register-tiles)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> tmaRowVectors{
+      *this, "tma-row-vectors",
+      llvm::cl::desc("With tma-loads: the atomic backward's LSE and D rows by "
+                     "TMA (--flash-gpu-async-tile-loads)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> stagedReductions{
       *this, "staged-reductions",
       llvm::cl::desc("wgmma launches stage the atomic backward's dQ sums in "
@@ -200,6 +205,11 @@ struct FlashGpuPipelineOptions
       *this, "lazy-rescale",
       llvm::cl::desc("mma.sync launches rescale the accumulator only when a "
                      "row maximum moved (see --flash-gpu-warp-register-tiles)"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> tmaRowVectors{
+      *this, "tma-row-vectors",
+      llvm::cl::desc("With tma-loads: the atomic backward's LSE and D rows by "
+                     "TMA (see --flash-gpu-async-tile-loads)"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> stagedReductions{
       *this, "staged-reductions",

@@ -296,7 +296,32 @@ static std::optional<TmaSource> matchTmaSource(TileLoad load) {
     return std::nullopt;
   auto type = cast<MemRefType>(tensor.getType());
   auto tileType = cast<MemRefType>(load.tile.getType());
-  int64_t rank = type.getRank(), cols = tileType.getDimSize(1);
+  int64_t rank = type.getRank();
+  // An f32 row vector (the backward's LSE and D): one unswizzled box along
+  // the tensor's innermost dimension, every other one indexed at a point.
+  if (tileType.getRank() == 1) {
+    int64_t n = tileType.getDimSize(0);
+    SmallVector<OpFoldResult> sizes = sub.getMixedSizes();
+    if (rank > 5 || !tileType.getElementType().isF32() || n > 256 ||
+        (n * 4) % 16 != 0 ||
+        !llvm::all_of(sub.getStaticStrides(),
+                      [](int64_t s) { return s == 1; }) ||
+        !llvm::all_of(ArrayRef(sizes).drop_back(), [](OpFoldResult size) {
+          return getConstantIntValue(size) == 1;
+        }))
+      return std::nullopt;
+    TmaSource source{tensor, {}, rank - 1};
+    OpBuilder b(load.copy);
+    for (OpFoldResult o : sub.getMixedOffsets())
+      source.offsets.push_back(
+          getValueOrCreateConstantIndexOp(b, load.copy.getLoc(), o));
+    Value size = dyn_cast<Value>(sizes.back());
+    if (!size ||
+        !clipsAtTensorEnd(size, tensor, rank - 1, source.offsets.back(), n))
+      return std::nullopt;
+    return source;
+  }
+  int64_t cols = tileType.getDimSize(1);
   // The 128-byte swizzle that wgmma reads: 64 columns of 16 bits per box.
   if (rank < 2 || rank > 5 || tileType.getElementTypeBitWidth() != 16 ||
       cols % 64 != 0 || type.getDimSize(rank - 1) != cols ||
@@ -328,22 +353,24 @@ static std::optional<TmaSource> matchTmaSource(TileLoad load) {
 }
 
 /// The tensor maps a kernel's TMA copies read: one 128-byte CUtensorMap per
-/// (tensor, box rows), in a buffer the runtime fills and passes as the
+/// (tensor, box), in a buffer the runtime fills and passes as the
 /// function's last argument (`flash.tensor_maps` describes each entry).
 class TensorMaps {
 public:
   TensorMaps(gpu::LaunchOp launch) : launch(launch) {}
 
   /// The descriptor of the map of `source`'s tensor with boxes of one
-  /// 64-column panel of `tile` (its rows along the source's row dimension),
-  /// as a value at the start of the launch body.
+  /// 64-column panel of `tile` (its rows along the source's row dimension;
+  /// for a row vector the whole vector, unswizzled), as a value at the start
+  /// of the launch body.
   Value descriptor(const TmaSource &source, MemRefType tile) {
     int64_t arg = source.tensor.getArgNumber(), rows = tile.getDimSize(0);
-    auto it = llvm::find(maps, std::make_pair(arg, rows));
+    bool rowVector = tile.getRank() == 1;
+    auto it = llvm::find(maps, Map{arg, rows, rowVector});
     int64_t index = it - maps.begin();
     if (it != maps.end())
       return values[index];
-    maps.push_back({arg, rows});
+    maps.push_back({arg, rows, rowVector});
     rowDims.push_back(source.rowDim);
     Location loc = launch.getLoc();
     OpBuilder b = OpBuilder::atBlockBegin(&launch.getBody().front());
@@ -357,13 +384,16 @@ public:
     SmallVector<int64_t> shape(
         cast<MemRefType>(source.tensor.getType()).getRank(), 1);
     shape[source.rowDim] = rows;
-    shape.back() = 64;
+    if (!rowVector)
+      shape.back() = 64;
     auto box = MemRefType::get(
         shape, tile.getElementType(), MemRefLayoutAttrInterface(),
         gpu::AddressSpaceAttr::get(b.getContext(),
                                    gpu::AddressSpace::Workgroup));
     auto type = nvgpu::TensorMapDescriptorType::get(
-        b.getContext(), box, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+        b.getContext(), box,
+        rowVector ? nvgpu::TensorMapSwizzleKind::SWIZZLE_NONE
+                  : nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
         nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
         nvgpu::TensorMapOOBKind::OOB_ZERO,
         nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
@@ -394,18 +424,30 @@ private:
     SmallVector<Attribute> entries;
     for (auto [map, rowDim] : llvm::zip(maps, rowDims))
       entries.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("tensor", b.getI64IntegerAttr(map.first)),
+          {b.getNamedAttr("tensor", b.getI64IntegerAttr(map.arg)),
            b.getNamedAttr("row_dim", b.getI64IntegerAttr(rowDim)),
-           b.getNamedAttr("box_rows", b.getI64IntegerAttr(map.second)),
-           b.getNamedAttr("box_cols", b.getI64IntegerAttr(64)),
-           b.getNamedAttr("swizzle_bytes", b.getI64IntegerAttr(128))}));
+           b.getNamedAttr("box_rows", b.getI64IntegerAttr(map.rows)),
+           b.getNamedAttr("box_cols",
+                          b.getI64IntegerAttr(map.rowVector ? map.rows : 64)),
+           b.getNamedAttr("swizzle_bytes",
+                          b.getI64IntegerAttr(map.rowVector ? 0 : 128))}));
     func.setArgAttr(argument.getArgNumber(), flash::kTensorMapsAttr,
                     b.getArrayAttr(entries));
   }
 
+  /// A map's tensor (argument number) and box: `rows` rows of 64 columns,
+  /// or a row vector of `rows` elements.
+  struct Map {
+    int64_t arg, rows;
+    bool rowVector;
+    bool operator==(const Map &other) const {
+      return arg == other.arg && rows == other.rows &&
+             rowVector == other.rowVector;
+    }
+  };
   gpu::LaunchOp launch;
   BlockArgument argument;
-  SmallVector<std::pair<int64_t, int64_t>> maps;
+  SmallVector<Map> maps;
   SmallVector<int64_t> rowDims;
   SmallVector<Value> values;
 };
@@ -430,18 +472,22 @@ static Value iterationIndex(OpBuilder &b, Location loc, scf::ForOp loop) {
 
 /// One thread (`leader`) expects the bytes of `load`'s whole tile on
 /// mbarrier `barrier` of `barriers` and issues one 64-column box per
-/// 128-byte panel of the swizzled tile, read through `desc`; TMA zero-fills
-/// the rows past the tensor's end.
+/// 128-byte panel of the swizzled tile (a row vector: one box), read
+/// through `desc`; TMA zero-fills the rows past the tensor's end.
 static void issueTmaBoxes(OpBuilder &t, Location loc, const TileLoad &load,
                           const TmaSource &source, Value desc, Value barriers,
                           Value barrier, Value leader) {
   auto tileType = cast<MemRefType>(load.tile.getType());
-  int64_t rows = tileType.getDimSize(0), cols = tileType.getDimSize(1);
+  bool rowVector = tileType.getRank() == 1;
+  int64_t rows = tileType.getDimSize(0),
+          cols = rowVector ? 64 : tileType.getDimSize(1);
   auto idx = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(t, loc, v);
   };
   nvgpu::MBarrierArriveExpectTxOp::create(
-      t, loc, barriers, idx(rows * cols * 2), barrier, leader);
+      t, loc, barriers,
+      idx(tileType.getNumElements() * tileType.getElementTypeBitWidth() / 8),
+      barrier, leader);
   auto meta = memref::ExtractStridedMetadataOp::create(t, loc, load.shared);
   auto boxType =
       cast<nvgpu::TensorMapDescriptorType>(desc.getType()).getTensor();
@@ -456,8 +502,10 @@ static void issueTmaBoxes(OpBuilder &t, Location loc, const TileLoad &load,
                              computeStrides(boxType.getShape())),
       boxType.getMemorySpace());
   for (int64_t panel = 0; panel < cols / 64; ++panel) {
-    Value offset =
-        arith::AddIOp::create(t, loc, meta.getOffset(), idx(panel * rows * 64));
+    Value offset = rowVector ? meta.getOffset()
+                             : arith::AddIOp::create(t, loc, meta.getOffset(),
+                                                     idx(panel * rows * 64))
+                                   .getResult();
     Value dst =
         memref::ReinterpretCastOp::create(t, loc, dstType, meta.getBaseBuffer(),
                                           OpFoldResult(offset), sizes, strides);
@@ -1439,7 +1487,7 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
                                          bool warpSpecialize, bool rowVectors) {
   SmallVector<TileLoad> loads;
   launch.getBody().walk([&](memref::CopyOp copy) {
-    if (auto load = matchTileLoad(copy, rowVectors && !tensorMapLoads))
+    if (auto load = matchTileLoad(copy, rowVectors))
       loads.push_back(*load);
   });
   if (loads.empty())
@@ -1681,15 +1729,16 @@ struct FlashGpuAsyncTileLoadsPass
           flash::launchThreads(launch, "flash-gpu-async-tile-loads");
       if (failed(threads))
         return signalPassFailure();
-      // The LSE and D rows by cp.async too, so far in the atomic backward's
-      // dK/dV kernel only (docs/GPU-NOTES.md 56; the other kernels
-      // unmeasured).
-      bool rowVectors = flash::addsAtomically(launch);
+      // The LSE and D rows by cp.async or TMA too, so far in the atomic
+      // backward's dK/dV kernel only (docs/GPU-NOTES.md 56 and 63; the
+      // other kernels unmeasured).
+      bool tensorMapLoads = tmaLoads && launch->hasAttr(flash::kWgmmaAttr);
+      bool rowVectors =
+          flash::addsAtomically(launch) && (!tensorMapLoads || tmaRowVectors);
       if (failed(flash::lowerAsyncTileLoads(
               launch, *threads, loadStages,
-              flash::maxSharedMemoryPerBlock(chip),
-              tmaLoads && launch->hasAttr(flash::kWgmmaAttr), warpSpecialize,
-              rowVectors)))
+              flash::maxSharedMemoryPerBlock(chip), tensorMapLoads,
+              warpSpecialize, rowVectors)))
         return signalPassFailure();
     }
   }

@@ -44,10 +44,10 @@ namespace mlir::flash {
 /// wait and release; the launch is tagged `flash.warp_specialized` for
 /// `--flash-gpu-split-warp-roles` (`splitWarpRoles`), which completes it.
 ///
-/// With `rowVectors` (kernels without tensor maps) padded loads of f32 row
-/// vectors (a step's LSE and D rows) are cp.async copies too, one 4-byte
-/// element per thread (their tensors need a unit inner stride, not 16-byte
-/// rows).
+/// With `rowVectors` padded loads of f32 row vectors (a step's LSE and D
+/// rows) are cp.async copies too, one 4-byte element per thread (their
+/// tensors need a unit inner stride, not 16-byte rows), or with tensor maps
+/// one unswizzled TMA box each (their rows then 16-byte aligned).
 LogicalResult lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
                                   int64_t stages, int64_t sharedLimit,
                                   bool tensorMapLoads = false,
