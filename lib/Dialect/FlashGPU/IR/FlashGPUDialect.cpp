@@ -142,7 +142,8 @@ LogicalResult BulkReduceAddOp::verify() {
     if (type.getRank() == 0)
       continue;
     int64_t inner = type.getDimSize(type.getRank() - 1);
-    if (!ShapedType::isDynamic(inner) && inner < getCount())
+    if (!ShapedType::isDynamic(inner) &&
+        inner < static_cast<int64_t>(getCount()))
       return emitOpError("adds ")
              << getCount() << " contiguous elements; an innermost dimension "
              << "holds only " << inner;
