@@ -11,7 +11,9 @@
 #   bench   flash_mlir.bench (FLASH_BENCH_ARGS)
 #   train   flash_mlir.train_bench, a GPT-style training step (FLASH_TRAIN_ARGS)
 # FLASH_SANITIZE=kernel1,kernel2 also runs compute-sanitizer memcheck and
-# racecheck on those kernels (one small shape).
+# racecheck on those kernels (one small shape; FLASH_SANITIZE_SHAPE=
+# B,HQ,HKV,M,N picks another, e.g. M % 4 == 0 for the fast kernel of a
+# backward whose LSE rows come by TMA).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 dir=${1:-gpu-kernels}
@@ -31,7 +33,8 @@ if [ -n "${FLASH_SANITIZE:-}" ]; then
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for tool in memcheck racecheck; do
     "$sanitizer" --tool "$tool" --error-exitcode 3 python3 -m flash_mlir.check "$dir" \
-      --quick --kernels "$FLASH_SANITIZE" 2>&1 | tail -4 | tee -a "$out/sanitizer.log"
+      --quick ${FLASH_SANITIZE_SHAPE:+--shape "$FLASH_SANITIZE_SHAPE"} \
+      --kernels "$FLASH_SANITIZE" 2>&1 | tail -4 | tee -a "$out/sanitizer.log"
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
   done
 fi

@@ -266,12 +266,21 @@ def main(argv=None):
     p.add_argument("-v", "--verbose", action="store_true")
     p.add_argument("--quick", action="store_true",
                    help="one small ragged case per kernel (for compute-sanitizer)")
+    p.add_argument("--shape", metavar="B,HQ,HKV,M,N",
+                   help="with --quick, this case instead (a backward whose LSE "
+                        "rows are TMA-loaded needs M %% 4 == 0 to take its fast "
+                        "kernel; the default M = 77 takes the general one)")
     p.add_argument("--kernels", help="comma-separated kernel names to check")
     p.add_argument("--ctas", type=int, default=3,
                    help="persistent kernels launch at most this many CTAs, so "
                         "that each walks several tiles (0: as many as fit)")
     args = p.parse_args(argv)
-    cases = [(1, 2, 2, 77, 100)] if args.quick else CASES
+    quick = (1, 2, 2, 77, 100)
+    if args.shape:
+        quick = tuple(int(x) for x in args.shape.split(","))
+        if len(quick) != 5 or min(quick) < 1:
+            p.error("--shape takes five positive sizes: B,HQ,HKV,M,N")
+    cases = [quick] if args.quick else CASES
     layouts = ("bhsd",) if args.quick else ("bhsd", "bshd", "offset")
     wanted = set(args.kernels.split(",")) if args.kernels else None
     failures = 0
