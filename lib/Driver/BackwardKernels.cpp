@@ -285,7 +285,7 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
       if (!compile.loadStages && compile.chip == Chip::Sm90a)
         wide.loadStages = 2;
     }
-    // With TMA the LSE and D rows come with Q and dO (1.27-1.35x at
+    // With TMA the LSE and D rows come with Q and dO (1.23-1.35x at
     // D = 128, docs/GPU-NOTES.md 63); where their registers make the step
     // spill (D = 64 at 128 rows), the same step with element copies first.
     SmallVector<std::pair<int64_t, bool>> tries;
