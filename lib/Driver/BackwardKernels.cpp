@@ -288,10 +288,12 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
     // With TMA the LSE and D rows come with Q and dO (1.23-1.35x at
     // D = 128, docs/GPU-NOTES.md 63); where their registers make the step
     // spill (D = 64 at 128 rows), the same step with element copies first.
+    bool tmaRowsOrNot =
+        asyncCopies && wide.tmaLoads && compile.chip == Chip::Sm90a;
     SmallVector<std::pair<int64_t, bool>> tries;
     for (int64_t cols : widths) {
       tries.push_back({cols, true});
-      if (asyncCopies && wide.tmaLoads && compile.chip == Chip::Sm90a)
+      if (tmaRowsOrNot)
         tries.push_back({cols, false});
     }
     for (auto [cols, tmaRows] : tries) {
@@ -306,7 +308,7 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
       if (compile.log)
         *compile.log << name << ": spills " << spills << " bytes with 128 keys"
                      << " and " << cols << " query rows per step"
-                     << (tmaRows && step.tmaLoads ? " (LSE and D by TMA)" : "")
+                     << (tmaRowsOrNot && tmaRows ? " (LSE and D by TMA)" : "")
                      << "\n";
     }
   }

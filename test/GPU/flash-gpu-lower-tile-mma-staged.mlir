@@ -8,17 +8,22 @@
 // towards the async proxy, meets again, and one thread per row (rows past
 // the valid ones skipped) adds the row's 64 f32 to dQ with one bulk
 // reduction, then commits; the stage is drained after the loop around the
-// contraction. The kernel traps unless dQ's rows are 16-byte aligned.
+// contraction. The kernel traps at entry unless dQ's rows are 16-byte
+// aligned.
 // RUN: flash-opt %s --flash-gpu-lower-tile-mma="chip=sm_90a" | FileCheck %s
 // The same through --convert-flashgpu-to-llvm: one cp.reduce.async.bulk of
 // 256 bytes per row.
 // RUN: flash-opt %s --flash-gpu-lower-tile-mma="chip=sm_90a" --convert-flashgpu-to-llvm | FileCheck %s --check-prefix=ASM
 
 // CHECK-LABEL: func.func @staged_grad_query_block(
+// CHECK: gpu.launch
+// CHECK: memref.extract_aligned_pointer_as_index %arg0
+// CHECK: scf.if
+// CHECK-NEXT: llvm.intr.trap
 // CHECK: %[[STAGE:.*]] = memref.subview %{{.*}}[0, 0] [64, 128] [1, 1] : memref<64x132xf32, #gpu.address_space<workgroup>> to memref<64x128xf32, strided<[132, 1]>, #gpu.address_space<workgroup>>
 // CHECK: scf.for
 // CHECK: flashgpu.warpgroup_mma a_desc({{.*}}) b_desc({{.*}}) {{{.*}}a_m_major{{.*}}n = 64 : i64{{.*}}} : vector<32xf32>
-// CHECK: llvm.intr.trap
+// CHECK-NOT: llvm.intr.trap
 // CHECK: %[[ID:.*]] = arith.addi %c8_i32, %{{.*}} : i32
 // CHECK: %[[N:.*]] = arith.constant 128 : i32
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}

@@ -480,7 +480,7 @@ static void issueTmaBoxes(OpBuilder &t, Location loc, const TileLoad &load,
   auto tileType = cast<MemRefType>(load.tile.getType());
   bool rowVector = tileType.getRank() == 1;
   int64_t rows = tileType.getDimSize(0),
-          cols = rowVector ? 64 : tileType.getDimSize(1);
+          panels = rowVector ? 1 : tileType.getDimSize(1) / 64;
   auto idx = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(t, loc, v);
   };
@@ -501,7 +501,7 @@ static void issueTmaBoxes(OpBuilder &t, Location loc, const TileLoad &load,
       StridedLayoutAttr::get(t.getContext(), ShapedType::kDynamic,
                              computeStrides(boxType.getShape())),
       boxType.getMemorySpace());
-  for (int64_t panel = 0; panel < cols / 64; ++panel) {
+  for (int64_t panel = 0; panel < panels; ++panel) {
     Value offset = rowVector ? meta.getOffset()
                              : arith::AddIOp::create(t, loc, meta.getOffset(),
                                                      idx(panel * rows * 64))
@@ -968,38 +968,6 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
     issued[e.load] = nullptr;
   }
   return true;
-}
-
-/// The memref a chain of views starts from (a kernel argument).
-static Value rootOf(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
-}
-
-/// Whether every row of `memref` (innermost dimension contiguous) starts on
-/// a 16-byte boundary: then so does every row of every view of it that
-/// starts a row.
-static Value rowsAreAligned(OpBuilder &b, Location loc, Value memref,
-                            int64_t elementsPer16Bytes) {
-  auto idx = [&](int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  };
-  auto isMultiple = [&](Value v, int64_t m) -> Value {
-    Value rem = arith::RemUIOp::create(b, loc, v, idx(m));
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem, idx(0));
-  };
-  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-  ValueRange strides = meta.getStrides();
-  Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                   strides.back(), idx(1));
-  for (Value stride : strides.drop_back())
-    ok = arith::AndIOp::create(b, loc, ok,
-                               isMultiple(stride, elementsPer16Bytes));
-  ok = arith::AndIOp::create(b, loc, ok,
-                             isMultiple(meta.getOffset(), elementsPer16Bytes));
-  Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-  return arith::AndIOp::create(b, loc, ok, isMultiple(ptr, 16));
 }
 
 /// Whether a tile carved from the launch's dynamic shared memory other than
@@ -1506,7 +1474,7 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
     Value aligned = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
     llvm::SetVector<Value> roots;
     for (TileLoad &load : loads) {
-      Value root = rootOf(load.copy.getSource());
+      Value root = flash::viewRoot(load.copy.getSource());
       if (!roots.insert(root))
         continue;
       auto rootType = cast<MemRefType>(root.getType());
@@ -1514,8 +1482,8 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
       int64_t perChunk = cast<MemRefType>(load.tile.getType()).getRank() == 1
                              ? 1
                              : 128 / rootType.getElementTypeBitWidth();
-      aligned = arith::AndIOp::create(b, loc, aligned,
-                                      rowsAreAligned(b, loc, root, perChunk));
+      aligned = arith::AndIOp::create(
+          b, loc, aligned, flash::rowsAreAligned(b, loc, root, perChunk));
     }
     Value misaligned = arith::XOrIOp::create(
         b, loc, aligned, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));

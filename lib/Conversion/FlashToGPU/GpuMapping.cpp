@@ -118,6 +118,34 @@ flash::AtomicAddOp flash::findAtomicAddOfResult(linalg::GenericOp op, Value c) {
   return nullptr;
 }
 
+Value flash::viewRoot(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+Value flash::rowsAreAligned(OpBuilder &b, Location loc, Value memref,
+                            int64_t elementsPer16Bytes) {
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  auto isMultiple = [&](Value v, int64_t m) -> Value {
+    Value rem = arith::RemUIOp::create(b, loc, v, idx(m));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem, idx(0));
+  };
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  ValueRange strides = meta.getStrides();
+  Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                   strides.back(), idx(1));
+  for (Value stride : strides.drop_back())
+    ok = arith::AndIOp::create(b, loc, ok,
+                               isMultiple(stride, elementsPer16Bytes));
+  ok = arith::AndIOp::create(b, loc, ok,
+                             isMultiple(meta.getOffset(), elementsPer16Bytes));
+  Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  return arith::AndIOp::create(b, loc, ok, isMultiple(ptr, 16));
+}
+
 void flash::trapUnlessUnitInnerStride(OpBuilder &b, Location loc, Value dest) {
   auto meta = memref::ExtractStridedMetadataOp::create(b, loc, dest);
   Value strided = arith::CmpIOp::create(

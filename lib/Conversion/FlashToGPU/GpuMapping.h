@@ -40,6 +40,15 @@ AtomicAddOp findAtomicAddOfResult(linalg::GenericOp op, Value c);
 /// adjacent elements).
 void trapUnlessUnitInnerStride(OpBuilder &b, Location loc, Value dest);
 
+/// The memref a chain of views starts from (a kernel argument).
+Value viewRoot(Value v);
+
+/// Whether every row of `memref` (innermost dimension contiguous) starts on
+/// a 16-byte boundary, as an i1: then so does every row of every view of it
+/// that starts a row on a multiple of `elementsPer16Bytes` columns.
+Value rowsAreAligned(OpBuilder &b, Location loc, Value memref,
+                     int64_t elementsPer16Bytes);
+
 } // namespace mlir::flash
 
 #endif // FLASH_LIB_CONVERSION_FLASHTOGPU_GPUMAPPING_H

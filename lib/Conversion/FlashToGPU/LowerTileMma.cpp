@@ -556,20 +556,17 @@ void TileMmaLowering::emitStagedReductions(
     return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
   };
   // Bulk copies move whole 16-byte units between 16-byte aligned
-  // addresses: dest's rows must start on one.
+  // addresses: the kernel traps at entry unless every row of the sums does
+  // (the share's first column is a multiple of 64).
   {
-    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, dest);
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, dest);
-    Value first = arith::AddIOp::create(
-        b, loc, base, arith::MulIOp::create(b, loc, meta.getOffset(), idx(4)));
-    Value stride = arith::MulIOp::create(b, loc, meta.getStrides()[0], idx(4));
-    Value misaligned = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::ne,
-        arith::RemUIOp::create(
-            b, loc, arith::OrIOp::create(b, loc, first, stride), idx(16)),
-        idx(0));
+    OpBuilder entry = OpBuilder::atBlockBegin(&launch.getBody().front());
+    Value misaligned = arith::XOrIOp::create(
+        entry, loc,
+        flash::rowsAreAligned(entry, loc, flash::viewRoot(dest),
+                              /*elementsPer16Bytes=*/4),
+        arith::ConstantOp::create(entry, loc, entry.getBoolAttr(true)));
     auto guard =
-        scf::IfOp::create(b, loc, misaligned, /*withElseRegion=*/false);
+        scf::IfOp::create(entry, loc, misaligned, /*withElseRegion=*/false);
     OpBuilder trap = guard.getThenBodyBuilder();
     LLVM::Trap::create(trap, loc);
   }
@@ -618,10 +615,7 @@ void TileMmaLowering::emitStagedReductions(
   }
   NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
   // Drained after the loop around the contraction (or right after it).
-  Operation *after = b.getInsertionBlock()->getParentOp();
-  scf::ForOp loop = isa<scf::ForOp>(after)
-                        ? cast<scf::ForOp>(after)
-                        : after->getParentOfType<scf::ForOp>();
+  auto loop = b.getInsertionPoint()->getParentOfType<scf::ForOp>();
   OpBuilder drain(b.getContext());
   if (loop && launch->isAncestor(loop))
     drain.setInsertionPointAfter(loop);
