@@ -8,7 +8,7 @@
 // once the consumers released the previous one (Q's empty barrier, phase
 // k - 1 for the CTA's k-th tile) and its key loops' ring positions run on
 // across the tiles; the consumers wait for phase k of Q's full barrier and
-// release Q after their last key loop.
+// release Q after their last S = Q Kᵀ.
 // RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=256 tensor-cores=wgmma load-stages=2 tma-loads=1 warp-specialize=1 persistent=1" --flash-gpu-split-warp-roles="ping-pong=1" | FileCheck %s --check-prefix=PERSISTENT
 // The tile order alone.
 // RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-gpu-map-to-blocks="threads=256 persistent=1" | FileCheck %s --check-prefix=ORDER
@@ -71,9 +71,25 @@
 // PERSISTENT: nvgpu.mbarrier.try_wait.parity %[[QFULL]][%{{.*}}], %[[PAR]]
 // PERSISTENT: scf.for
 // PERSISTENT: flashgpu.warpgroup_mma
-// PERSISTENT: scf.for
-// PERSISTENT: flashgpu.warpgroup_mma
+// Q is released in the last key loop's last iteration, once its S = Q Kᵀ is
+// issued (the MMA's wait comes before the arrival), or after that loop when
+// it runs no iteration.
+// PERSISTENT: scf.for %[[J:[^ ]*]] = %[[JLB:[^ ]*]] to %[[JUB:[^ ]*]] step %[[JSTEP:[^ ]*]]
+// PERSISTENT: flashgpu.warpgroup_mma {{.*}}flash.contraction = "scores"
+// PERSISTENT-NEXT: arith.constant 256
+// PERSISTENT-NEXT: nvvm.barrier.arrive
+// PERSISTENT-NEXT: %[[NEXT:.*]] = arith.addi %[[J]], %[[JSTEP]]
+// PERSISTENT-NEXT: %[[LAST:.*]] = arith.cmpi sge, %[[NEXT]], %[[JUB]]
+// PERSISTENT-NEXT: scf.if %[[LAST]] {
 // PERSISTENT: nvgpu.mbarrier.arrive %[[QEMPTY]]
+// PERSISTENT-NEXT: }
+// PERSISTENT: flashgpu.warpgroup_mma {{.*}}flash.contraction = "output"
+// PERSISTENT: scf.yield
+// PERSISTENT-NEXT: }
+// PERSISTENT-NEXT: %[[NONE:.*]] = arith.cmpi sge, %[[JLB]], %[[JUB]]
+// PERSISTENT-NEXT: scf.if %[[NONE]] {
+// PERSISTENT: nvgpu.mbarrier.arrive %[[QEMPTY]]
+// PERSISTENT-NEXT: }
 // PERSISTENT-NOT: flashgpu.warpgroup_mma
 // PERSISTENT: } {flash.tile_loop}
 // PERSISTENT: } {flash.warp_role = "consumer"}

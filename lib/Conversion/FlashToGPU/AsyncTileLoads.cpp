@@ -1120,6 +1120,49 @@ planWarpRing(gpu::LaunchOp launch, ArrayRef<scf::ForOp> loops,
   return std::make_pair(std::move(ring), initialised);
 }
 
+/// Every consumer thread arrives once per tile on `headEmpty` when it is done
+/// with the head tile, whose last reader in the tile loop's body is
+/// `lastReader`. When that reader is a key loop that reads the tile in its
+/// own body (S = Q Kᵀ), the arrival is in the loop's last iteration, right
+/// after that read, so that the producer loads the next tile's Q under this
+/// tile's last softmax, P V and epilogue; a loop that runs no iteration
+/// arrives after it. Otherwise the arrival follows `lastReader`.
+static void releaseHeadTile(Operation *lastReader,
+                            const llvm::DenseSet<Value> &addresses,
+                            Value headEmpty) {
+  Location loc = lastReader->getLoc();
+  auto arrive = [&](OpBuilder &b) {
+    Value first = arith::ConstantIndexOp::create(b, loc, 0);
+    nvgpu::MBarrierArriveOp::create(
+        b, loc, nvgpu::MBarrierTokenType::get(b.getContext()), headEmpty,
+        first);
+  };
+  auto loop = dyn_cast<scf::ForOp>(lastReader);
+  Operation *lastRead = nullptr;
+  if (loop)
+    for (Operation &op : loop.getBody()->without_terminator())
+      if (readsTile(&op, addresses) && !isMemoryEffectFree(&op))
+        lastRead = &op;
+  OpBuilder after(lastReader->getBlock(), std::next(lastReader->getIterator()));
+  if (!lastRead) {
+    arrive(after);
+    return;
+  }
+  auto ifThen = [&](OpBuilder &b, Value cond) {
+    auto guard = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
+    OpBuilder then = guard.getThenBodyBuilder();
+    arrive(then);
+  };
+  OpBuilder in(lastRead->getBlock(), std::next(lastRead->getIterator()));
+  Value next =
+      arith::AddIOp::create(in, loc, loop.getInductionVar(), loop.getStep());
+  ifThen(in, arith::CmpIOp::create(in, loc, arith::CmpIPredicate::sge, next,
+                                   loop.getUpperBound()));
+  ifThen(after,
+         arith::CmpIOp::create(after, loc, arith::CmpIPredicate::sge,
+                               loop.getLowerBound(), loop.getUpperBound()));
+}
+
 /// The tiles a warp-specialised launch loads once before its ring loops (the
 /// forward's Q), when TMA can load them and no other tile shares their
 /// bytes: the producer issues them ahead of the ring's first position, on
@@ -1180,7 +1223,6 @@ static void loadHeadTilesByProducer(
   if (heads.empty())
     return;
   Location loc = launch.getLoc();
-  MLIRContext *ctx = launch.getContext();
   auto idx = [&](OpBuilder &b, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
@@ -1217,13 +1259,8 @@ static void loadHeadTilesByProducer(
     // without it their warpgroups leave the wait at different times and
     // their ping-pong settles 12-16% slower (docs/GPU-NOTES.md 62).
     gpu::BarrierOp::create(wait, loc);
-    if (persistent) {
-      OpBuilder release(head.lastReader->getBlock(),
-                        std::next(head.lastReader->getIterator()));
-      nvgpu::MBarrierArriveOp::create(release, loc,
-                                      nvgpu::MBarrierTokenType::get(ctx),
-                                      ring.headEmpty, idx(release, 0));
-    }
+    if (persistent)
+      releaseHeadTile(head.lastReader, addressesOf(load), ring.headEmpty);
     copy->erase();
     issued[head.load] = nullptr;
   }
