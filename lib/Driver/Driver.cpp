@@ -40,6 +40,15 @@ flash::checkKernelCompileOptions(const KernelCompileOptions &options) {
       return (llvm::Twine("--") + name +
               " must be positive (or 0 to choose), not " + llvm::Twine(size))
           .str();
+  if (options.emulatedExp2Every < 0)
+    return (llvm::Twine("--emulated-exp2 must be 0 (none) or more, not ") +
+            llvm::Twine(options.emulatedExp2Every))
+        .str();
+  if (options.persistentBelowKeys < 0)
+    return (llvm::Twine("--persistent-below-keys must be 0 (no persistent "
+                        "form) or more, not ") +
+            llvm::Twine(options.persistentBelowKeys))
+        .str();
   if (options.loadStages > 2)
     return (llvm::Twine("--load-stages must be 1 or 2 (or 0 to choose), not ") +
             llvm::Twine(options.loadStages))

@@ -71,6 +71,7 @@ void setPipelineOptions(FlashGpuPipelineOptions &options, const Config &config,
   options.pingPong = options.warpSpecialize && compile.pingPong;
   options.persistent = options.warpSpecialize && compile.persistent;
   options.lazyRescale = config.lazyRescale;
+  options.emulatedExp2Every = compile.emulatedExp2Every;
 }
 
 /// Builds the kernel of `op` with `config` up to its outlined launch; with
@@ -121,12 +122,23 @@ bool mustSpill(const Kernel &kernel, const Config &config, AttentionOp op,
          getAttentionTarget(tileTargetOf(compile.chip)).registersPerThread;
 }
 
+/// What compileKernel wrote.
+struct Written {
+  /// Tiles loaded with cp.async or TMA: the runtime needs the general
+  /// kernel for rows that are not 16-byte aligned.
+  bool requiresAlignedRows = false;
+  /// A warp-specialised kernel, and a persistent one (walking its tiles).
+  bool warpSpecialized = false, persistent = false;
+  /// Its tiles.
+  int64_t rows = 0, cols = 0;
+};
+
 /// Compiles `op` into DIR/<name>.{ptx,cubin,json}. When the kernel needs
 /// aligned rows, its manifest names `general` (if set) as the kernel to use
 /// for rows that are not 16-byte aligned.
 LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
                             bool asyncCopies, StringRef general,
-                            bool &requiresAlignedRows,
+                            Written &written,
                             const KernelCompileOptions &compile) {
   // Forced tiles, or the first of these that fits the chip's shared memory
   // without spilling (measured, docs/GPU-NOTES.md): 32 query rows per warp
@@ -263,9 +275,13 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
         {"spill_bytes", ptxasReport.spillBytes},
     };
     describeAttention(manifest, op);
-    requiresAlignedRows = kernel.requiresAlignedRows;
+    written.requiresAlignedRows = kernel.requiresAlignedRows;
+    written.warpSpecialized = options.warpSpecialize;
+    written.persistent = options.persistent;
+    written.rows = config.rows;
+    written.cols = config.cols;
     if (failed(writeManifest(jsonPath, std::move(manifest), general,
-                             requiresAlignedRows)))
+                             written.requiresAlignedRows)))
       return failure();
     if (compile.log)
       *compile.log << name << ": " << ptxPath << ", tiles " << config.rows
@@ -291,19 +307,53 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
 /// general kernel (element copies) that the runtime uses otherwise. Two
 /// kernels rather than a branch inside one: ptxas allocates registers for the
 /// whole kernel, and the element-copy path alone made 128 x 64 tiles spill.
+/// With `persistentBelowKeys`, a warp-specialised kernel also gets its
+/// persistent form, named in the manifest with the most keys it is launched
+/// for (`persistent_form`); it shares the general kernel.
 LogicalResult
 flash::compileAttentionKernel(AttentionOp op, StringRef name,
                               StringRef outputDir,
                               const KernelCompileOptions &compile) {
   std::string general = (name + "_general").str();
-  bool requiresAlignedRows = false;
+  Written written;
   if (failed(compileKernel(op, name, outputDir, /*asyncCopies=*/true, general,
-                           requiresAlignedRows, compile)))
+                           written, compile)))
     return failure();
+  bool requiresAlignedRows = written.requiresAlignedRows;
+  if (written.warpSpecialized && !written.persistent &&
+      compile.persistentBelowKeys > 0) {
+    std::string persistentName = (name + "_persistent").str();
+    KernelCompileOptions persistentOptions = compile;
+    persistentOptions.persistent = true;
+    Written persistent;
+    if (failed(compileKernel(op, persistentName, outputDir,
+                             /*asyncCopies=*/true, general, persistent,
+                             persistentOptions)))
+      return failure();
+    requiresAlignedRows |= persistent.requiresAlignedRows;
+    if (!persistent.persistent)
+      return op.emitError("flash-compile: the persistent form of ")
+             << name << " came out as a kernel of one tile per CTA";
+    // The persistent form's producer walks the tiles with more registers:
+    // where that leaves its consumers smaller tiles, the kernel's larger
+    // ones win from shorter key loops on, unless a causal mask makes most
+    // tiles short anyway (measured: D = 64 without a mask, 128 x 128 against
+    // 192 x 128, 1.03x at 512 keys, level at 1024, 0.92x at 2048;
+    // docs/GPU-NOTES.md 64).
+    int64_t maxKeys = compile.persistentBelowKeys;
+    if (!op.getCausal() &&
+        persistent.rows * persistent.cols < written.rows * written.cols)
+      maxKeys /= 4;
+    if (failed(addToManifest(kernelPath(outputDir, name, ".json"),
+                             "persistent_form",
+                             json::Object{{"kernel", persistentName + ".json"},
+                                          {"max_keys", maxKeys}})))
+      return failure();
+  }
   // Without a cp.async load the kernel is general already (rare: rows that
   // are not a multiple of 16 bytes), and its manifest names no other.
   if (!requiresAlignedRows)
     return success();
   return compileKernel(op, general, outputDir, /*asyncCopies=*/false, "",
-                       requiresAlignedRows, compile);
+                       written, compile);
 }

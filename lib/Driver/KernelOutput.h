@@ -38,6 +38,10 @@ PtxasReport assemble(StringRef ptxas, StringRef arch, StringRef ptxPath,
 /// Writes `data` to `path`, reporting a failure on stderr.
 LogicalResult writeFile(StringRef path, StringRef data);
 
+/// Adds `key` to the manifest at `path`.
+LogicalResult addToManifest(StringRef path, StringRef key,
+                            llvm::json::Value value);
+
 /// Writes `manifest` to `path` with the alignment requirement and, for a
 /// kernel that has it, the general kernel to use for other rows.
 LogicalResult writeManifest(StringRef path, llvm::json::Object manifest,

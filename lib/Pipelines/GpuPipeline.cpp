@@ -76,7 +76,9 @@ void flash::buildFlashGpuKernelPipeline(
       flash::createFlashGpuSplitWarpRolesPass(roles));
   if (options.pipelineKeyLoops || options.asyncMma)
     pm.addNestedPass<func::FuncOp>(flash::createFlashGpuAsyncMmaPass());
-  pm.addNestedPass<func::FuncOp>(flash::createFlashGpuFastExp2Pass());
+  flash::FlashGpuFastExp2PassOptions exp2;
+  exp2.emulateEvery = options.emulatedExp2Every;
+  pm.addNestedPass<func::FuncOp>(flash::createFlashGpuFastExp2Pass(exp2));
   flash::ConvertFlashGPUToLLVMPassOptions toLLVM;
   toLLVM.vectorReductions = options.chip == Chip::Sm90a;
   pm.addNestedPass<func::FuncOp>(

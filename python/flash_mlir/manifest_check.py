@@ -1,7 +1,7 @@
 """Checks flash-compile manifests without a GPU: every kernel was assembled
 by ptxas (a cubin exists), uses no spill memory, declares a launch it can
 make (shared memory within the chip's limit), and the general kernel it
-names for unaligned rows exists.
+names for unaligned rows and its persistent form exist.
 
     python3 -m flash_mlir.manifest_check DIR [DIR...]
 """
@@ -33,6 +33,9 @@ def main(argv=None):
                     problems.append(f"{where}: {launch.get('spill_bytes')} spill bytes")
                 if m.get("general") and not os.path.exists(os.path.join(d, m["general"])):
                     problems.append(f"{where}: general kernel {m['general']} missing")
+                form = m.get("persistent_form")
+                if form and not os.path.exists(os.path.join(d, form["kernel"])):
+                    problems.append(f"{where}: persistent form {form['kernel']} missing")
                 if launch["dynamic_shared_memory_bytes"] > SHARED_LIMIT[m["chip"]]:
                     problems.append(f"{where}: {launch['dynamic_shared_memory_bytes']} B "
                                     f"of shared memory exceeds {m['chip']}'s limit")

@@ -251,6 +251,13 @@ class Kernel:
         if manifest.get("general"):
             self.general = Kernel.load(os.path.join(directory, manifest["general"]),
                                        device)
+        # A warp-specialised forward's persistent form, launched instead for
+        # few keys (validate.takes_persistent_form).
+        self.persistent_form = None
+        if manifest.get("persistent_form"):
+            self.persistent_form = Kernel.load(
+                os.path.join(directory, manifest["persistent_form"]["kernel"]),
+                device)
 
     @property
     def loaded(self):
@@ -308,8 +315,12 @@ class Kernel:
 
     def launch(self, tensors, stream=None, infos=None):
         """Launches on tensors that fit the kernel (flash_mlir.torch has
-        checked its own); takes the general kernel for unaligned rows."""
+        checked its own); takes the persistent form for few keys and the
+        general kernel for unaligned rows."""
         import torch
+        if self.persistent_form is not None and validate.takes_persistent_form(
+                self.manifest, tensors["k"].shape[2]):
+            return self.persistent_form.launch(tensors, stream, infos)
         if self.manifest.get("requires_aligned_rows"):
             if infos is None:
                 infos = {n: tensor_info(n, t) for n, t in tensors.items()}
@@ -340,10 +351,11 @@ class Kernel:
 
 def load_all(directory, device=0, general=True):
     """Every kernel of DIR; general=False leaves out the ones that another
-    kernel names as its general (unaligned-rows) kernel."""
+    kernel names as its general (unaligned-rows) kernel or its persistent
+    form."""
     kernels = [Kernel.load(os.path.join(directory, name), device)
                for name in sorted(os.listdir(directory)) if name.endswith(".json")]
     if not general:
-        named = {k.manifest["general"] for k in kernels if k.manifest.get("general")}
+        named = validate.companion_manifests([k.manifest for k in kernels])
         kernels = [k for k in kernels if f"{k.name}.json" not in named]
     return kernels

@@ -403,6 +403,28 @@ def tensor_maps_apply(manifest, tensors):
     return True
 
 
+def takes_persistent_form(manifest, keys):
+    """Whether a launch with `keys` keys takes the kernel's persistent form
+    (its manifest's `persistent_form`): up to `max_keys`. A tile's key loop
+    is then short, and in the persistent form a CTA's next tile (its Q and
+    first K and V) loads under the end of the current one; with longer
+    loops the kernel of one tile per CTA is faster (docs/GPU-NOTES.md 64)."""
+    form = manifest.get("persistent_form")
+    return bool(form) and 0 < keys <= form["max_keys"]
+
+
+def companion_manifests(manifests):
+    """The manifest file names that other manifests name as their general
+    kernel or persistent form."""
+    named = set()
+    for m in manifests:
+        if m.get("general"):
+            named.add(m["general"])
+        if m.get("persistent_form"):
+            named.add(m["persistent_form"]["kernel"])
+    return named
+
+
 def launch_grid(entry, grid, max_ctas):
     """The grid to launch: the manifest's (one CTA per tile), or for a
     persistent kernel (whose CTAs walk the tiles, correct for any count) at

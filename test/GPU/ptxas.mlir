@@ -11,10 +11,11 @@
 // SM80: "mma": "mma.sync"
 
 // Each variant also has a general kernel (element copies) for rows that are
-// not 16-byte aligned.
+// not 16-byte aligned, and each warp-specialised sm_90a one its persistent
+// form (the runtime's for up to 2048 keys).
 // CHECK: attn_f16_d64: {{.*}}.ptx, tiles {{[0-9]+}}x{{[0-9]+}}, {{[0-9]+}} threads, registers {{[0-9]+}}, spill bytes 0
 // CHECK: attn_f16_d64_general: {{.*}}, spill bytes 0
 // CHECK: attn_f16_d128_causal: {{.*}}, spill bytes 0
 // CHECK: attn_bf16_d128_causal: {{.*}}, spill bytes 0
 // CHECK: attn_f16_d96_window: {{.*}}, spill bytes 0
-// MANIFEST: 60 kernels assembled, 0 spill
+// MANIFEST: 70 kernels assembled, 0 spill

@@ -5,8 +5,9 @@ existed) and more; each must raise the right error naming the tensor."""
 import unittest
 
 from flash_mlir.validate import (TensorInfo, check_attention, check_backward,
-                                 check_launch, launch_grid, rows_aligned,
-                                 inner_stride_unit)
+                                 check_launch, companion_manifests, launch_grid,
+                                 rows_aligned, inner_stride_unit,
+                                 takes_persistent_form)
 
 
 def t(name, shape, dtype="bfloat16", device="cuda:0", strides=None, ptr=256):
@@ -250,6 +251,34 @@ class PersistentGrid(unittest.TestCase):
     def test_no_resident_cta(self):
         with self.assertRaisesRegex(ValueError, "no CTA"):
             launch_grid({"persistent": True, "entry": "k"}, (32, 16, 4), 0)
+
+
+class PersistentForm(unittest.TestCase):
+    """A warp-specialised forward names its persistent form and the most
+    keys it is launched for; longer key loops keep the kernel."""
+
+    form = {"persistent_form": {"kernel": "k_persistent.json", "max_keys": 2048}}
+
+    def test_few_keys_take_the_form(self):
+        self.assertTrue(takes_persistent_form(self.form, 1))
+        self.assertTrue(takes_persistent_form(self.form, 1024))
+        self.assertTrue(takes_persistent_form(self.form, 2048))
+        self.assertFalse(takes_persistent_form(self.form, 2049))
+        self.assertFalse(takes_persistent_form(self.form, 16384))
+
+    def test_no_form_no_keys(self):
+        self.assertFalse(takes_persistent_form({}, 1024))
+        self.assertFalse(takes_persistent_form({"persistent_form": None}, 1024))
+        self.assertFalse(takes_persistent_form(self.form, 0))
+
+    def test_companions(self):
+        manifests = [
+            {"kernel": "a", "general": "a_general.json", **self.form},
+            {"kernel": "a_general", "general": None},
+            {"kernel": "b", "general": None, "persistent_form": None},
+        ]
+        self.assertEqual(companion_manifests(manifests),
+                         {"a_general.json", "k_persistent.json"})
 
 
 if __name__ == "__main__":

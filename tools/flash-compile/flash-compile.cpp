@@ -100,6 +100,18 @@ static opt<bool> persistent(
     cl::desc("With --warp-specialize: forward kernels as persistent CTAs, "
              "each walking tiles (the runtime launches about one per SM)"),
     cl::cat(flashCategory));
+static opt<int64_t> persistentBelowKeys(
+    "persistent-below-keys", cl::init(2048),
+    cl::desc("Without --persistent: each warp-specialised forward kernel "
+             "also gets a persistent form (<kernel>_persistent), which the "
+             "runtime launches when there are at most this many keys "
+             "(0: none)"),
+    cl::cat(flashCategory));
+static opt<int64_t> emulatedExp2(
+    "emulated-exp2", cl::init(0),
+    cl::desc("Forward kernels: every n-th exponential of the softmax by a "
+             "polynomial on the FMA pipes instead of MUFU (0: none)"),
+    cl::cat(flashCategory));
 static opt<bool> deterministic(
     "deterministic", cl::init(true),
     cl::desc("Backward kernels with the same bits on every run: a dQ kernel "
@@ -152,6 +164,8 @@ int main(int argc, char **argv) {
   options.tmaLoads = tmaLoads;
   options.warpSpecialize = warpSpecialize;
   options.persistent = persistent;
+  options.persistentBelowKeys = persistentBelowKeys;
+  options.emulatedExp2Every = emulatedExp2;
   options.deterministic = deterministic;
   options.stagedReductions = stagedReductions;
   options.pingPong = pingPong;

@@ -55,6 +55,16 @@ struct KernelCompileOptions {
   /// tiles; the manifest says `persistent` and the runtime launches about
   /// one CTA per SM).
   bool persistent = false;
+  /// Without `persistent`: each warp-specialised forward kernel also gets a
+  /// persistent form (<name>_persistent), which the runtime launches instead
+  /// when there are at most this many keys: each tile is then short, and a
+  /// CTA's next tile starts loading under its current one's end (faster on
+  /// short sequences, docs/GPU-NOTES.md 64). 0: none.
+  int64_t persistentBelowKeys = 2048;
+  /// Forward kernels: every n-th exponential of the softmax computed by a
+  /// polynomial on the FMA pipes instead of MUFU (--flash-gpu-fast-exp2's
+  /// emulate-every; 0: none).
+  int64_t emulatedExp2Every = 0;
   /// Backward kernels as a dQ kernel and a dK/dV kernel, each recomputing S
   /// and P (true: the same bits every run), or FlashAttention-2's form: a
   /// pre-pass, one dK/dV kernel that adds dQ into an f32 workspace with

@@ -217,6 +217,11 @@ struct FlashGpuPipelineOptions
                      "memory and added by bulk reductions (see "
                      "--flash-gpu-assign-tile-storage)"),
       llvm::cl::init(false)};
+  PassOptions::Option<int64_t> emulatedExp2Every{
+      *this, "emulated-exp2-every",
+      llvm::cl::desc("Every n-th exp2 of the softmax on the FMA pipes "
+                     "instead of MUFU (see --flash-gpu-fast-exp2; 0: none)"),
+      llvm::cl::init(0)};
 };
 
 /// Tiles flash.attention, bufferizes (outputs written in place into
