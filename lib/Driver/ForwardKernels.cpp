@@ -72,6 +72,9 @@ void setPipelineOptions(FlashGpuPipelineOptions &options, const Config &config,
   options.persistent = options.warpSpecialize && compile.persistent;
   options.lazyRescale = config.lazyRescale;
   options.emulatedExp2Every = compile.emulatedExp2Every;
+  // O 16 bytes per store (docs/GPU-NOTES.md 66). The backward keeps pairs:
+  // the exchange's registers made its D = 64 dK/dV kernel spill.
+  options.wideStores = true;
 }
 
 /// Builds the kernel of `op` with `config` up to its outlined launch; with

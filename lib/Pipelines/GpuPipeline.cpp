@@ -67,6 +67,7 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.warpSpecialize = options.warpSpecialize;
   mapping.persistent = options.persistent;
   mapping.lazyRescale = options.lazyRescale;
+  mapping.wideStores = options.wideStores;
   mapping.stagedReductions = options.stagedReductions;
   mapping.tmaRowVectors = options.tmaRowVectors;
   buildFlashMapTilesToGpuPipeline(pm.nest<func::FuncOp>(), mapping);
@@ -106,6 +107,7 @@ void flash::buildFlashMapTilesToGpuPipeline(
   flash::FlashGpuWarpRegisterTilesPassOptions registers;
   // Kernels for aligned rows (cp.async's precondition) store in pairs.
   registers.pairStores = options.asyncCopies;
+  registers.wideStores = options.wideStores;
   registers.lazyRescale = options.lazyRescale;
   pm.addPass(flash::createFlashGpuWarpRegisterTilesPass(registers));
   if (options.asyncCopies) {

@@ -13,6 +13,10 @@
 // With pair-stores (kernels for aligned rows) O goes out two columns per
 // store, behind an alignment check.
 // RUN: flash-opt %s --split-input-file --flash-gpu-warp-register-tiles="pair-stores=1" | FileCheck %s --check-prefix=PAIRS
+// With wide-stores the quad's lanes exchange their pairs (lane ^ 2, then
+// lane ^ 1) and each stores 8 adjacent columns; the rows must be 16-byte
+// aligned.
+// RUN: flash-opt %s --split-input-file --flash-gpu-warp-register-tiles="pair-stores=1 wide-stores=1" | FileCheck %s --check-prefix=WIDE
 
 // CHECK-LABEL: func.func @forward(
 // CHECK: gpu.launch
@@ -40,6 +44,13 @@
 // PAIRS: scf.if
 // PAIRS-NEXT: llvm.intr.trap
 // PAIRS: vector.store %{{.*}} {alignment = 4 : i64} : memref<?x64xbf16, strided<[?, 1], offset: ?>>, vector<2xbf16>
+// WIDE-LABEL: func.func @forward(
+// WIDE: arith.remui %{{.*}}, %c16
+// WIDE: llvm.intr.trap
+// WIDE: gpu.shuffle  xor %{{.*}}, %c2_i32{{.*}} : i32
+// WIDE: gpu.shuffle  xor %{{.*}}, %c1_i32{{.*}} : i32
+// WIDE: scf.if
+// WIDE: vector.store %{{.*}} {alignment = 16 : i64} : memref<?x64xbf16, strided<[?, 1], offset: ?>>, vector<8xbf16>
 
 #map = affine_map<(d0, d1, d2) -> (d0, d2)>
 #map1 = affine_map<(d0, d1, d2) -> (d1, d2)>

@@ -185,7 +185,10 @@ def FlashGpuWarpRegisterTilesPass : Pass<"flash-gpu-warp-register-tiles"> {
     `flashgpu.warpgroup_mma` reading swizzled shared operands through
     descriptors; loops carry the tiles live on entry; the final copy out is
     guarded stores. With `pair-stores` (kernels for aligned rows) a tile is
-    stored two adjacent columns per store. With `lazy-rescale` (mma.sync
+    stored two adjacent columns per store; with `wide-stores` too, a tile of
+    a 2-byte type whose lanes hold whole groups of 32 columns of a row is
+    stored 16 bytes per store (the quad's lanes first exchange their column
+    pairs with two butterfly steps of shuffles). With `lazy-rescale` (mma.sync
     launches only) the accumulator's rescale by exp2(m_old - m_new) is
     skipped behind a warp vote when no row maximum of the warp moved. The
     launch is tagged `flash.warp_register_tiles`.
@@ -194,6 +197,10 @@ def FlashGpuWarpRegisterTilesPass : Pass<"flash-gpu-warp-register-tiles"> {
     Option<"pairStores", "pair-stores", "bool", "false",
            "Store register tiles to global memory two adjacent columns per "
            "store (the kernel traps on rows that are not aligned for it)">,
+    Option<"wideStores", "wide-stores", "bool", "false",
+           "With pair-stores: 16 bytes per store where a lane's rows hold "
+           "whole groups of 32 two-byte columns (after a transpose over the "
+           "quad; the kernel traps on rows that are not 16-byte aligned)">,
     Option<"lazyRescale", "lazy-rescale", "bool", "true",
            "mma.sync launches multiply the accumulator by the online "
            "softmax's rescale only when a row maximum of the warp moved (a "

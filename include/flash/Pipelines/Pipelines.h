@@ -99,6 +99,12 @@ struct FlashMapTilesToGpuOptions
       llvm::cl::desc("mma.sync launches rescale the accumulator only when a "
                      "row maximum moved (--flash-gpu-warp-register-tiles)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> wideStores{
+      *this, "wide-stores",
+      llvm::cl::desc(
+          "With async-copies: register tiles stored 16 bytes per "
+          "store where they allow (--flash-gpu-warp-register-tiles)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> tmaRowVectors{
       *this, "tma-row-vectors",
       llvm::cl::desc("With tma-loads: the atomic backward's LSE and D rows by "
@@ -206,6 +212,11 @@ struct FlashGpuPipelineOptions
       llvm::cl::desc("mma.sync launches rescale the accumulator only when a "
                      "row maximum moved (see --flash-gpu-warp-register-tiles)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> wideStores{
+      *this, "wide-stores",
+      llvm::cl::desc("Register tiles stored 16 bytes per store where they "
+                     "allow (see --flash-gpu-warp-register-tiles)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> tmaRowVectors{
       *this, "tma-row-vectors",
       llvm::cl::desc("With tma-loads: the atomic backward's LSE and D rows by "

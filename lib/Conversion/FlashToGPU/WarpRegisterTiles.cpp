@@ -413,10 +413,10 @@ class TileRewriter {
 public:
   TileRewriter(gpu::LaunchOp launch, int64_t warps, int64_t rows,
                const llvm::SetVector<Value> &tiles, bool wgmma, bool pairStores,
-               bool lazyRescale)
+               bool lazyRescale, bool wideStores)
       : launch(launch), loc(launch.getLoc()), warps(warps), rows(rows),
         tiles(tiles), wgmma(wgmma), pairStores(pairStores),
-        lazyRescale(lazyRescale) {}
+        lazyRescale(lazyRescale), wideStores(wideStores) {}
 
   LogicalResult run(Value tid);
 
@@ -433,6 +433,7 @@ private:
   bool isDeferredSum(Value tile);
   bool writesDeferredSum(Operation *op, Value tile) const;
   Value sumOverQuad(OpBuilder &b, Value partial);
+  Value transposeQuad(OpBuilder &b, Value v, int64_t first);
   LogicalResult rewriteContraction(OpBuilder &b, linalg::GenericOp op);
   LogicalResult rewriteWarpgroupContraction(OpBuilder &b, linalg::GenericOp op);
   Value descriptor(OpBuilder &b, Value tile, int64_t leadingBytes);
@@ -478,7 +479,7 @@ private:
   Location loc;
   int64_t warps, rows;
   const llvm::SetVector<Value> &tiles;
-  bool wgmma, pairStores, lazyRescale;
+  bool wgmma, pairStores, lazyRescale, wideStores;
   DenseMap<Value, Value> values;
   /// Row sums held as per-lane partials (`isDeferredSum`).
   llvm::SmallPtrSet<Value, 4> deferredSums;
@@ -490,9 +491,9 @@ private:
 } // namespace
 
 LogicalResult WarpRegisterTiles::rewrite(Value tid, bool pairStores,
-                                         bool lazyRescale) {
+                                         bool lazyRescale, bool wideStores) {
   return TileRewriter(launch, warps, rows, tiles, usesWgmma(), pairStores,
-                      lazyRescale)
+                      lazyRescale, wideStores)
       .run(tid);
 }
 
@@ -1306,6 +1307,55 @@ LogicalResult TileRewriter::rewriteWarpgroupContraction(OpBuilder &b,
   return success();
 }
 
+/// The 4 x 4 transpose, over the lanes of a quad, of the 2-element pairs of
+/// `v` from `first` on (lane l's pair j: columns 8 j + 2 l, 8 j + 2 l + 1
+/// of four adjacent 8-column blocks): lane l gets block l's pairs from
+/// lanes 0-3, i.e. its 8 columns in order, as vector<4 x i32>. Two
+/// butterfly steps: lanes l and l ^ 2 swap the off-diagonal 2 x 2 blocks,
+/// then lanes l and l ^ 1 the off-diagonal elements of each block.
+Value TileRewriter::transposeQuad(OpBuilder &b, Value v, int64_t first) {
+  Type i32 = b.getI32Type();
+  Type element = cast<VectorType>(v.getType()).getElementType();
+  SmallVector<Value> a;
+  for (int64_t j = 0; j < 4; ++j) {
+    Value pair = vector::FromElementsOp::create(
+        b, loc, VectorType::get({2}, element),
+        ValueRange{extract(b, v, first + 2 * j),
+                   extract(b, v, first + 2 * j + 1)});
+    a.push_back(extract(
+        b, vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), pair),
+        0));
+  }
+  auto bit = [&](int64_t mask) -> Value {
+    return arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne,
+        arith::AndIOp::create(b, loc, quadLane, idx(b, mask)), idx(b, 0));
+  };
+  // Step (partner l ^ mask): in each pair (low, high) of registers whose
+  // indices differ by `span`, a lane with the bit set sends `low` and keeps
+  // `high`; the other sends `high` and keeps `low`; the received value takes
+  // the sent one's place.
+  auto step = [&](int32_t mask, int64_t span) {
+    Value set = bit(mask);
+    for (int64_t low = 0; low < 4; ++low) {
+      if (low & span)
+        continue;
+      int64_t high = low + span;
+      Value send = arith::SelectOp::create(b, loc, set, a[low], a[high]);
+      Value got =
+          gpu::ShuffleOp::create(b, loc, send, mask, 32, gpu::ShuffleMode::XOR)
+              .getShuffleResult();
+      Value newLow = arith::SelectOp::create(b, loc, set, got, a[low]);
+      Value newHigh = arith::SelectOp::create(b, loc, set, a[high], got);
+      a[low] = newLow;
+      a[high] = newHigh;
+    }
+  };
+  step(2, 2);
+  step(1, 1);
+  return vector::FromElementsOp::create(b, loc, VectorType::get({4}, i32), a);
+}
+
 void TileRewriter::store(OpBuilder &b, Value tile, Value validRows,
                          Value target) {
   auto type = cast<MemRefType>(tile.getType());
@@ -1346,6 +1396,13 @@ void TileRewriter::store(OpBuilder &b, Value tile, Value validRows,
     }
     return;
   }
+  // 16-byte elements (2-byte types, whole groups of four 8-column blocks):
+  // the quad's lanes exchange their pairs so that each holds 8 adjacent
+  // columns, and a warp's store writes 64 contiguous bytes of each of its 8
+  // rows instead of 16 (a quarter of the stores and of the L1 wavefronts:
+  // the epilogue's pair stores were 2-4% of the forward at 4k keys,
+  // docs/GPU-NOTES.md 66).
+  bool quadStores = wideStores && bytes == 2 && per % 8 == 0;
   auto storeRows = [&](OpBuilder &at, Value pairTarget) {
     for (int64_t r = 0; r < slots(); ++r) {
       Value row = rowOf(at, r);
@@ -1353,8 +1410,28 @@ void TileRewriter::store(OpBuilder &b, Value tile, Value validRows,
                                           row, validRows);
       if (!rank2)
         valid = arith::AndIOp::create(at, loc, valid, firstOfQuad);
+      // Every lane of the warp shuffles: before the row's guard.
+      SmallVector<Value> chunks;
+      if (pairTarget && quadStores)
+        for (int64_t q = 0; q < per; q += 8)
+          chunks.push_back(transposeQuad(at, v, r * per + q));
       auto guard = scf::IfOp::create(at, loc, valid, /*withElseRegion=*/false);
       OpBuilder then = guard.getThenBodyBuilder();
+      if (!chunks.empty()) {
+        // Lane l of the quad holds columns 32 k + 8 l ... + 7.
+        Value lanes = arith::MulIOp::create(then, loc, quadLane, idx(then, 8));
+        for (auto [k, chunk] : llvm::enumerate(chunks)) {
+          Value col = plus(then, lanes, 32 * static_cast<int64_t>(k));
+          vector::StoreOp::create(
+              then, loc,
+              vector::BitCastOp::create(
+                  then, loc, VectorType::get({8}, type.getElementType()),
+                  chunk),
+              pairTarget, ValueRange{row, col}, /*nontemporal=*/false,
+              llvm::Align(16));
+        }
+        continue;
+      }
       for (int64_t q = 0; q < per; q += pairTarget ? 2 : 1) {
         if (pairTarget) {
           Value pair = vector::FromElementsOp::create(
@@ -1393,14 +1470,17 @@ void TileRewriter::store(OpBuilder &b, Value tile, Value validRows,
                                  arith::RemUIOp::create(b, loc, x, idx(b, m)),
                                  idx(b, 0));
   };
+  int64_t elements = quadStores ? 8 : 2;
   Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                    meta.getStrides()[1], idx(b, 1));
-  ok = arith::AndIOp::create(b, loc, ok, isMultiple(meta.getStrides()[0], 2));
-  ok = arith::AndIOp::create(b, loc, ok, isMultiple(meta.getOffset(), 2));
+  ok = arith::AndIOp::create(b, loc, ok,
+                             isMultiple(meta.getStrides()[0], elements));
+  ok =
+      arith::AndIOp::create(b, loc, ok, isMultiple(meta.getOffset(), elements));
   ok = arith::AndIOp::create(
       b, loc, ok,
       isMultiple(memref::ExtractAlignedPointerAsIndexOp::create(b, loc, target),
-                 2 * bytes));
+                 elements * bytes));
   Value misaligned = arith::XOrIOp::create(
       b, loc, ok, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
   auto guard = scf::IfOp::create(b, loc, misaligned, /*withElseRegion=*/false);
@@ -1434,7 +1514,7 @@ struct FlashGpuWarpRegisterTilesPass
       Value tid =
           gpu::ThreadIdOp::create(start, launch.getLoc(), gpu::Dimension::x);
       if (failed(WarpRegisterTiles::recorded(launch, *threads / 32)
-                     .rewrite(tid, pairStores, lazyRescale)))
+                     .rewrite(tid, pairStores, lazyRescale, wideStores)))
         return signalPassFailure();
       launch->setAttr(kWarpRegisterTilesAttr, start.getUnitAttr());
     }

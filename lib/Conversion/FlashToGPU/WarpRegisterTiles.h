@@ -63,12 +63,14 @@ public:
   /// for the other tiles. With `pairStores` (kernels for aligned rows) a
   /// tile stored to global memory is written two adjacent elements per
   /// store where the target's rows are contiguous and aligned (checked when
-  /// the kernel runs), element by element otherwise.
+  /// the kernel runs), element by element otherwise; with `wideStores` too,
+  /// 16 bytes per store where a lane's rows hold whole groups of 32
+  /// two-byte columns (after a transpose over the quad).
   /// With `lazyRescale` an mma.sync launch multiplies its accumulator by a
   /// row rescale only when some row maximum of the warp moved (a warp vote;
   /// alpha is exactly 1 otherwise); warpgroup MMA launches always multiply.
   LogicalResult rewrite(Value tid, bool pairStores = false,
-                        bool lazyRescale = true);
+                        bool lazyRescale = true, bool wideStores = false);
 
 private:
   bool supports(Value tile);
