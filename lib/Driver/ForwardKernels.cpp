@@ -333,30 +333,38 @@ flash::compileAttentionKernel(AttentionOp op, StringRef name,
                              /*asyncCopies=*/true, general, persistent,
                              persistentOptions)))
       return failure();
-    requiresAlignedRows |= persistent.requiresAlignedRows;
-    if (!persistent.persistent)
-      return op.emitError("flash-compile: the persistent form of ")
-             << name << " came out as a kernel of one tile per CTA";
-    // The persistent form's producer walks the tiles with more registers:
-    // where that leaves its consumers smaller tiles, the kernel's larger
-    // ones win from shorter key loops on, unless a causal mask makes most
-    // tiles short anyway (measured: D = 64 without a mask, 128 x 128 against
-    // 192 x 128, 1.03x at 512 keys, level at 1024, 0.92x at 2048;
-    // docs/GPU-NOTES.md 64).
-    int64_t maxKeys = compile.persistentBelowKeys;
-    if (!op.getCausal() &&
-        persistent.rows * persistent.cols < written.rows * written.cols)
-      maxKeys /= 4;
-    if (failed(addToManifest(kernelPath(outputDir, name, ".json"),
-                             "persistent_form",
-                             json::Object{{"kernel", persistentName + ".json"},
-                                          {"max_keys", maxKeys}})))
-      return failure();
+    // Only the last resort of the tile search is built without a producer
+    // warpgroup, and so not persistent: then the kernel has no form.
+    if (!persistent.persistent) {
+      if (failed(removeKernel(outputDir, persistentName)))
+        return failure();
+      if (compile.log)
+        *compile.log << persistentName
+                     << ": removed (no warp-specialised tiles fit)\n";
+    } else {
+      requiresAlignedRows |= persistent.requiresAlignedRows;
+      // The persistent form's producer walks the tiles with more registers:
+      // where that leaves its consumers smaller tiles, the kernel's larger
+      // ones win from shorter key loops on, unless a causal mask makes most
+      // tiles short anyway (measured: D = 64 without a mask, 128 x 128 against
+      // 192 x 128, 1.03x at 512 keys, level at 1024, 0.92x at 2048;
+      // docs/GPU-NOTES.md 64).
+      int64_t maxKeys = compile.persistentBelowKeys;
+      if (!op.getCausal() &&
+          persistent.rows * persistent.cols < written.rows * written.cols)
+        maxKeys /= 4;
+      if (failed(addToManifest(
+              kernelPath(outputDir, name, ".json"), "persistent_form",
+              json::Object{{"kernel", persistentName + ".json"},
+                           {"max_keys", maxKeys}})))
+        return failure();
+    }
   }
   // Without a cp.async load the kernel is general already (rare: rows that
   // are not a multiple of 16 bytes), and its manifest names no other.
   if (!requiresAlignedRows)
     return success();
+  Written generalWritten;
   return compileKernel(op, general, outputDir, /*asyncCopies=*/false, "",
-                       written, compile);
+                       generalWritten, compile);
 }

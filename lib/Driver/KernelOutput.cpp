@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelOutput.h"
+#include "KernelLaunch.h"
 
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/SmallString.h"
@@ -69,6 +70,18 @@ LogicalResult driver::writeFile(StringRef path, StringRef data) {
   }
   file->os() << data;
   file->keep();
+  return success();
+}
+
+LogicalResult driver::removeKernel(StringRef outputDir, StringRef name) {
+  for (StringRef extension : {".ptx", ".cubin", ".json"}) {
+    std::string path = kernelPath(outputDir, name, extension);
+    if (std::error_code error = sys::fs::remove(path)) {
+      llvm::errs() << "flash-compile: cannot remove " << path << ": "
+                   << error.message() << "\n";
+      return failure();
+    }
+  }
   return success();
 }
 

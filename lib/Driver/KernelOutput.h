@@ -38,6 +38,9 @@ PtxasReport assemble(StringRef ptxas, StringRef arch, StringRef ptxPath,
 /// Writes `data` to `path`, reporting a failure on stderr.
 LogicalResult writeFile(StringRef path, StringRef data);
 
+/// Removes DIR/<name>.{ptx,cubin,json} (those that exist).
+LogicalResult removeKernel(StringRef outputDir, StringRef name);
+
 /// Adds `key` to the manifest at `path`.
 LogicalResult addToManifest(StringRef path, StringRef key,
                             llvm::json::Value value);
