@@ -134,14 +134,14 @@ struct Written {
   bool warpSpecialized = false, persistent = false;
   /// Its tiles.
   int64_t rows = 0, cols = 0;
+  /// Its manifest, which the caller completes and writes (writeManifest).
+  json::Object manifest;
 };
 
-/// Compiles `op` into DIR/<name>.{ptx,cubin,json}. When the kernel needs
-/// aligned rows, its manifest names `general` (if set) as the kernel to use
-/// for rows that are not 16-byte aligned.
+/// Compiles `op` into DIR/<name>.{ptx,cubin} and describes it in
+/// `written`.
 LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
-                            bool asyncCopies, StringRef general,
-                            Written &written,
+                            bool asyncCopies, Written &written,
                             const KernelCompileOptions &compile) {
   // Forced tiles, or the first of these that fits the chip's shared memory
   // without spilling (measured, docs/GPU-NOTES.md): 32 query rows per warp
@@ -198,7 +198,6 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
                {16, 16, 128}};
   }
   std::string ptxPath = kernelPath(outputDir, name, ".ptx");
-  std::string jsonPath = kernelPath(outputDir, name, ".json");
   for (size_t i = 0; i < configs.size(); ++i) {
     Config config = configs[i];
     bool last = i + 1 == configs.size();
@@ -283,9 +282,7 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
     written.persistent = options.persistent;
     written.rows = config.rows;
     written.cols = config.cols;
-    if (failed(writeManifest(jsonPath, std::move(manifest), general,
-                             written.requiresAlignedRows)))
-      return failure();
+    written.manifest = std::move(manifest);
     if (compile.log)
       *compile.log << name << ": " << ptxPath << ", tiles " << config.rows
                    << "x" << config.cols << ", "
@@ -318,9 +315,15 @@ flash::compileAttentionKernel(AttentionOp op, StringRef name,
                               StringRef outputDir,
                               const KernelCompileOptions &compile) {
   std::string general = (name + "_general").str();
+  // A kernel that needs aligned rows names `other` for other rows.
+  auto write = [&](StringRef kernel, Written &written, StringRef other) {
+    return writeManifest(kernelPath(outputDir, kernel, ".json"),
+                         std::move(written.manifest), other,
+                         written.requiresAlignedRows);
+  };
   Written written;
-  if (failed(compileKernel(op, name, outputDir, /*asyncCopies=*/true, general,
-                           written, compile)))
+  if (failed(compileKernel(op, name, outputDir, /*asyncCopies=*/true, written,
+                           compile)))
     return failure();
   bool requiresAlignedRows = written.requiresAlignedRows;
   if (written.warpSpecialized && !written.persistent &&
@@ -330,7 +333,7 @@ flash::compileAttentionKernel(AttentionOp op, StringRef name,
     persistentOptions.persistent = true;
     Written persistent;
     if (failed(compileKernel(op, persistentName, outputDir,
-                             /*asyncCopies=*/true, general, persistent,
+                             /*asyncCopies=*/true, persistent,
                              persistentOptions)))
       return failure();
     // Only the last resort of the tile search is built without a producer
@@ -353,18 +356,21 @@ flash::compileAttentionKernel(AttentionOp op, StringRef name,
       if (!op.getCausal() &&
           persistent.rows * persistent.cols < written.rows * written.cols)
         maxKeys /= 4;
-      if (failed(addToManifest(
-              kernelPath(outputDir, name, ".json"), "persistent_form",
-              json::Object{{"kernel", persistentName + ".json"},
-                           {"max_keys", maxKeys}})))
+      written.manifest["persistent_form"] = json::Object{
+          {"kernel", persistentName + ".json"}, {"max_keys", maxKeys}};
+      if (failed(write(persistentName, persistent, general)))
         return failure();
     }
   }
+  if (failed(write(name, written, general)))
+    return failure();
   // Without a cp.async load the kernel is general already (rare: rows that
   // are not a multiple of 16 bytes), and its manifest names no other.
   if (!requiresAlignedRows)
     return success();
-  Written generalWritten;
-  return compileKernel(op, general, outputDir, /*asyncCopies=*/false, "",
-                       generalWritten, compile);
+  Written generalKernel;
+  if (failed(compileKernel(op, general, outputDir, /*asyncCopies=*/false,
+                           generalKernel, compile)))
+    return failure();
+  return write(general, generalKernel, "");
 }

@@ -85,30 +85,6 @@ LogicalResult driver::removeKernel(StringRef outputDir, StringRef name) {
   return success();
 }
 
-LogicalResult driver::addToManifest(StringRef path, StringRef key,
-                                    json::Value value) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
-      llvm::MemoryBuffer::getFile(path);
-  if (!text) {
-    llvm::errs() << "flash-compile: cannot read " << path << ": "
-                 << text.getError().message() << "\n";
-    return failure();
-  }
-  llvm::Expected<json::Value> parsed = json::parse((*text)->getBuffer());
-  json::Object *manifest = parsed ? parsed->getAsObject() : nullptr;
-  if (!manifest) {
-    llvm::errs() << "flash-compile: " << path << " is not a JSON object"
-                 << (parsed ? "" : ": " + llvm::toString(parsed.takeError()))
-                 << "\n";
-    return failure();
-  }
-  (*manifest)[key] = std::move(value);
-  std::string out;
-  raw_string_ostream os(out);
-  os << formatv("{0:2}", json::Value(std::move(*manifest))) << "\n";
-  return writeFile(path, out);
-}
-
 LogicalResult driver::writeManifest(StringRef path, json::Object manifest,
                                     StringRef general,
                                     bool requiresAlignedRows) {

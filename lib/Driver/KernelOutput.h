@@ -41,10 +41,6 @@ LogicalResult writeFile(StringRef path, StringRef data);
 /// Removes DIR/<name>.{ptx,cubin,json} (those that exist).
 LogicalResult removeKernel(StringRef outputDir, StringRef name);
 
-/// Adds `key` to the manifest at `path`.
-LogicalResult addToManifest(StringRef path, StringRef key,
-                            llvm::json::Value value);
-
 /// Writes `manifest` to `path` with the alignment requirement and, for a
 /// kernel that has it, the general kernel to use for other rows.
 LogicalResult writeManifest(StringRef path, llvm::json::Object manifest,

@@ -235,7 +235,7 @@ class Kernel:
     """A compiled attention (forward: one launch; backward: the launches of
     its manifest, in order, with the workspace it names)."""
 
-    def __init__(self, manifest, directory, device=0):
+    def __init__(self, manifest, directory, device=0, cache=None):
         import torch  # noqa: F401  (initialises the primary context)
         self.manifest = manifest
         self.name = manifest["kernel"]
@@ -247,17 +247,20 @@ class Kernel:
         self.launches = [Launch(e, directory, self.name) for e in entries]
         # Kernels that load tiles with cp.async need contiguous, 16-byte
         # aligned rows; the manifest names the kernel for other strides.
+        # `cache` (manifest path -> Kernel) shares the companions: a kernel
+        # and its persistent form name the same general kernel.
+        cache = {} if cache is None else cache
         self.general = None
         if manifest.get("general"):
             self.general = Kernel.load(os.path.join(directory, manifest["general"]),
-                                       device)
+                                       device, cache)
         # A warp-specialised forward's persistent form, launched instead for
         # few keys (validate.takes_persistent_form).
         self.persistent_form = None
         if manifest.get("persistent_form"):
             self.persistent_form = Kernel.load(
                 os.path.join(directory, manifest["persistent_form"]["kernel"]),
-                device)
+                device, cache)
 
     @property
     def loaded(self):
@@ -301,10 +304,18 @@ class Kernel:
         return infos
 
     @staticmethod
-    def load(manifest_path, device=0):
+    def load(manifest_path, device=0, cache=None):
+        """The kernel of MANIFEST_PATH; with `cache` (a dict), each manifest
+        is loaded once and the Kernel reused."""
+        key = os.path.abspath(manifest_path)
+        if cache is not None and key in cache:
+            return cache[key]
         with open(manifest_path) as f:
             manifest = json.load(f)
-        return Kernel(manifest, os.path.dirname(manifest_path), device)
+        kernel = Kernel(manifest, os.path.dirname(manifest_path), device, cache)
+        if cache is not None:
+            cache[key] = kernel
+        return kernel
 
     def grid(self, tensors):
         return self.launches[0].grid(tensors)
@@ -353,7 +364,8 @@ def load_all(directory, device=0, general=True):
     """Every kernel of DIR; general=False leaves out the ones that another
     kernel names as its general (unaligned-rows) kernel or its persistent
     form."""
-    kernels = [Kernel.load(os.path.join(directory, name), device)
+    cache = {}
+    kernels = [Kernel.load(os.path.join(directory, name), device, cache)
                for name in sorted(os.listdir(directory)) if name.endswith(".json")]
     if not general:
         named = validate.companion_manifests([k.manifest for k in kernels])

@@ -472,10 +472,11 @@ def FlashGpuFastExp2Pass : Pass<"flash-gpu-fast-exp2"> {
     rounded to an integer j by adding and subtracting 1.5 * 2^23 (so f =
     x - j is in [-0.5, 0.5]), 2^f is a degree-4 polynomial (Horner, fixed
     constant 1: relative error below 3e-6 in f32) and j is added to its
-    exponent bits (x = -inf gives exactly 0). A warp's MUFU unit takes 8
-    cycles per exponential; the emulation issues 9 instructions that other
-    pipes execute, so the softmax of a block, bound by MUFU, takes less
-    time while MUFU and issue stay balanced (about 1 in 5 emulated).
+    exponent bits (x = -inf gives exactly 0): 10 instructions on other
+    pipes instead of one MUFU instruction. Worth it only where the softmax
+    is bound by MUFU's rate; on the H200 it is not, and every 3rd, 5th or
+    8th emulated measured 2-19% slower (docs/GPU-NOTES.md 65), so the GPU
+    pipeline leaves it off unless asked.
   }];
   let options = [
     Option<"emulateEvery", "emulate-every", "int64_t", /*default=*/"0",
