@@ -152,9 +152,10 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
   // FlashAttention-3's warp-specialised tiles first where TMA loads K and V
   // (docs/GPU-NOTES.md 48): three consumer warpgroups of 64 rows for
   // D <= 64, two otherwise, their score MMAs taking turns, with 176 keys per
-  // step for D <= 128 without a causal mask (+5% at 16k; the diagonal blocks of
-  // a causal one waste more of the wider step) and 80 above D = 128 (+4-8% over
-  // 64 at D = 256, FlashAttention-3's shape).
+  // step for D <= 128 (+5% at 16k without a causal mask, +3-4.5% with one,
+  // whose diagonal blocks waste more of the wider step; a causal persistent
+  // form keeps 128, 2-5% faster there: docs/GPU-NOTES.md 67) and 80 above
+  // D = 128 (+4-8% over 64 at D = 256, FlashAttention-3's shape).
   bool specialize = wgmma && compile.warpSpecialize && forwardTmaLoads(compile);
   int64_t headDim = std::max(op.getQuery().getType().getShape().back(),
                              op.getValue().getType().getShape().back());
@@ -173,7 +174,7 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
       };
       if (headDim <= 64)
         specialised(192, 128, 384);
-      else if (headDim <= 128 && !op.getCausal())
+      else if (headDim <= 128 && !(op.getCausal() && compile.persistent))
         specialised(128, 176, 256);
       specialised(128, headDim <= 128 ? 128 : 80, 256);
       specialised(128, 64, 256);
@@ -348,13 +349,21 @@ flash::compileAttentionKernel(AttentionOp op, StringRef name,
       requiresAlignedRows |= persistent.requiresAlignedRows;
       // The persistent form's producer walks the tiles with more registers:
       // where that leaves its consumers smaller tiles, the kernel's larger
-      // ones win from shorter key loops on, unless a causal mask makes most
-      // tiles short anyway (measured: D = 64 without a mask, 128 x 128 against
-      // 192 x 128, 1.03x at 512 keys, level at 1024, 0.92x at 2048;
-      // docs/GPU-NOTES.md 64).
+      // ones win from shorter key loops on (measured: D = 64 without a mask,
+      // 128 x 128 against 192 x 128, 1.03x at 512 keys, level at 1024, 0.92x
+      // at 2048; docs/GPU-NOTES.md 64). Under a causal mask the tiles' key
+      // loops are half as long on average and unequal, which the form's
+      // folded order balances: it wins up to four times as many keys where
+      // it keeps the kernel's query rows (as many tiles) and MMAs of at
+      // least 128 keys, twice as many otherwise (measured against 128 x 128
+      // kernels: D = 128 1.04-1.06x at 4096-8192 keys, level at 16384;
+      // D = 64 and 256 1.01x at 4096, 0.95x and 0.98x at 8192;
+      // docs/GPU-NOTES.md 67).
       int64_t maxKeys = compile.persistentBelowKeys;
-      if (!op.getCausal() &&
-          persistent.rows * persistent.cols < written.rows * written.cols)
+      if (op.getCausal())
+        maxKeys *=
+            persistent.rows == written.rows && persistent.cols >= 128 ? 4 : 2;
+      else if (persistent.rows * persistent.cols < written.rows * written.cols)
         maxKeys /= 4;
       written.manifest["persistent_form"] = json::Object{
           {"kernel", persistentName + ".json"}, {"max_keys", maxKeys}};

@@ -104,8 +104,10 @@ static opt<int64_t> persistentBelowKeys(
     "persistent-below-keys", cl::init(2048),
     cl::desc("Without --persistent: each warp-specialised forward kernel "
              "also gets a persistent form (<kernel>_persistent), which the "
-             "runtime launches when there are at most this many keys "
-             "(0: none)"),
+             "runtime launches when there are at most this many keys: "
+             "four times as many under a causal mask (twice where the form "
+             "has fewer query rows or fewer than 128 keys per step), a quarter "
+             "without a mask where its tiles are smaller (0: none)"),
     cl::cat(flashCategory));
 static opt<int64_t> emulatedExp2(
     "emulated-exp2", cl::init(0),
