@@ -172,9 +172,13 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
         configs.push_back({rows, cols, threads, /*wgmmaOnly=*/true,
                            /*warpSpecialized=*/true});
       };
-      if (headDim <= 64)
+      // A causal persistent form keeps 128 x 128 at D <= 128 (measured: at
+      // D = 64 192 x 128 is 1.05-1.07x at 4k-6k keys but 0.8-0.9x at 1k-2k,
+      // docs/GPU-NOTES.md 68).
+      bool causalForm = op.getCausal() && compile.persistent;
+      if (headDim <= 64 && !causalForm)
         specialised(192, 128, 384);
-      else if (headDim <= 128 && !(op.getCausal() && compile.persistent))
+      else if (headDim <= 128 && !causalForm)
         specialised(128, 176, 256);
       specialised(128, headDim <= 128 ? 128 : 80, 256);
       specialised(128, 64, 256);
@@ -347,23 +351,24 @@ flash::compileAttentionKernel(AttentionOp op, StringRef name,
                      << ": removed (no warp-specialised tiles fit)\n";
     } else {
       requiresAlignedRows |= persistent.requiresAlignedRows;
-      // The persistent form's producer walks the tiles with more registers:
-      // where that leaves its consumers smaller tiles, the kernel's larger
-      // ones win from shorter key loops on (measured: D = 64 without a mask,
-      // 128 x 128 against 192 x 128, 1.03x at 512 keys, level at 1024, 0.92x
-      // at 2048; docs/GPU-NOTES.md 64). Under a causal mask the tiles' key
-      // loops are half as long on average and unequal, which the form's
-      // folded order balances: it wins up to four times as many keys where
-      // it keeps the kernel's query rows (as many tiles) and MMAs of at
-      // least 128 keys, twice as many otherwise (measured against 128 x 128
-      // kernels: D = 128 1.04-1.06x at 4096-8192 keys, level at 16384;
-      // D = 64 and 256 1.01x at 4096, 0.95x and 0.98x at 8192;
-      // docs/GPU-NOTES.md 67).
+      // How many keys the form wins to (docs/GPU-NOTES.md 64, 67, 68).
+      // Without a mask: with the kernel's tiles twice the bound (D = 64
+      // 1.03x at 4096 keys, 1.02x at 8192; D = 128 level at 4096, 0.99x at
+      // 8192), with smaller ones a quarter (D = 64 at 128 x 128 against
+      // 192 x 128: 1.03x at 512 keys, 0.92x at 2048). Under a causal mask
+      // the tiles' key loops are half as long on average and unequal, which
+      // the form's folded order balances: four times where it keeps the
+      // kernel's query rows (D = 128, 128 x 128 against 128 x 176, and
+      // D = 256, 128 x 80 both: 1.05-1.1x at 4096-8192 keys, 0.95-0.97x at
+      // 16384), twice where it has fewer (D = 64, 128 x 128 against
+      // 192 x 128: 1.01x at 4096, 0.95x at 6144).
       int64_t maxKeys = compile.persistentBelowKeys;
       if (op.getCausal())
-        maxKeys *=
-            persistent.rows == written.rows && persistent.cols >= 128 ? 4 : 2;
-      else if (persistent.rows * persistent.cols < written.rows * written.cols)
+        maxKeys *= persistent.rows == written.rows ? 4 : 2;
+      else if (persistent.rows == written.rows &&
+               persistent.cols == written.cols)
+        maxKeys *= 2;
+      else
         maxKeys /= 4;
       written.manifest["persistent_form"] = json::Object{
           {"kernel", persistentName + ".json"}, {"max_keys", maxKeys}};

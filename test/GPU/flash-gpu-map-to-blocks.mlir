@@ -34,7 +34,9 @@
 // PERSISTENT-COUNT-7: memref.alloc() {flash.tile_buffer}
 // PERSISTENT: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // PERSISTENT-NEXT: gpu.barrier
-// PERSISTENT: arith.remui %[[T]]
+// The tile walk in 32 bits.
+// PERSISTENT: %[[T32:.*]] = arith.index_castui %[[T]] : index to i32
+// PERSISTENT: arith.remui %[[T32]], %{{.*}} : i32
 // PERSISTENT: } {flash.tile_loop}
 // PERSISTENT: gpu.terminator
 // PERSISTENT-NEXT: } {flash.persistent}

@@ -16,26 +16,41 @@
 // ORDER-LABEL: func.func @causal(
 // ORDER: scf.for %[[T:[^ ]*]] = %{{[^ ]*}} to %[[TILES:[^ ]*]] step %[[G:[^ ]*]] {
 // ORDER-NEXT: gpu.barrier
-// ORDER-DAG: %[[TWOG:.*]] = arith.muli %[[G]], %c2{{[_0-9]*}}
-// ORDER-DAG: %[[PR:.*]] = arith.divui %[[TILES]], %[[TWOG]]
+// In 32-bit arithmetic.
+// ORDER-DAG: %[[T32:.*]] = arith.index_castui %[[T]] : index to i32
+// ORDER-DAG: %[[G32:.*]] = arith.index_castui %[[G]] : index to i32
+// ORDER-DAG: %[[TILES32:.*]] = arith.index_castui %[[TILES]] : index to i32
+// ORDER-DAG: %[[TWOG:.*]] = arith.muli %[[G32]], %c2_i32
+// ORDER-DAG: %[[PR:.*]] = arith.divui %[[TILES32]], %[[TWOG]]
 // ORDER-DAG: %[[PAIRED:.*]] = arith.muli %[[PR]], %[[TWOG]]
-// ORDER-DAG: %[[ROUND:.*]] = arith.divui %[[T]], %[[G]]
-// ORDER-DAG: %[[POS:.*]] = arith.remui %[[T]], %[[G]]
-// ORDER-DAG: %[[RP:.*]] = arith.divui %[[ROUND]], %c2
-// ORDER-DAG: %[[RG:.*]] = arith.muli %[[RP]], %[[G]]
+// ORDER-DAG: %[[ROUND:.*]] = arith.divui %[[T32]], %[[G32]]
+// ORDER-DAG: %[[POS:.*]] = arith.remui %[[T32]], %[[G32]]
+// ORDER-DAG: %[[RP:.*]] = arith.divui %[[ROUND]], %c2_i32
+// ORDER-DAG: %[[RG:.*]] = arith.muli %[[RP]], %[[G32]]
 // ORDER-DAG: %[[UNIT:.*]] = arith.addi %[[RG]], %[[POS]]
-// ORDER-DAG: %[[HALF:.*]] = arith.remui %[[ROUND]], %c2
-// ORDER-DAG: %[[U2:.*]] = arith.muli %[[UNIT]], %c2
+// ORDER-DAG: %[[HALF:.*]] = arith.remui %[[ROUND]], %c2_i32
+// ORDER-DAG: %[[U2:.*]] = arith.muli %[[UNIT]], %c2_i32
 // ORDER-DAG: %[[FOLDED:.*]] = arith.addi %[[U2]], %[[HALF]]
-// ORDER-DAG: %[[INPAIRS:.*]] = arith.cmpi ult, %[[T]], %[[PAIRED]]
+// ORDER-DAG: %[[INPAIRS:.*]] = arith.cmpi ult, %[[T32]], %[[PAIRED]]
 // ORDER: %[[F:.*]] = arith.select %[[INPAIRS]], %[[FOLDED]], %{{.*}}
-// ORDER: %[[R:.*]] = arith.remui %[[F]], %[[NR:[^ ]*]] :
-// ORDER-DAG: %[[H:.*]] = arith.divui %[[R]], %c2
-// ORDER-DAG: %[[LASTB:.*]] = arith.subi %[[NR]], %c1
+// ORDER: %[[HEAD:.*]] = arith.divui %[[F]], %[[NR:[^ ]*]] :
+// ORDER: %[[R:.*]] = arith.remui %[[F]], %[[NR]] :
+// With an odd number of row blocks every second head starts with its middle
+// one (position nr - 1 of the fold), so that the middles pair up.
+// ORDER-DAG: %[[NRODD:.*]] = arith.remui %[[NR]], %c2_i32
+// ORDER-DAG: %[[HEADODD:.*]] = arith.remui %[[HEAD]], %c2_i32
+// ORDER: %[[SHIFTED:.*]] = arith.andi
+// ORDER: %[[FIRST:.*]] = arith.cmpi eq, %[[R]], %c0_i32
+// ORDER-DAG: %[[LASTB:.*]] = arith.subi %[[NR]], %c1_i32
+// ORDER-DAG: %[[BEFORE:.*]] = arith.subi %[[R]], %c1_i32
+// ORDER: %[[ROT:.*]] = arith.select %[[FIRST]], %[[LASTB]], %[[BEFORE]]
+// ORDER: %[[R2:.*]] = arith.select %[[SHIFTED]], %[[ROT]], %[[R]]
+// ORDER-DAG: %[[H:.*]] = arith.divui %[[R2]], %c2_i32
 // ORDER-DAG: %[[FROMEND:.*]] = arith.subi %[[LASTB]], %[[H]]
-// ORDER-DAG: %[[ODD:.*]] = arith.remui %[[R]], %c2
-// ORDER-DAG: %[[EVEN:.*]] = arith.cmpi eq, %[[ODD]], %c0
-// ORDER: arith.select %[[EVEN]], %[[FROMEND]], %[[H]]
+// ORDER-DAG: %[[ODD:.*]] = arith.remui %[[R2]], %c2_i32
+// ORDER-DAG: %[[EVEN:.*]] = arith.cmpi eq, %[[ODD]], %c0_i32
+// ORDER: %[[ROW:.*]] = arith.select %[[EVEN]], %[[FROMEND]], %[[H]]
+// ORDER: arith.index_castui %[[ROW]] : i32 to index
 // ORDER: } {flash.tile_loop}
 // ORDER: } {flash.persistent
 
@@ -45,11 +60,14 @@
 // PERSISTENT: nvgpu.mbarrier.init %[[QFULL]][%{{.*}}], %c1
 // PERSISTENT: %[[QEMPTY:.*]] = builtin.unrealized_conversion_cast %{{.*}} : memref<1xi64, #gpu.address_space<workgroup>> to !nvgpu.mbarrier.group
 // PERSISTENT: nvgpu.mbarrier.init %[[QEMPTY]][%{{.*}}], %c256
-// PERSISTENT: nvvm.setmaxregister decrease 64
+// PERSISTENT: nvvm.setmaxregister decrease 56
 // The producer's walk over this CTA's tiles, counting ring positions.
 // PERSISTENT: scf.for %[[PT:[^ ]*]] = %[[PLB:[^ ]*]] to %{{[^ ]*}} step %[[PSTEP:[^ ]*]] iter_args(%{{[^ ]*}} = %c0{{[_0-9]*}}) -> (index) {
 // PERSISTENT: %[[PREL:.*]] = arith.subi %[[PT]], %[[PLB]]
-// PERSISTENT: %[[PK:.*]] = arith.divui %[[PREL]], %[[PSTEP]]
+// PERSISTENT-DAG: %[[PSTEP32:.*]] = arith.index_castui %[[PSTEP]] : index to i32
+// PERSISTENT-DAG: %[[PREL32:.*]] = arith.index_castui %[[PREL]] : index to i32
+// PERSISTENT: %[[PK32:.*]] = arith.divui %[[PREL32]], %[[PSTEP32]] : i32
+// PERSISTENT: %[[PK:.*]] = arith.index_castui %[[PK32]] : i32 to index
 // PERSISTENT: %[[PK1:.*]] = arith.addi %[[PK]], %c1
 // PERSISTENT: %[[PPH:.*]] = arith.remui %[[PK1]], %c2
 // PERSISTENT: %[[PPAR:.*]] = arith.cmpi ne, %[[PPH]], %c0
@@ -65,7 +83,10 @@
 // PERSISTENT: nvvm.barrier id = %c1_i32{{.*}} number_of_threads = %c256_i32
 // PERSISTENT-NOT: nvgpu.device_async_copy
 // PERSISTENT: %[[REL:.*]] = arith.subi %[[T]], %[[LB]]
-// PERSISTENT: %[[K:.*]] = arith.divui %[[REL]], %[[STEP]]
+// PERSISTENT-DAG: %[[STEP32:.*]] = arith.index_castui %[[STEP]] : index to i32
+// PERSISTENT-DAG: %[[REL32:.*]] = arith.index_castui %[[REL]] : index to i32
+// PERSISTENT: %[[K32:.*]] = arith.divui %[[REL32]], %[[STEP32]] : i32
+// PERSISTENT: %[[K:.*]] = arith.index_castui %[[K32]] : i32 to index
 // PERSISTENT: %[[PH:.*]] = arith.remui %[[K]], %c2
 // PERSISTENT: %[[PAR:.*]] = arith.cmpi ne, %[[PH]], %c0
 // PERSISTENT: nvgpu.mbarrier.try_wait.parity %[[QFULL]][%{{.*}}], %[[PAR]]

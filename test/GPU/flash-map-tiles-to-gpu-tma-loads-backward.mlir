@@ -32,7 +32,10 @@
 // CHECK: %[[SPAN:.*]] = arith.subi %[[IUB]], %[[ILB]]
 // CHECK: %[[TRIPS:.*]] = arith.ceildivui %[[SPAN]], %[[ISTEP]]
 // CHECK: %[[HREL:.*]] = arith.subi %[[H]], %[[HLB]]
-// CHECK: %[[KTH:.*]] = arith.divui %[[HREL]], %[[HSTEP]]
+// CHECK-DAG: %[[HSTEP32:.*]] = arith.index_castui %[[HSTEP]] : index to i32
+// CHECK-DAG: %[[HREL32:.*]] = arith.index_castui %[[HREL]] : index to i32
+// CHECK: %[[KTH32:.*]] = arith.divui %[[HREL32]], %[[HSTEP32]] : i32
+// CHECK: %[[KTH:.*]] = arith.index_castui %[[KTH32]] : i32 to index
 // CHECK: %[[TP1:.*]] = arith.addi %[[TRIPS]], %c1
 // CHECK: %[[LEFT:.*]] = arith.subi %[[TP1]], %[[COPY]]
 // CHECK: %[[USES:.*]] = arith.divui %[[LEFT]], %c2

@@ -106,8 +106,8 @@ static opt<int64_t> persistentBelowKeys(
              "also gets a persistent form (<kernel>_persistent), which the "
              "runtime launches when there are at most this many keys: "
              "four times as many under a causal mask (twice where the form "
-             "has fewer query rows or fewer than 128 keys per step), a quarter "
-             "without a mask where its tiles are smaller (0: none)"),
+             "has fewer query rows); without one twice as many where the form "
+             "has the kernel's tiles, else a quarter (0: none)"),
     cl::cat(flashCategory));
 static opt<int64_t> emulatedExp2(
     "emulated-exp2", cl::init(0),

@@ -60,9 +60,9 @@ struct KernelCompileOptions {
   /// when there are at most this many keys: each tile is then short, and a
   /// CTA's next tile starts loading under its current one's end (faster on
   /// short sequences, docs/GPU-NOTES.md 64). Under a causal mask four times
-  /// as many (twice where the form has fewer query rows than the kernel or
-  /// fewer than 128 keys per step), without one and with smaller tiles a
-  /// quarter (docs/GPU-NOTES.md 67).
+  /// as many (twice where the form has fewer query rows than the kernel),
+  /// without one twice as many with the kernel's tiles, else a quarter
+  /// (docs/GPU-NOTES.md 67-68).
   /// 0: none.
   int64_t persistentBelowKeys = 2048;
   /// Forward kernels: every n-th exponential of the softmax computed by a

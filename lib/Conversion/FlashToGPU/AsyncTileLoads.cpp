@@ -461,13 +461,19 @@ static Value ringPosition(OpBuilder &b, Location loc, Value iv, Value origin,
 }
 
 /// How many iterations of `loop` came before the current one:
-/// (iv - lb) / step.
+/// (iv - lb) / step, divided in 32 bits (the loops count tiles, heads and
+/// key blocks; a 64-bit division costs the persistent producer registers it
+/// does not have).
 static Value iterationIndex(OpBuilder &b, Location loc, scf::ForOp loop) {
-  return arith::DivUIOp::create(
-      b, loc,
-      arith::SubIOp::create(b, loc, loop.getInductionVar(),
-                            loop.getLowerBound()),
-      loop.getStep());
+  Type i32 = b.getI32Type();
+  auto narrow = [&](Value v) -> Value {
+    return arith::IndexCastUIOp::create(b, loc, i32, v);
+  };
+  Value relative = arith::SubIOp::create(b, loc, loop.getInductionVar(),
+                                         loop.getLowerBound());
+  Value index =
+      arith::DivUIOp::create(b, loc, narrow(relative), narrow(loop.getStep()));
+  return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), index);
 }
 
 /// One thread (`leader`) expects the bytes of `load`'s whole tile on

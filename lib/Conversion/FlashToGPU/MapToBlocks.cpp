@@ -254,9 +254,23 @@ LogicalResult LaunchBuilder::buildTileLoop(gpu::LaunchOp launch,
   OpBuilder in = OpBuilder::atBlockBegin(loopBody);
   // Every thread is done with the previous tile's buffers.
   gpu::BarrierOp::create(in, loc);
-  Value t = tileLoop.getInductionVar();
-  Value one = arith::ConstantIndexOp::create(in, loc, 1);
-  Value two = arith::ConstantIndexOp::create(in, loc, 2);
+  // The walk is 32-bit arithmetic (no tensor that fits a GPU has 2^32
+  // tiles): a persistent producer computes it too, and in 64 bits its
+  // divisions alone took more registers than it keeps.
+  Type i32 = in.getI32Type();
+  auto narrow = [&](Value v) -> Value {
+    return arith::IndexCastUIOp::create(in, loc, i32, v);
+  };
+  auto widen = [&](Value v) -> Value {
+    return arith::IndexCastUIOp::create(in, loc, in.getIndexType(), v);
+  };
+  auto constant = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(in, loc, in.getI32IntegerAttr(v));
+  };
+  Value t = narrow(tileLoop.getInductionVar());
+  Value stride32 = narrow(stride), tiles32 = narrow(tiles);
+  Value rowBlocks = narrow(ubs[2]), heads = narrow(ubs[1]);
+  Value zero = constant(0), one = constant(1), two = constant(2);
   // CTA c's k-th tile is t = c + k G (G CTAs). Tiles are numbered f along
   // the rows of each (batch, head), folded: the even f are the row blocks
   // from the last down, the odd ones from the first up, so that tiles 2u
@@ -270,49 +284,59 @@ LogicalResult LaunchBuilder::buildTileLoop(gpu::LaunchOp launch,
   auto add = [&](Value a, Value b) -> Value {
     return arith::AddIOp::create(in, loc, a, b);
   };
+  auto sub = [&](Value a, Value b) -> Value {
+    return arith::SubIOp::create(in, loc, a, b);
+  };
   auto mul = [&](Value a, Value b) -> Value {
     return arith::MulIOp::create(in, loc, a, b);
   };
-  Value pairRounds = mul(stride, two);
-  Value paired =
-      mul(arith::DivUIOp::create(in, loc, tiles, pairRounds), pairRounds);
-  Value round = arith::DivUIOp::create(in, loc, t, stride);
-  Value unit = add(mul(arith::DivUIOp::create(in, loc, round, two), stride),
-                   arith::RemUIOp::create(in, loc, t, stride));
-  Value folded =
-      add(mul(unit, two), arith::RemUIOp::create(in, loc, round, two));
-  Value q = arith::SubIOp::create(in, loc, t, paired);
-  Value rest0 = arith::SubIOp::create(in, loc, tiles, paired);
-  Value twice =
-      arith::SelectOp::create(in, loc, ult(stride, rest0),
-                              arith::SubIOp::create(in, loc, rest0, stride),
-                              arith::ConstantIndexOp::create(in, loc, 0));
-  Value last = arith::SelectOp::create(
-      in, loc, ult(q, twice), mul(q, two),
-      arith::SelectOp::create(
-          in, loc, ult(q, stride), add(q, twice),
-          add(mul(arith::SubIOp::create(in, loc, q, stride), two), one)));
-  Value f = arith::SelectOp::create(in, loc, ult(t, paired), folded,
-                                    add(paired, last));
-  Value r = arith::RemUIOp::create(in, loc, f, ubs[2]);
-  Value rest = arith::DivUIOp::create(in, loc, f, ubs[2]);
-  Value half = arith::DivUIOp::create(in, loc, r, two);
-  Value rowBlock = arith::SelectOp::create(
-      in, loc,
-      arith::CmpIOp::create(in, loc, arith::CmpIPredicate::eq,
-                            arith::RemUIOp::create(in, loc, r, two),
-                            arith::ConstantIndexOp::create(in, loc, 0)),
-      arith::SubIOp::create(in, loc,
-                            arith::SubIOp::create(in, loc, ubs[2], one), half),
-      half);
+  auto div = [&](Value a, Value b) -> Value {
+    return arith::DivUIOp::create(in, loc, a, b);
+  };
+  auto rem = [&](Value a, Value b) -> Value {
+    return arith::RemUIOp::create(in, loc, a, b);
+  };
+  auto select = [&](Value c, Value a, Value b) -> Value {
+    return arith::SelectOp::create(in, loc, c, a, b);
+  };
+  Value pairRounds = mul(stride32, two);
+  Value paired = mul(div(tiles32, pairRounds), pairRounds);
+  Value round = div(t, stride32);
+  Value unit = add(mul(div(round, two), stride32), rem(t, stride32));
+  Value folded = add(mul(unit, two), rem(round, two));
+  Value q = sub(t, paired);
+  Value rest0 = sub(tiles32, paired);
+  Value twice = select(ult(stride32, rest0), sub(rest0, stride32), zero);
+  Value last = select(ult(q, twice), mul(q, two),
+                      select(ult(q, stride32), add(q, twice),
+                             add(mul(sub(q, stride32), two), one)));
+  Value f = select(ult(t, paired), folded, add(paired, last));
+  Value rest = div(f, rowBlocks);
+  // With an odd number of row blocks each head's middle one is left over and
+  // the next pair would join it to the next head's heaviest (1.4x the
+  // average load at 11 row blocks): every second head starts with its
+  // middle block, so that the leftovers pair with each other.
+  Value r = rem(f, rowBlocks);
+  auto isOdd = [&](Value v) {
+    return arith::CmpIOp::create(in, loc, arith::CmpIPredicate::ne, rem(v, two),
+                                 zero);
+  };
+  Value shifted = arith::AndIOp::create(in, loc, isOdd(rowBlocks), isOdd(rest));
+  Value first =
+      arith::CmpIOp::create(in, loc, arith::CmpIPredicate::eq, r, zero);
+  Value lastRowBlock = sub(rowBlocks, one);
+  r = select(shifted, select(first, lastRowBlock, sub(r, one)), r);
+  Value half = div(r, two);
+  Value rowBlock =
+      select(arith::CmpIOp::create(in, loc, arith::CmpIPredicate::eq,
+                                   rem(r, two), zero),
+             sub(lastRowBlock, half), half);
   if (rank >= 3)
-    ivs[rank - 3].replaceAllUsesWith(
-        arith::DivUIOp::create(in, loc, rest, ubs[1]).getResult());
+    ivs[rank - 3].replaceAllUsesWith(widen(div(rest, heads)));
   if (rank >= 2)
-    ivs[rank - 2].replaceAllUsesWith(
-        arith::RemUIOp::create(in, loc, rest, ubs[1]).getResult());
+    ivs[rank - 2].replaceAllUsesWith(widen(rem(rest, heads)));
   if (rank >= 1)
-    ivs[rank - 1].replaceAllUsesWith(rowBlock);
+    ivs[rank - 1].replaceAllUsesWith(widen(rowBlock));
   for (Operation &op : llvm::make_early_inc_range(*loopBody))
     if (auto alloc = dyn_cast<memref::AllocOp>(&op)) {
       if (!alloc.getType().hasStaticShape())

@@ -143,8 +143,9 @@ LogicalResult flash::splitWarpRoles(gpu::LaunchOp launch, bool pingPong) {
                     kReservedSharedMemoryPerBlock = 1024;
   int64_t block = consumers + 128;
   // A persistent producer walks the tiles too (their order, bounds and
-  // coordinates, in 64-bit index arithmetic): at 24 or 40 registers it
-  // spills (docs/GPU-NOTES.md 62).
+  // coordinates): in 64-bit arithmetic it needed 64 registers, in 32-bit 56
+  // (at 32-40 it spills; docs/GPU-NOTES.md 62, 68), which leaves three
+  // consumer warpgroups 152 and two 224.
   int64_t producerRegisters = launch->hasAttr(kPersistentAttr)
                                   ? kPersistentProducerRegisters
                                   : kProducerRegisters;

@@ -19,9 +19,10 @@ inline constexpr llvm::StringLiteral kWarpSpecializedAttr =
 inline constexpr llvm::StringLiteral kWarpRoleAttr = "flash.warp_role";
 
 /// Registers per thread the producer warpgroup keeps (`setmaxnreg.dec`);
-/// a persistent one computes each tile's coordinates too.
+/// a persistent one computes each tile's coordinates too (in 32 bits: see
+/// `flash-gpu-map-to-blocks`).
 inline constexpr int64_t kProducerRegisters = 24;
-inline constexpr int64_t kPersistentProducerRegisters = 64;
+inline constexpr int64_t kPersistentProducerRegisters = 56;
 
 /// Completes a launch tagged `flash.warp_specialized` (C consumer threads):
 /// everything after the producer's `scf.if` becomes the consumers' `scf.if`
