@@ -139,10 +139,11 @@ struct Written {
 };
 
 /// Compiles `op` into DIR/<name>.{ptx,cubin} and describes it in
-/// `written`.
+/// `written`; `form`: the persistent form of a kernel.
 LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
                             bool asyncCopies, Written &written,
-                            const KernelCompileOptions &compile) {
+                            const KernelCompileOptions &compile,
+                            bool form = false) {
   // Forced tiles, or the first of these that fits the chip's shared memory
   // without spilling (measured, docs/GPU-NOTES.md): 32 query rows per warp
   // (each K/V fragment feeds two mma rows), then 16, then smaller tiles;
@@ -175,7 +176,7 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
       // A causal persistent form keeps 128 x 128 at D <= 128 (measured: at
       // D = 64 192 x 128 is 1.05-1.07x at 4k-6k keys but 0.8-0.9x at 1k-2k,
       // docs/GPU-NOTES.md 68).
-      bool causalForm = op.getCausal() && compile.persistent;
+      bool causalForm = op.getCausal() && form;
       if (headDim <= 64 && !causalForm)
         specialised(192, 128, 384);
       else if (headDim <= 128 && !causalForm)
@@ -327,11 +328,31 @@ flash::compileAttentionKernel(AttentionOp op, StringRef name,
                          written.requiresAlignedRows);
   };
   Written written;
-  if (failed(compileKernel(op, name, outputDir, /*asyncCopies=*/true, written,
+  // A causal kernel of three consumer warpgroups (192 query rows, D <= 64)
+  // walks its tiles itself: the folded order balances the unequal causal
+  // tiles better than a grid of one CTA per tile (measured 1.01-1.07x at
+  // 3k-16k keys, docs/GPU-NOTES.md 69), and its form of 128 x 128 tiles
+  // takes the short sequences. Only where those tiles come out persistent.
+  int64_t headDim = std::max(op.getQuery().getType().getShape().back(),
+                             op.getValue().getType().getShape().back());
+  bool persistentKernel = false;
+  if (op.getCausal() && headDim <= 64 && !compile.persistent &&
+      compile.persistentBelowKeys > 0 && compile.warpSpecialize &&
+      forwardTmaLoads(compile) && !compile.blockRows && !compile.blockCols &&
+      !compile.threadsPerBlock) {
+    KernelCompileOptions walking = compile;
+    walking.persistent = true;
+    if (failed(compileKernel(op, name, outputDir, /*asyncCopies=*/true, written,
+                             walking)))
+      return failure();
+    persistentKernel = written.persistent && written.rows == 192;
+  }
+  if (!persistentKernel &&
+      failed(compileKernel(op, name, outputDir, /*asyncCopies=*/true, written,
                            compile)))
     return failure();
   bool requiresAlignedRows = written.requiresAlignedRows;
-  if (written.warpSpecialized && !written.persistent &&
+  if (written.warpSpecialized && (!written.persistent || persistentKernel) &&
       compile.persistentBelowKeys > 0) {
     std::string persistentName = (name + "_persistent").str();
     KernelCompileOptions persistentOptions = compile;
@@ -339,7 +360,7 @@ flash::compileAttentionKernel(AttentionOp op, StringRef name,
     Written persistent;
     if (failed(compileKernel(op, persistentName, outputDir,
                              /*asyncCopies=*/true, persistent,
-                             persistentOptions)))
+                             persistentOptions, /*form=*/true)))
       return failure();
     // Only the last resort of the tile search is built without a producer
     // warpgroup, and so not persistent: then the kernel has no form.
@@ -362,8 +383,12 @@ flash::compileAttentionKernel(AttentionOp op, StringRef name,
       // D = 256, 128 x 80 both: 1.05-1.1x at 4096-8192 keys, 0.95-0.97x at
       // 16384), twice where it has fewer (D = 64, 128 x 128 against
       // 192 x 128: 1.01x at 4096, 0.95x at 6144).
+      // A persistent kernel's form takes the bound itself (D = 64 causal:
+      // 128 x 128 1.03x at 2048 keys, 0.94x at 3072 against 192 x 128).
       int64_t maxKeys = compile.persistentBelowKeys;
-      if (op.getCausal())
+      if (persistentKernel)
+        ;
+      else if (op.getCausal())
         maxKeys *= persistent.rows == written.rows ? 4 : 2;
       else if (persistent.rows == written.rows &&
                persistent.cols == written.cols)
