@@ -307,6 +307,29 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
   return failure();
 }
 
+/// How many keys a persistent form wins to, for the bound `keys`
+/// (--persistent-below-keys; docs/GPU-NOTES.md 64, 67-69). Without a mask:
+/// with the kernel's tiles twice the bound (D = 64 1.03x at 4096 keys, 1.02x
+/// at 8192; D = 128 level at 4096, 0.99x at 8192), with smaller ones a
+/// quarter (D = 64 at 128 x 128 against 192 x 128: 1.03x at 512 keys, 0.92x
+/// at 2048). Under a causal mask the tiles' key loops are half as long on
+/// average and unequal, which the form's folded order balances: four times
+/// where it keeps the kernel's query rows (D = 128, 128 x 128 against
+/// 128 x 176, and D = 256, 128 x 80 both: 1.05-1.1x at 4096-8192 keys,
+/// 0.95-0.97x at 16384), twice where it has fewer. A persistent kernel's
+/// form takes the bound itself (D = 64 causal: 128 x 128 1.03x at 2048
+/// keys, 0.94x at 3072 against the persistent 192 x 128 kernel).
+int64_t formMaxKeys(bool causal, const Written &kernel, const Written &form,
+                    bool persistentKernel, int64_t keys) {
+  if (persistentKernel)
+    return keys;
+  if (causal)
+    return keys * (form.rows == kernel.rows ? 4 : 2);
+  if (form.rows == kernel.rows && form.cols == kernel.cols)
+    return keys * 2;
+  return keys / 4;
+}
+
 } // namespace
 
 /// The kernel for `op`; when it needs aligned rows (cp.async), also the
@@ -372,29 +395,9 @@ flash::compileAttentionKernel(AttentionOp op, StringRef name,
                      << ": removed (no warp-specialised tiles fit)\n";
     } else {
       requiresAlignedRows |= persistent.requiresAlignedRows;
-      // How many keys the form wins to (docs/GPU-NOTES.md 64, 67, 68).
-      // Without a mask: with the kernel's tiles twice the bound (D = 64
-      // 1.03x at 4096 keys, 1.02x at 8192; D = 128 level at 4096, 0.99x at
-      // 8192), with smaller ones a quarter (D = 64 at 128 x 128 against
-      // 192 x 128: 1.03x at 512 keys, 0.92x at 2048). Under a causal mask
-      // the tiles' key loops are half as long on average and unequal, which
-      // the form's folded order balances: four times where it keeps the
-      // kernel's query rows (D = 128, 128 x 128 against 128 x 176, and
-      // D = 256, 128 x 80 both: 1.05-1.1x at 4096-8192 keys, 0.95-0.97x at
-      // 16384), twice where it has fewer (D = 64, 128 x 128 against
-      // 192 x 128: 1.01x at 4096, 0.95x at 6144).
-      // A persistent kernel's form takes the bound itself (D = 64 causal:
-      // 128 x 128 1.03x at 2048 keys, 0.94x at 3072 against 192 x 128).
-      int64_t maxKeys = compile.persistentBelowKeys;
-      if (persistentKernel)
-        ;
-      else if (op.getCausal())
-        maxKeys *= persistent.rows == written.rows ? 4 : 2;
-      else if (persistent.rows == written.rows &&
-               persistent.cols == written.cols)
-        maxKeys *= 2;
-      else
-        maxKeys /= 4;
+      int64_t maxKeys =
+          formMaxKeys(op.getCausal(), written, persistent, persistentKernel,
+                      compile.persistentBelowKeys);
       written.manifest["persistent_form"] = json::Object{
           {"kernel", persistentName + ".json"}, {"max_keys", maxKeys}};
       if (failed(write(persistentName, persistent, general)))
