@@ -139,10 +139,14 @@ struct Written {
 };
 
 /// Compiles `op` into DIR/<name>.{ptx,cubin} and describes it in
-/// `written`.
-LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
-                            bool asyncCopies, Written &written,
-                            const KernelCompileOptions &compile) {
+/// `written`; `form`: the persistent form of a kernel. With `onlyRows`, only
+/// tiles of that many query rows are tried, and false (nothing built, nothing
+/// logged) when none of them assembles without spilling; true otherwise.
+FailureOr<bool> compileKernel(AttentionOp op, StringRef name,
+                              StringRef outputDir, bool asyncCopies,
+                              Written &written,
+                              const KernelCompileOptions &compile,
+                              bool form = false, int64_t onlyRows = 0) {
   // Forced tiles, or the first of these that fits the chip's shared memory
   // without spilling (measured, docs/GPU-NOTES.md): 32 query rows per warp
   // (each K/V fragment feeds two mma rows), then 16, then smaller tiles;
@@ -172,11 +176,10 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
         configs.push_back({rows, cols, threads, /*wgmmaOnly=*/true,
                            /*warpSpecialized=*/true});
       };
-      // A causal persistent kernel (the form, or one built with
-      // --persistent) keeps 128 x 128 at D <= 128 (measured on the form: at
+      // A causal persistent form keeps 128 x 128 at D <= 128 (measured: at
       // D = 64 192 x 128 is 1.05-1.07x at 4k-6k keys but 0.8-0.9x at 1k-2k,
       // docs/GPU-NOTES.md 68).
-      bool causalForm = op.getCausal() && compile.persistent;
+      bool causalForm = op.getCausal() && form;
       if (headDim <= 64 && !causalForm)
         specialised(192, 128, 384);
       else if (headDim <= 128 && !causalForm)
@@ -203,10 +206,13 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
                {128, 32, 256}, {64, 64, 128},  {64, 32, 128},  {32, 32, 128},
                {16, 16, 128}};
   }
+  if (onlyRows)
+    llvm::erase_if(configs,
+                   [&](const Config &c) { return c.rows != onlyRows; });
   std::string ptxPath = kernelPath(outputDir, name, ".ptx");
   for (size_t i = 0; i < configs.size(); ++i) {
     Config config = configs[i];
-    bool last = i + 1 == configs.size();
+    bool last = !onlyRows && i + 1 == configs.size();
     // Every configuration but the last may be too large: the pipeline says
     // so before the kernel is unrolled, and the next one is tried. The
     // last one's error names the limit.
@@ -302,9 +308,34 @@ LogicalResult compileKernel(AttentionOp op, StringRef name, StringRef outputDir,
                            ? ", eager rescale"
                            : "")
                    << (kernel.launch.wgmma ? ", wgmma" : "") << "\n";
-    return success();
+    return true;
   }
+  if (onlyRows)
+    return false;
   return failure();
+}
+
+/// How many keys a persistent form wins to, for the bound `keys`
+/// (--persistent-below-keys; docs/GPU-NOTES.md 64, 67-69). Without a mask:
+/// with the kernel's tiles twice the bound (D = 64 1.03x at 4096 keys, 1.02x
+/// at 8192; D = 128 level at 4096, 0.99x at 8192), with smaller ones a
+/// quarter (D = 64 at 128 x 128 against 192 x 128: 1.03x at 512 keys, 0.92x
+/// at 2048). Under a causal mask the tiles' key loops are half as long on
+/// average and unequal, which the form's folded order balances: four times
+/// where it keeps the kernel's query rows (D = 128, 128 x 128 against
+/// 128 x 176, and D = 256, 128 x 80 both: 1.05-1.1x at 4096-8192 keys,
+/// 0.95-0.97x at 16384), twice where it has fewer. A persistent kernel's
+/// form takes the bound itself (D = 64 causal: 128 x 128 1.03x at 2048
+/// keys, 0.94x at 3072 against the persistent 192 x 128 kernel).
+int64_t formMaxKeys(bool causal, const Written &kernel, const Written &form,
+                    bool persistentKernel, int64_t keys) {
+  if (persistentKernel)
+    return keys;
+  if (causal)
+    return keys * (form.rows == kernel.rows ? 4 : 2);
+  if (form.rows == kernel.rows && form.cols == kernel.cols)
+    return keys * 2;
+  return keys / 4;
 }
 
 } // namespace
@@ -328,11 +359,33 @@ flash::compileAttentionKernel(AttentionOp op, StringRef name,
                          written.requiresAlignedRows);
   };
   Written written;
-  if (failed(compileKernel(op, name, outputDir, /*asyncCopies=*/true, written,
-                           compile)))
+  // A causal kernel of three consumer warpgroups (192 query rows, D <= 64)
+  // walks its tiles itself: the folded order balances the unequal causal
+  // tiles better than a grid of one CTA per tile (measured 1.01-1.07x at
+  // 3k-16k keys, docs/GPU-NOTES.md 69), and its form of 128 x 128 tiles
+  // takes the short sequences. Only where those tiles come out persistent.
+  int64_t headDim = std::max(op.getQuery().getType().getShape().back(),
+                             op.getValue().getType().getShape().back());
+  bool persistentKernel = false, built = false;
+  if (op.getCausal() && headDim <= 64 && !compile.persistent &&
+      compile.persistentBelowKeys > 0 && compile.warpSpecialize &&
+      forwardTmaLoads(compile) && !compile.blockRows && !compile.blockCols &&
+      !compile.threadsPerBlock) {
+    KernelCompileOptions walking = compile;
+    walking.persistent = true;
+    FailureOr<bool> walks =
+        compileKernel(op, name, outputDir, /*asyncCopies=*/true, written,
+                      walking, /*form=*/false, /*onlyRows=*/192);
+    if (failed(walks))
+      return failure();
+    built = *walks;
+    persistentKernel = built && written.persistent;
+  }
+  if (!built && failed(compileKernel(op, name, outputDir, /*asyncCopies=*/true,
+                                     written, compile)))
     return failure();
   bool requiresAlignedRows = written.requiresAlignedRows;
-  if (written.warpSpecialized && !written.persistent &&
+  if (written.warpSpecialized && (!written.persistent || persistentKernel) &&
       compile.persistentBelowKeys > 0) {
     std::string persistentName = (name + "_persistent").str();
     KernelCompileOptions persistentOptions = compile;
@@ -340,7 +393,7 @@ flash::compileAttentionKernel(AttentionOp op, StringRef name,
     Written persistent;
     if (failed(compileKernel(op, persistentName, outputDir,
                              /*asyncCopies=*/true, persistent,
-                             persistentOptions)))
+                             persistentOptions, /*form=*/true)))
       return failure();
     // Only the last resort of the tile search is built without a producer
     // warpgroup, and so not persistent: then the kernel has no form.
@@ -352,25 +405,9 @@ flash::compileAttentionKernel(AttentionOp op, StringRef name,
                      << ": removed (no warp-specialised tiles fit)\n";
     } else {
       requiresAlignedRows |= persistent.requiresAlignedRows;
-      // How many keys the form wins to (docs/GPU-NOTES.md 64, 67, 68).
-      // Without a mask: with the kernel's tiles twice the bound (D = 64
-      // 1.03x at 4096 keys, 1.02x at 8192; D = 128 level at 4096, 0.99x at
-      // 8192), with smaller ones a quarter (D = 64 at 128 x 128 against
-      // 192 x 128: 1.03x at 512 keys, 0.92x at 2048). Under a causal mask
-      // the tiles' key loops are half as long on average and unequal, which
-      // the form's folded order balances: four times where it keeps the
-      // kernel's query rows (D = 128, 128 x 128 against 128 x 176, and
-      // D = 256, 128 x 80 both: 1.05-1.1x at 4096-8192 keys, 0.95-0.97x at
-      // 16384), twice where it has fewer (D = 64, 128 x 128 against
-      // 192 x 128: 1.01x at 4096, 0.95x at 6144).
-      int64_t maxKeys = compile.persistentBelowKeys;
-      if (op.getCausal())
-        maxKeys *= persistent.rows == written.rows ? 4 : 2;
-      else if (persistent.rows == written.rows &&
-               persistent.cols == written.cols)
-        maxKeys *= 2;
-      else
-        maxKeys /= 4;
+      int64_t maxKeys =
+          formMaxKeys(op.getCausal(), written, persistent, persistentKernel,
+                      compile.persistentBelowKeys);
       written.manifest["persistent_form"] = json::Object{
           {"kernel", persistentName + ".json"}, {"max_keys", maxKeys}};
       if (failed(write(persistentName, persistent, general)))

@@ -2,7 +2,7 @@
 cuDNN backends) in the same run.
 
     python -m flash_mlir.bench DIR [--seqs 1024,2048,4096,8192,16384]
-        [--kernels K1,K2] [--flex] [--plot FILE.png] [--against DIR2]
+        [--kernels K1,K2] [--flex] [--plot FILE.png] [--against DIR2] [--rounds N]
 
 FlashAttention's benchmark convention: 16k tokens in total (batch =
 16384 / seq), model width 2048 (heads = 2048 / D), forward FLOPs
@@ -126,7 +126,7 @@ def fa2_training(causal, scale):
     return sdpa_training(SDPBackend.FLASH_ATTENTION, causal, scale)
 
 
-def bench_training(forward, backward, seqs, rows, alternative=None):
+def bench_training(forward, backward, seqs, rows, alternative=None, rounds=ROUNDS):
     man = backward.manifest
     dtype, d, causal = DTYPES[man["dtype"]], man["head_dim"], man["causal"]
     for seq in seqs:
@@ -165,7 +165,7 @@ def bench_training(forward, backward, seqs, rows, alternative=None):
             fns += [("alt", ours_training(alt_forward, alt_backward), 3.5),
                     ("alt_bwd", alt_bwd, 2.5)]
         samples = {name: [] for name, _, _ in fns}
-        for r in range(ROUNDS):
+        for r in range(rounds):
             for name, fn, _ in rotated(fns, r):
                 samples[name].append(time_ms(fn, inputs, warmup=1, reps=5,
                                              budget_ms=1500.0))
@@ -289,6 +289,10 @@ def main(argv=None):
                    "same rounds, with B / ours")
     p.add_argument("--flex", action="store_true",
                    help="also time FlexAttention (torch.compile'd flex_attention)")
+    p.add_argument("--rounds", type=int, default=ROUNDS,
+                   help="interleaved rounds per point (each takes every "
+                   "backend's median of up to five calls; the table the median "
+                   "of the rounds): more where long calls drift with the clocks")
     p.add_argument("--plot", help="draw TFLOP/s against sequence length per "
                    "kernel (ours, FA2, cuDNN, FlexAttention) into this PNG")
     args = p.parse_args(argv)
@@ -349,7 +353,7 @@ def main(argv=None):
                         alt(q=q, k=k, v=v, o=o, lse=lse)
                 fns.append(("alt", alternative))
             samples = {name: [] for name, _ in fns}
-            for r in range(ROUNDS):
+            for r in range(args.rounds):
                 for name, fn in rotated(fns, r):
                     if samples[name] is None:
                         continue
@@ -397,7 +401,7 @@ def main(argv=None):
             continue
         pair = (other.get(forward.name), other.get(backward.name))
         bench_training(forward, backward, seqs, train_rows,
-                       pair if all(pair) else None)
+                       pair if all(pair) else None, args.rounds)
     if args.memory:
         for forward, backward in training:
             if forward is not None and backward.manifest["dtype"] == "bf16" and \

@@ -107,7 +107,9 @@ static opt<int64_t> persistentBelowKeys(
              "runtime launches when there are at most this many keys: "
              "four times as many under a causal mask (twice where the form "
              "has fewer query rows); without one twice as many where the form "
-             "has the kernel's tiles, else a quarter (0: none)"),
+             "has the kernel's tiles, else a quarter. A causal kernel of "
+             "192-row tiles (D <= 64) is persistent itself, its form taking "
+             "this many keys (0: no forms, no such kernels)"),
     cl::cat(flashCategory));
 static opt<int64_t> emulatedExp2(
     "emulated-exp2", cl::init(0),

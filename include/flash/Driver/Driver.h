@@ -62,8 +62,9 @@ struct KernelCompileOptions {
   /// short sequences, docs/GPU-NOTES.md 64). Under a causal mask four times
   /// as many (twice where the form has fewer query rows than the kernel),
   /// without one twice as many with the kernel's tiles, else a quarter
-  /// (docs/GPU-NOTES.md 67-68).
-  /// 0: none.
+  /// (docs/GPU-NOTES.md 67-68). A causal kernel of 192-row tiles (D <= 64)
+  /// is persistent itself and its form takes this many keys
+  /// (docs/GPU-NOTES.md 69). 0: no forms and no such kernels.
   int64_t persistentBelowKeys = 2048;
   /// Forward kernels: every n-th exponential of the softmax computed by a
   /// polynomial on the FMA pipes instead of MUFU (--flash-gpu-fast-exp2's
