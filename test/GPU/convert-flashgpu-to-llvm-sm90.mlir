@@ -3,7 +3,7 @@
 // sm_90a), and a warpgroup MMA whose A is read m-major (the atomic
 // backward's dS from the staged dSᵀ): transpose-a set, its descriptor
 // advanced 16 rows (2,048 bytes) per k step.
-// RUN: flash-opt %s --convert-flashgpu-to-llvm=vector-reductions | FileCheck %s
+// RUN: flash-opt %s --convert-flashgpu-to-llvm=vector-reductions --cse | FileCheck %s
 // RUN: flash-opt %s --convert-flashgpu-to-llvm | FileCheck %s --check-prefix=SCALAR
 
 // CHECK-LABEL: func @reduce_pair
@@ -14,6 +14,40 @@
 // SCALAR: red.relaxed.gpu.global.add.f32 [%g+0], $1; red.relaxed.gpu.global.add.f32 [%g+4], $2;
 func.func @reduce_pair(%v: vector<2xf32>, %d: memref<?x128xf32, strided<[?, 1], offset: ?>>, %i: index, %j: index) {
   flashgpu.reduce_add %v, %d[%i, %j] : vector<2xf32>, memref<?x128xf32, strided<[?, 1], offset: ?>>
+  return
+}
+
+// The constant terms of a vector reduction's innermost index (unit stride)
+// become the immediate offset, so the reductions of one row share one
+// address; the innermost stride is not multiplied in.
+// CHECK-LABEL: func @reduce_row
+// CHECK: %strides:2 = memref.extract_strided_metadata
+// CHECK-NOT: %strides#1
+// CHECK: llvm.inline_asm
+// CHECK-SAME: red.relaxed.gpu.global.add.v2.f32 [%g+32], {$1, $2};
+// CHECK-SAME: "l,f,f,~{memory}" %[[ADDRESS:[0-9]+]],
+// CHECK: llvm.inline_asm
+// CHECK-SAME: red.relaxed.gpu.global.add.v2.f32 [%g+64], {$1, $2};
+// CHECK-SAME: "l,f,f,~{memory}" %[[ADDRESS]],
+// CHECK: llvm.inline_asm
+// CHECK-SAME: red.relaxed.gpu.global.add.v2.f32 [%g], {$1, $2};
+// CHECK-SAME: "l,f,f,~{memory}" %[[ADDRESS]],
+// Scalar reductions (sm_80) keep an address each.
+// SCALAR-LABEL: func @reduce_row
+// SCALAR: %[[A:[0-9]+]] = arith.index_cast
+// SCALAR: red.relaxed.gpu.global.add.f32 [%g+0], $1; red.relaxed.gpu.global.add.f32 [%g+4], $2;
+// SCALAR-SAME: %[[A]],
+// SCALAR: %[[B:[0-9]+]] = arith.index_cast
+// SCALAR: red.relaxed.gpu.global.add.f32 [%g+0], $1; red.relaxed.gpu.global.add.f32 [%g+4], $2;
+// SCALAR-SAME: %[[B]],
+func.func @reduce_row(%v: vector<2xf32>, %d: memref<?x128xf32, strided<[?, ?], offset: ?>>, %i: index, %j: index) {
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %a = arith.addi %j, %c8 : index
+  %b = arith.addi %c16, %j : index
+  flashgpu.reduce_add %v, %d[%i, %a] : vector<2xf32>, memref<?x128xf32, strided<[?, ?], offset: ?>>
+  flashgpu.reduce_add %v, %d[%i, %b] : vector<2xf32>, memref<?x128xf32, strided<[?, ?], offset: ?>>
+  flashgpu.reduce_add %v, %d[%i, %j] : vector<2xf32>, memref<?x128xf32, strided<[?, ?], offset: ?>>
   return
 }
 

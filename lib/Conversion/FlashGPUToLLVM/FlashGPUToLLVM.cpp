@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
@@ -206,13 +207,16 @@ struct LowerWarpgroupMmaWait : OpRewritePattern<WarpgroupMmaWaitOp> {
 /// metadata, as i64: a generic address for a global memref, the offset in
 /// the shared window for a workgroup one.
 static Value elementAddress(PatternRewriter &rewriter, Location loc,
-                            Value memref, ValueRange indices) {
+                            Value memref, ValueRange indices,
+                            bool unitInnermost = false) {
   auto meta = memref::ExtractStridedMetadataOp::create(rewriter, loc, memref);
   Value element = meta.getOffset();
-  for (auto [index, stride] : llvm::zip(indices, meta.getStrides()))
+  for (auto [i, index, stride] : llvm::enumerate(indices, meta.getStrides())) {
+    bool unit = unitInnermost && i + 1 == indices.size();
     element = arith::AddIOp::create(
         rewriter, loc, element,
-        arith::MulIOp::create(rewriter, loc, index, stride));
+        unit ? index : arith::MulIOp::create(rewriter, loc, index, stride));
+  }
   Value base =
       memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, memref);
   Value address = arith::AddIOp::create(
@@ -236,11 +240,39 @@ static void createAsmStatement(PatternRewriter &rewriter, Location loc,
                             /*operand_attrs=*/ArrayAttr());
 }
 
+/// `index` as a sum of constants and the rest: the constants' total, and the
+/// other terms added up again (null when there are none). New adds only where
+/// a constant was taken out of a sum.
+static std::pair<Value, int64_t> splitConstant(PatternRewriter &rewriter,
+                                               Location loc, Value index) {
+  if (std::optional<int64_t> constant = getConstantIntValue(index))
+    return {Value(), *constant};
+  auto add = index.getDefiningOp<arith::AddIOp>();
+  if (!add)
+    return {index, 0};
+  auto [lhs, lhsConstant] = splitConstant(rewriter, loc, add.getLhs());
+  auto [rhs, rhsConstant] = splitConstant(rewriter, loc, add.getRhs());
+  if (!lhsConstant && !rhsConstant)
+    return {index, 0};
+  Value rest = !lhs   ? rhs
+               : !rhs ? lhs
+                      : arith::AddIOp::create(rewriter, loc, lhs, rhs);
+  return {rest, lhsConstant + rhsConstant};
+}
+
 /// The element's address from the memref's metadata, made a global one
 /// (the buffer is a kernel argument; with a generic address ptxas emits a
 /// shared-memory CAS loop beside the reduction, measured 2x slower), then
 /// one `red.relaxed.gpu.global.add.f32` per element (a vector's at
 /// immediate offsets), or one vector reduction where the target has them.
+/// A vector's innermost dimension has unit stride (the op's contract), so
+/// the constant terms of a vector reduction's innermost index become its
+/// immediate offset: the reductions of one row, 8 columns apart, then share
+/// one address register instead of computing one each (the sm_90a atomic
+/// backward: 4 integer instructions and a register pair less per reduction,
+/// so D = 64 takes TMA rows without spilling, docs/GPU-NOTES.md 70; on sm_80
+/// the shared address, live across the mma.sync loop, made D = 128 spill,
+/// and the scalar reductions keep their own addresses).
 struct LowerReduceAdd : OpRewritePattern<ReduceAddOp> {
   LowerReduceAdd(MLIRContext *ctx, bool vectorReductions)
       : OpRewritePattern(ctx), vectorReductions(vectorReductions) {}
@@ -249,17 +281,27 @@ struct LowerReduceAdd : OpRewritePattern<ReduceAddOp> {
   LogicalResult matchAndRewrite(ReduceAddOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    SmallVector<Value> operands = {
-        elementAddress(rewriter, loc, op.getDest(), op.getIndices())};
-    std::string text = "{ .reg .u64 %g; cvta.to.global.u64 %g, $0; ";
-    std::string constraints = "l";
     auto vector = dyn_cast<VectorType>(op.getValue().getType());
     int64_t width = vector ? vector.getNumElements() : 1;
     bool oneVector = vectorReductions && width > 1;
+    SmallVector<Value> indices(op.getIndices());
+    int64_t offset = 0;
+    if (oneVector && !indices.empty()) {
+      auto [rest, constant] = splitConstant(rewriter, loc, indices.back());
+      indices.back() =
+          rest ? rest : arith::ConstantIndexOp::create(rewriter, loc, 0);
+      offset = 4 * constant;
+    }
+    SmallVector<Value> operands = {elementAddress(rewriter, loc, op.getDest(),
+                                                  indices,
+                                                  /*unitInnermost=*/oneVector)};
+    std::string text = "{ .reg .u64 %g; cvta.to.global.u64 %g, $0; ";
+    std::string constraints = "l";
     if (oneVector)
-      text +=
-          llvm::formatv("red.relaxed.gpu.global.add.v{0}.f32 [%g], {{", width)
-              .str();
+      text += llvm::formatv("red.relaxed.gpu.global.add.v{0}.f32 [%g{1}], {{",
+                            width,
+                            offset ? llvm::formatv("+{0}", offset).str() : "")
+                  .str();
     for (int64_t i = 0; i < width; ++i) {
       operands.push_back(
           vector ? vector::ExtractOp::create(rewriter, loc, op.getValue(),
@@ -270,7 +312,7 @@ struct LowerReduceAdd : OpRewritePattern<ReduceAddOp> {
           oneVector
               ? llvm::formatv("{0}${1}", i ? ", " : "", i + 1).str()
               : llvm::formatv("red.relaxed.gpu.global.add.f32 [%g+{0}], ${1}; ",
-                              4 * i, i + 1)
+                              offset + 4 * i, i + 1)
                     .str();
       constraints += ",f";
     }
