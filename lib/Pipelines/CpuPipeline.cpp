@@ -29,6 +29,7 @@ void flash::buildFlashCpuPipeline(OpPassManager &pm,
     tiling.blockRows = options.blockRows;
     tiling.blockCols = options.blockCols;
     tiling.deterministic = options.deterministic;
+    tiling.causalRowsFromEnd = options.causalRowsFromEnd;
     pm.addPass(flash::createFlashTileAttentionPass(tiling));
   }
   pm.addPass(flash::createFlashDecomposeAttentionPass());

@@ -36,6 +36,7 @@ void flash::buildFlashGpuKernelPipeline(
   tiling.blockRows = options.blockRows;
   tiling.blockCols = options.blockCols;
   tiling.deterministic = options.deterministic;
+  tiling.causalRowsFromEnd = options.causalRowsFromEnd;
   pm.addPass(flash::createFlashTileAttentionPass(tiling));
   if (options.pipelineKeyLoops)
     pm.addPass(flash::createFlashPipelineKeyLoopsPass());

@@ -431,6 +431,9 @@ def main(argv=None):
     p.add_argument("--nondeterministic", action="store_true",
                    help="with a GPU target: the backward with dQ added by atomics "
                         "(FlashAttention-2's form; deterministic=false)")
+    p.add_argument("--causal-rows-from-end", action="store_true",
+                   help="causal: query blocks aligned to the last row (the "
+                        "tiling's causal-rows-from-end)")
     p.add_argument("--no-tile", action="store_true",
                    help="run flash.attention through the naive decomposition")
     p.add_argument("--outputs",
@@ -449,6 +452,8 @@ def main(argv=None):
             opts += " tile=false"
         if args.nondeterministic:
             opts += " deterministic=false"
+        if args.causal_rows_from_end:
+            opts += " causal-rows-from-end=true"
         args.passes = f'--flash-cpu-pipeline="{opts}"'
     if args.n is None:
         args.n = args.m

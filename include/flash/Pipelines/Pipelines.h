@@ -34,6 +34,11 @@ struct FlashCpuPipelineOptions
       llvm::cl::desc("GPU targets' backward: two nests (true) or dQ added "
                      "with atomics (false; see --flash-tile-attention)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> causalRowsFromEnd{
+      *this, "causal-rows-from-end",
+      llvm::cl::desc("Causal forward: query blocks aligned to the last row "
+                     "(see --flash-tile-attention)"),
+      llvm::cl::init(false)};
 };
 
 /// Lowers a module holding func, linalg (linalg.softmax included), tensor,
@@ -166,6 +171,11 @@ struct FlashGpuPipelineOptions
       llvm::cl::desc("Copies of each tile loaded in a key-block loop (1 or "
                      "2; see --flash-gpu-async-tile-loads)"),
       llvm::cl::init(1)};
+  PassOptions::Option<bool> causalRowsFromEnd{
+      *this, "causal-rows-from-end",
+      llvm::cl::desc("Causal forward: query blocks aligned to the last row "
+                     "(--flash-tile-attention's causal-rows-from-end)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> pipelineKeyLoops{
       *this, "pipeline-key-loops",
       llvm::cl::desc("FlashAttention-3's softmax/MMA overlap: the forward's "

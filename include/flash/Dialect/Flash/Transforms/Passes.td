@@ -231,6 +231,10 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
     Option<"deterministic", "deterministic", "bool", "true",
            "GPU targets: the backward as a dQ nest and a dK/dV nest (true), "
            "or one dK/dV nest that adds dQ with atomics (false)">,
+    Option<"causalRowsFromEnd", "causal-rows-from-end", "bool", "false",
+           "Causal forward: query blocks aligned to the last row, so that "
+           "the block with fewer than Br rows is the first (the shortest "
+           "key loop) rather than the last (the longest)">,
     Option<"report", "report", "bool", "false",
            "Emit a remark per op: tiles, on-chip bytes, predicted HBM traffic">
   ];

@@ -61,9 +61,11 @@ LogicalResult decomposeAttentionBackward(RewriterBase &rewriter,
 //===----------------------------------------------------------------------===//
 
 /// Tiles one attention op into the FlashAttention-2 loop nest with Br x Bc
-/// tiles; the op is replaced.
+/// tiles; the op is replaced. With `causalRowsFromEnd` a causal op's row
+/// blocks end at its last row (the partial block is the first).
 LogicalResult tileAttention(RewriterBase &rewriter, AttentionOp op,
-                            int64_t blockRows, int64_t blockCols);
+                            int64_t blockRows, int64_t blockCols,
+                            bool causalRowsFromEnd = false);
 
 /// Tiles one attention backward op into the FlashAttention-2 backward loop
 /// nest (recompute P from the LSE per Br x Bc tile); the op is replaced.
