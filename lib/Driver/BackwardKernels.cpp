@@ -55,6 +55,10 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
   tileOptions.kvBlockRows = compile.kvBlockRows;
   tileOptions.kvBlockCols = kvBlockCols;
   tileOptions.deterministic = compile.deterministic;
+  bool overlap = compile.overlapProducts && !compile.deterministic &&
+                 compile.chip == Chip::Sm90a &&
+                 tensorCoreChoice(compile) == TensorCores::Wgmma;
+  tileOptions.overlapProducts = overlap;
 
   tiling.addPass(createFlashTileAttentionPass(tileOptions));
   if (failed(tiling.run(*module)))
@@ -74,6 +78,7 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
   options.stagedReductions =
       compile.stagedReductions && compile.chip == Chip::Sm90a;
   options.tmaRowVectors = compile.tmaRowVectors;
+  options.asyncMma = overlap;
   options.warpSpecialize =
       specialize && options.tmaLoads && options.loadStages >= 2;
   // No search over tile sizes here: tiles over the chip's shared memory are
@@ -296,6 +301,29 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
       if (tmaRowsOrNot)
         tries.push_back({cols, false});
     }
+    // The widest step first with its products overlapped (dPᵀ beside Sᵀ,
+    // waited for at first use: 1.03-1.05x at D = 128, docs/GPU-NOTES.md 72),
+    // which holds both score tiles at once; where that spills, the tries
+    // below keep the sequential order.
+    if (wide.overlapProducts && wide.chip == Chip::Sm90a &&
+        tensorCoreChoice(compile) == TensorCores::Wgmma) {
+      KernelCompileOptions step = wide;
+      step.tmaRowVectors = tries.front().second;
+      int64_t spills = 0;
+      if (failed(compileBackward(op, name, outputDir, asyncCopies, general,
+                                 tries.front().first, /*specialize=*/false,
+                                 spills, step)))
+        return failure();
+      if (spills == 0) {
+        if (compile.log)
+          *compile.log << name << ": dK/dV products overlapped\n";
+        return success();
+      }
+      if (compile.log)
+        *compile.log << name << ": spills " << spills
+                     << " bytes with the products overlapped\n";
+    }
+    wide.overlapProducts = false;
     for (auto [cols, tmaRows] : tries) {
       KernelCompileOptions step = wide;
       step.tmaRowVectors = tmaRows;
@@ -312,10 +340,12 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
                      << "\n";
     }
   }
+  KernelCompileOptions sequential = compile;
+  sequential.overlapProducts = false;
   for (auto [i, cols] : llvm::enumerate(candidates)) {
     int64_t spills = 0;
     if (failed(compileBackward(op, name, outputDir, asyncCopies, general, cols,
-                               /*specialize=*/false, spills, compile)))
+                               /*specialize=*/false, spills, sequential)))
       return failure();
     if (spills == 0)
       return success();

@@ -30,6 +30,7 @@ void flash::buildFlashCpuPipeline(OpPassManager &pm,
     tiling.blockCols = options.blockCols;
     tiling.deterministic = options.deterministic;
     tiling.causalRowsFromEnd = options.causalRowsFromEnd;
+    tiling.overlapProducts = options.overlapProducts;
     pm.addPass(flash::createFlashTileAttentionPass(tiling));
   }
   pm.addPass(flash::createFlashDecomposeAttentionPass());

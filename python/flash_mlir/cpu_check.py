@@ -434,6 +434,9 @@ def main(argv=None):
     p.add_argument("--causal-rows-from-end", action="store_true",
                    help="causal: query blocks aligned to the last row (the "
                         "tiling's causal-rows-from-end)")
+    p.add_argument("--overlap-products", action="store_true",
+                   help="with --nondeterministic: the dK/dV step builds dPᵀ right "
+                        "after Sᵀ (the tiling's overlap-products)")
     p.add_argument("--no-tile", action="store_true",
                    help="run flash.attention through the naive decomposition")
     p.add_argument("--outputs",
@@ -454,6 +457,8 @@ def main(argv=None):
             opts += " deterministic=false"
         if args.causal_rows_from_end:
             opts += " causal-rows-from-end=true"
+        if args.overlap_products:
+            opts += " overlap-products=true"
         args.passes = f'--flash-cpu-pipeline="{opts}"'
     if args.n is None:
         args.n = args.m

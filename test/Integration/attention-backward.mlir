@@ -35,4 +35,8 @@
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --block-rows 16 --block-cols 16 --b 2 --hq 2 --m 20 --n 30 --d 16 --mask 2x1x20x30 --masked-row --seed 3 | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_80 --nondeterministic --block-rows 16 --block-cols 16 --b 2 --hq 4 --hkv 2 --m 33 --n 17 --d 16 --causal --dynamic bhmn --seed 4 | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --b 1 --hq 4 --hkv 2 --m 200 --n 333 --d 16 --dtype bf16 --causal | FileCheck %s
+// The atomic form with dPᵀ built right after Sᵀ (overlap-products, what
+// flash-compile takes on sm_90a where it fits): the same gradients.
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --overlap-products --block-rows 16 --block-cols 16 --b 2 --hq 4 --hkv 2 --m 30 --n 20 --d 16 --causal --seed 5 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --overlap-products --b 1 --hq 2 --m 77 --n 100 --d 16 --dtype bf16 --window 20 --seed 6 | FileCheck %s
 // CHECK: PASS

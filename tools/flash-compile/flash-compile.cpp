@@ -128,6 +128,12 @@ static opt<bool> stagedReductions(
              "shared memory and added by bulk reductions (FlashAttention-3's "
              "dQ) instead of vector reductions from registers"),
     cl::cat(flashCategory));
+static opt<bool> overlapProducts(
+    "overlap-products", cl::init(true),
+    cl::desc("With --deterministic=false on sm_90a: the dK/dV step's "
+             "dPᵀ = V dOᵀ issued beside Sᵀ = K Qᵀ and its warpgroup MMAs "
+             "waited for at first use, where that assembles without spills"),
+    cl::cat(flashCategory));
 static opt<bool> pingPong(
     "ping-pong", cl::init(true),
     cl::desc("With --warp-specialize and two consumer warpgroups: their "
@@ -172,6 +178,7 @@ int main(int argc, char **argv) {
   options.emulatedExp2Every = emulatedExp2;
   options.deterministic = deterministic;
   options.stagedReductions = stagedReductions;
+  options.overlapProducts = overlapProducts;
   options.pingPong = pingPong;
   options.ptxas = ptxas;
   if (std::string error = flash::checkKernelCompileOptions(options);

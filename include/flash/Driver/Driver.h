@@ -79,6 +79,11 @@ struct KernelCompileOptions {
   /// memory and added by bulk reductions, row by row (FlashAttention-3's
   /// form), instead of vector reductions from the accumulators.
   bool stagedReductions = false;
+  /// With deterministic = false on sm_90a: the dK/dV step's dPᵀ issued
+  /// beside Sᵀ and its warpgroup MMAs waited for at first use
+  /// (FlashAttention-3's overlap), tried first and kept where it assembles
+  /// without spills.
+  bool overlapProducts = true;
   /// With TMA loads, the atomic backward's LSE and D rows by TMA too (the
   /// driver builds them without where that spills).
   bool tmaRowVectors = true;

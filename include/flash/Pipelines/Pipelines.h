@@ -39,6 +39,11 @@ struct FlashCpuPipelineOptions
       llvm::cl::desc("Causal forward: query blocks aligned to the last row "
                      "(see --flash-tile-attention)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> overlapProducts{
+      *this, "overlap-products",
+      llvm::cl::desc("GPU targets' atomic backward: dPᵀ built right after "
+                     "Sᵀ (see --flash-tile-attention)"),
+      llvm::cl::init(false)};
 };
 
 /// Lowers a module holding func, linalg (linalg.softmax included), tensor,

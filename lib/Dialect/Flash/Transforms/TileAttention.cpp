@@ -626,7 +626,7 @@ struct FlashTileAttentionPass
       LogicalResult tiled =
           tgt->tensorCores
               ? tileAttentionBackwardSplit(rewriter, op, br, bc, kvRows, kvCols,
-                                           deterministic)
+                                           deterministic, overlapProducts)
               : tileAttentionBackward(rewriter, op, br, bc);
       if (failed(tiled))
         return signalPassFailure();

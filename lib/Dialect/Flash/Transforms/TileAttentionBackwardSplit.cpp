@@ -60,11 +60,12 @@ public:
   /// key rows x `kvCols` queries per step.
   SplitBackwardTiler(OpBuilder &b, AttentionBackwardOp op, int64_t br,
                      int64_t bc, int64_t kvRows, int64_t kvCols,
-                     bool deterministic)
+                     bool deterministic, bool overlapProducts)
       : TilerBase(b, op.getLoc(), op.getQuery().getType(),
                   op.getValue().getType()),
         op(op), dqRows(br), dqCols(bc), kvRows(kvRows), kvCols(kvCols), br(br),
-        bc(bc), deterministic(deterministic) {}
+        bc(bc), deterministic(deterministic), overlapProducts(overlapProducts) {
+  }
 
   SmallVector<Value> build();
 
@@ -173,6 +174,8 @@ private:
   /// The query and key blocks of the nest being built.
   int64_t br, bc;
   bool deterministic;
+  /// The atomic dK/dV nest builds dPᵀ right after Sᵀ.
+  bool overlapProducts;
   Value querySeq, keySeq, diagonal, group, batch, heads, kvHeads;
   /// The window clamped to M + N (null without a window).
   Value windowSize;
@@ -479,16 +482,26 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
       // Sᵀ = K Qᵀ and dPᵀ = V dOᵀ over (key row, query column).
       Value scoresT = contract(Contraction::ScoresTransposed, keyTile, map(3, {0, 2}), queryTile,
                                map(3, {1, 2}), zeros(bc, br));
+      // With `overlapProducts` dPᵀ comes right after Sᵀ: both depend on the
+      // loaded tiles only, so with warpgroup MMAs waited for at first use
+      // (--flash-gpu-async-mma) dPᵀ runs under Pᵀ's exponentials and dV
+      // under dSᵀ's arithmetic (FlashAttention-3's order; measured 1.03-1.05x
+      // at D = 128, docs/GPU-NOTES.md 72). Otherwise dV first, so that the
+      // rounded Pᵀ is dead before dPᵀ is live (fewer registers at the peak).
+      auto gradProbsT = [&] {
+        return contract(Contraction::GradProbsTransposed, valueTile,
+                        map(3, {0, 2}), gradOutTile, map(3, {1, 2}),
+                        zeros(bc, br));
+      };
+      Value gradPT = overlapProducts && accumulator ? gradProbsT() : Value();
       Value probsT = probabilities(scoresT, lseTile, /*transposed=*/true, head,
                                    rowStart, rows);
-      // dV first, so that the rounded Pᵀ is dead before dPᵀ is live (fewer
-      // registers at the peak).
       ValueRange carried = queryLoop.getRegionIterArgs();
       Value probsTRounded = rounded(probsT);
       Value gradV = contract(Contraction::GradValue, probsTRounded, map(3, {0, 2}), gradOutTile,
                              map(3, {2, 1}), carried[1]);
-      Value gradPT = contract(Contraction::GradProbsTransposed, valueTile, map(3, {0, 2}), gradOutTile,
-                              map(3, {1, 2}), zeros(bc, br));
+      if (!gradPT)
+        gradPT = gradProbsT();
       Value gradST = softmaxGradient(probsT, gradPT, rowDotTile,
                                      /*queryLoop=*/1, scoresT, head, rowStart);
       Value gradK = contract(Contraction::GradKey, gradST, map(3, {0, 2}), queryTile, map(3, {2, 1}),
@@ -587,8 +600,8 @@ SmallVector<Value> SplitBackwardTiler::build() {
 LogicalResult mlir::flash::tileAttentionBackwardSplit(
     RewriterBase &rewriter, AttentionBackwardOp op, int64_t blockRows,
     int64_t blockCols, int64_t kvBlockRows, int64_t kvBlockCols,
-    bool deterministic) {
-  return replaceWithTiles<SplitBackwardTiler>(rewriter, op, blockRows,
-                                              blockCols, kvBlockRows,
-                                              kvBlockCols, deterministic);
+    bool deterministic, bool overlapProducts) {
+  return replaceWithTiles<SplitBackwardTiler>(
+      rewriter, op, blockRows, blockCols, kvBlockRows, kvBlockCols,
+      deterministic, overlapProducts);
 }

@@ -231,6 +231,10 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
     Option<"deterministic", "deterministic", "bool", "true",
            "GPU targets: the backward as a dQ nest and a dK/dV nest (true), "
            "or one dK/dV nest that adds dQ with atomics (false)">,
+    Option<"overlapProducts", "overlap-products", "bool", "false",
+           "GPU targets with deterministic=false: the dK/dV nest builds "
+           "dPᵀ = V dOᵀ right after Sᵀ = K Qᵀ, so that MMAs waited for at "
+           "first use overlap them with the exponentials (more registers)">,
     Option<"causalRowsFromEnd", "causal-rows-from-end", "bool", "false",
            "Causal forward: query blocks aligned to the last row, so that "
            "the block with fewer than Br rows is the first (the shortest "

@@ -85,13 +85,13 @@ constexpr llvm::StringLiteral kWorkspaceAttr = FlashDialect::kWorkspaceAttrName;
 /// rows, `kvBlockCols` query columns); the op is replaced. Not
 /// `deterministic`: a pre-pass writes D and zeroes an f32 dQ accumulator
 /// ("dq_accum", [B, Hq, M, D]), the dK/dV nest adds each step's dS K to it
-/// with `flash.atomic_add`, and a last pass scales it into dQ.
-LogicalResult tileAttentionBackwardSplit(RewriterBase &rewriter,
-                                         AttentionBackwardOp op,
-                                         int64_t blockRows, int64_t blockCols,
-                                         int64_t kvBlockRows,
-                                         int64_t kvBlockCols,
-                                         bool deterministic = true);
+/// with `flash.atomic_add`, and a last pass scales it into dQ; with
+/// `overlapProducts` that nest builds dPᵀ right after Sᵀ (for MMAs waited
+/// for at first use).
+LogicalResult tileAttentionBackwardSplit(
+    RewriterBase &rewriter, AttentionBackwardOp op, int64_t blockRows,
+    int64_t blockCols, int64_t kvBlockRows, int64_t kvBlockCols,
+    bool deterministic = true, bool overlapProducts = false);
 
 } // namespace mlir::flash
 
