@@ -110,9 +110,17 @@ flash::compileAttentionKernels(ModuleOp module, StringRef outputDir,
   for (AttentionOp op : ops)
     if (failed(checkScoreMod(op, op.getScoreMod())))
       return failure();
-  for (AttentionBackwardOp op : backwardOps)
+  for (AttentionBackwardOp op : backwardOps) {
     if (failed(checkScoreMod(op, op.getScoreMod())))
       return failure();
+    if (op.getSinks())
+      return op.emitError(
+          "flash-compile: the gradient of the sinks is not built into GPU "
+          "kernels; dQ, dK and dV do not depend on the sinks (the LSE carries "
+          "them), so compile the backward without `sinks` and compute "
+          "grad_sinks = -sum_{b,i} exp(sinks - LSE) rowsum(dO O) beside it, "
+          "as flash_mlir.torch does");
+  }
   // Kernels are named after their function, numbered when it has several.
   llvm::DenseMap<Operation *, int> perFunction;
   for (AttentionOp op : ops)

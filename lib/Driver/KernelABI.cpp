@@ -175,7 +175,8 @@ json::Value driver::describeScoreMod(Region &scoreMod) {
   return text;
 }
 
-/// func @name(q, k, v, [bias], [mask], o, [lse]) writing o and lse in place.
+/// func @name(q, k, v, [bias], [mask], [sinks], [mod0, ...], o, [lse])
+/// writing o and lse in place.
 OwningOpRef<ModuleOp>
 driver::buildKernelModule(AttentionOp op, StringRef name,
                           SmallVectorImpl<Param> &params) {
@@ -183,6 +184,10 @@ driver::buildKernelModule(AttentionOp op, StringRef name,
                  {"k", generaliseRank4(op.getKey())},
                  {"v", generaliseRank4(op.getValue())}});
   addBroadcastParams(params, op.getBias(), op.getMask());
+  if (Value sinks = op.getSinks())
+    params.push_back(
+        {"sinks",
+         generalise(cast<RankedTensorType>(sinks.getType()), false, 1)});
   std::string why;
   SmallVector<Value> modTensors =
       *scoreModTensors(op, op.getScoreMod(), why); // checked by the driver
@@ -197,7 +202,8 @@ driver::buildKernelModule(AttentionOp op, StringRef name,
                          TypeRange types) -> Operation * {
                        auto kernelOp = AttentionOp::create(
                            b, op.getLoc(), types, arg("q"), arg("k"), arg("v"),
-                           arg("bias"), arg("mask"), /*runtime_scale=*/Value(),
+                           arg("bias"), arg("mask"), arg("sinks"),
+                           /*runtime_scale=*/Value(),
                            b.getF32FloatAttr(op.getEffectiveScale()),
                            op.getCausalAttr(), op.getWindowAttr());
                        cloneScoreMod(b, op.getScoreMod(),
@@ -232,7 +238,7 @@ driver::buildBackwardKernelModule(AttentionBackwardOp op, StringRef name,
                        auto kernelOp = AttentionBackwardOp::create(
                            b, op.getLoc(), types, arg("q"), arg("k"), arg("v"),
                            arg("o"), arg("do"), arg("lse"), arg("bias"),
-                           arg("mask"),
+                           arg("mask"), /*sinks=*/Value(),
                            b.getF32FloatAttr(op.getEffectiveScale()),
                            op.getCausalAttr(), op.getWindowAttr());
                        cloneScoreMod(b, op.getScoreMod(),

@@ -31,7 +31,8 @@ struct Param {
 /// How MLIR prints `t` (f16, bf16, f32, ...).
 std::string typeName(Type t);
 
-/// func @name(q, k, v, [bias], [mask], o, [lse]) writing o and lse in place.
+/// func @name(q, k, v, [bias], [mask], [sinks], [mod0, ...], o, [lse])
+/// writing o and lse in place.
 OwningOpRef<ModuleOp> buildKernelModule(AttentionOp op, StringRef name,
                                         SmallVectorImpl<Param> &params);
 

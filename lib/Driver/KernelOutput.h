@@ -17,6 +17,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <string>
+#include <type_traits>
 
 namespace mlir::flash::driver {
 
@@ -62,6 +63,8 @@ void describeAttention(llvm::json::Object &manifest, AttentionLikeOp op) {
       op.getWindow() ? json::Value(*op.getWindow()) : json::Value(nullptr);
   manifest["has_bias"] = static_cast<bool>(op.getBias());
   manifest["has_mask"] = static_cast<bool>(op.getMask());
+  if constexpr (std::is_same_v<AttentionLikeOp, AttentionOp>)
+    manifest["has_sinks"] = static_cast<bool>(op.getSinks());
   manifest["score_mod"] = describeScoreMod(op.getScoreMod());
 }
 

@@ -30,8 +30,10 @@ from flash_mlir.runtime import load_all
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 
 
-def reference(q, k, v, scale, causal, window, bias=None, mask=None):
+def reference(q, k, v, scale, causal, window, bias=None, mask=None,
+              sinks=None):
     """float64 attention on [B, H, M, D] tensors; fully masked rows are 0.
+    `sinks` [H] join each row's softmax as one more score (differentiable).
     Returns (O, LSE, hidden) with hidden the causal/window mask."""
     q, k, v = (t.double() for t in (q, k, v))
     group = q.shape[1] // k.shape[1]
@@ -51,12 +53,18 @@ def reference(q, k, v, scale, causal, window, bias=None, mask=None):
     s = s.masked_fill(hidden, -math.inf)
     if mask is not None:
         s = s.masked_fill(~mask, -math.inf)
+    if sinks is not None:
+        column = sinks.double()[None, :, None, None].expand(
+            s.shape[0], s.shape[1], s.shape[2], 1)
+        s = torch.cat([s, column], dim=-1)
     mx = s.amax(dim=-1, keepdim=True)
     mx = torch.where(torch.isinf(mx), torch.zeros_like(mx), mx)
     e = torch.exp(s - mx)
     l = e.sum(dim=-1, keepdim=True)
     p = torch.where(l == 0, torch.zeros_like(e), e / l.clamp_min(1e-300))
     lse = (mx + torch.log(l))[..., 0]
+    if sinks is not None:
+        p = p[..., :-1]
     return torch.einsum("bhmn,bhnd->bhmd", p, v), lse, hidden
 
 
@@ -146,13 +154,17 @@ def run_case(kernel, case, layout, seed):
                     DTYPES[p["dtype"]])
             else:
                 tensors[name] = torch.rand(*shape, device="cuda", generator=g) < 0.8
+    if "sinks" in params:
+        # Some above every score of their rows.
+        tensors["sinks"] = (torch.randn(hq, device="cuda", generator=g) * 2 + 1).to(
+            DTYPES[params["sinks"]["dtype"]])
     if "lse" in params:
         tensors["lse"] = torch.full((b, hq, m), float("nan"), device="cuda")
     kernel(**tensors)
     torch.cuda.synchronize()
     ref, ref_lse, hidden = reference(q, k, v, man["scale"], man["causal"],
                                      man["window"], tensors.get("bias"),
-                                     tensors.get("mask"))
+                                     tensors.get("mask"), tensors.get("sinks"))
     ours = o.double()
     if torch.isnan(ours).any():
         return False, f"{case} {layout}: NaN in output (unwritten or invalid)", None
@@ -167,7 +179,7 @@ def run_case(kernel, case, layout, seed):
     # FA2 through SDPA has no sliding window: compare only where it can run
     # the same function.
     fa2 = None if (man["window"] is not None or "bias" in tensors
-                   or "mask" in tensors) else sdpa_flash(
+                   or "mask" in tensors or "sinks" in tensors) else sdpa_flash(
         *(t.clone(memory_format=torch.contiguous_format) for t in (q, k, v)),
         man["scale"], hidden)
     fa2_rmse = None if fa2 is None else ((fa2.double() - ref) ** 2).mean().sqrt().item()

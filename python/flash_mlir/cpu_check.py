@@ -209,6 +209,8 @@ def build_program(args, ops):
         opt += f" bias(%bias : {ops['bias'].type})"
     if "mask" in ops:
         opt += f" mask(%mask : {ops['mask'].type})"
+    if "sinks" in ops:
+        opt += f" sinks(%sinks : {ops['sinks'].type})"
     if runtime_scale(args):
         opt += " runtime_scale(%scale)"
     mod = score_mod_text(args, ops)
@@ -225,11 +227,17 @@ def build_program(args, ops):
     else:
         results = [("dq", q.shape, args.dtype, q.type), ("dk", k.shape, args.dtype, k.type),
                    ("dv", v.shape, args.dtype, v.type)]
+        grads, grad_sinks_type = "%dq, %dk, %dv", ""
+        if "sinks" in ops:
+            sinks = ops["sinks"]
+            results.append(("dsinks", list(sinks.value.shape), sinks.et, sinks.type))
+            grads += ", %dsinks"
+            grad_sinks_type = f" -> {sinks.type}"
         body = (fwd + "\n"
-                f"    %dq, %dk, %dv = flash.attention_backward %q, %k, %v, %o, %do, %lse{opt}"
+                f"    {grads} = flash.attention_backward %q, %k, %v, %o, %do, %lse{opt}"
                 f"{attrs_text(args)}\n"
-                f"        : {qkv_types}, {o_type}, {lse_type}{mod}\n"
-                f"    return %dq, %dk, %dv : {q.type}, {k.type}, {v.type}")
+                f"        : {qkv_types}, {o_type}, {lse_type}{grad_sinks_type}{mod}\n"
+                f"    return {grads} : " + ", ".join(r[3] for r in results))
     result_types = ", ".join(r[3] for r in results)
     lines = [
         "func.func private @printMemrefI32(tensor<*xi32>)",
@@ -379,6 +387,11 @@ def make_inputs(args, rng):
         x = np.exp2(-8.0 * (np.arange(hq) + 1) / hq).astype(np.float32)
         ops["alibi"] = Operand("alibi", x, "f32", [None], dyn)
         full["alibi"] = x
+    if getattr(args, "sinks", False):
+        # One logit per query head, some above every score of their rows.
+        x = quantize(rng.standard_normal(hq) * 2.0 + 1.0, args.sinks_dtype)
+        ops["sinks"] = Operand("sinks", x, args.sinks_dtype, ["h"], dyn)
+        full["sinks"] = x
     if args.mask:
         shape = parse_shape(args.mask)
         x = rng.random(shape) < 0.8
@@ -416,6 +429,10 @@ def main(argv=None):
                         "read from a tensor argument")
     p.add_argument("--bias", help="bias shape, e.g. 1x4x77x33 or 77x33")
     p.add_argument("--bias-dtype", choices=["f32", "f16", "bf16"], default="f32")
+    p.add_argument("--sinks", action="store_true",
+                   help="attention sinks: one logit per query head in every row's "
+                        "softmax (the backward also returns their gradient)")
+    p.add_argument("--sinks-dtype", choices=["f32", "f16", "bf16"], default="f32")
     p.add_argument("--mask", help="i1 mask shape, broadcastable to [B,Hq,M,N]")
     p.add_argument("--masked-row", action="store_true",
                    help="make query row 0 of the mask fully masked")
@@ -481,16 +498,15 @@ def main(argv=None):
     scale = args.scale
     common = dict(scale=scale, causal=args.causal, bias=full.get("bias"),
                   mask=full.get("mask"), window=args.window)
-    o_ref, lse_ref = reference.attention(full["q"], full["k"], full["v"], **common,
-                                         softcap=args.softcap, alibi=full.get("alibi"))
+    common.update(softcap=args.softcap, alibi=full.get("alibi"),
+                  sinks=full.get("sinks"))
+    o_ref, lse_ref = reference.attention(full["q"], full["k"], full["v"], **common)
     if args.mode == "fwd":
         want = {"o": o_ref, "lse": lse_ref}
     else:
-        dq, dk, dv = reference.attention_backward(full["q"], full["k"], full["v"],
-                                                  full["do"], o=o_ref, **common,
-                                                  softcap=args.softcap,
-                                                  alibi=full.get("alibi"))
-        want = {"dq": dq, "dk": dk, "dv": dv}
+        grads = reference.attention_backward(full["q"], full["k"], full["v"],
+                                             full["do"], o=o_ref, **common)
+        want = dict(zip(["dq", "dk", "dv", "dsinks"], grads))
 
     if not args.no_tile:
         check_no_score_matrix(program, args)
@@ -501,7 +517,11 @@ def main(argv=None):
     for name, shape, et, _ in results:
         if only is not None and name not in only:
             continue
-        ok, msg = compare(name, got[name], want[name].reshape(shape), TOLERANCE[et])
+        tol = TOLERANCE[et]
+        if name == "dsinks":
+            # Its D = rowsum(dO O) reads the O rounded to the inputs' type.
+            tol = max(tol, TOLERANCE[args.dtype])
+        ok, msg = compare(name, got[name], want[name].reshape(shape), tol)
         all_ok &= ok
         lines.append(msg)
     print(("PASS " if all_ok else "FAIL ") + "; ".join(lines))

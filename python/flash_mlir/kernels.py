@@ -2,7 +2,8 @@
 tests this module).
 
 A `Variant` is everything that makes one compiled attention differ from
-another: element type, head dims, causal, window, scale, bias and mask kind.
+another: element type, head dims, causal, window, scale, bias and mask kind,
+sinks.
 Each variant is a family of three kernels compiled from one MLIR file:
 
     <base>_fwd              O only (inference)
@@ -62,6 +63,7 @@ class Variant:
     scale_bits: Optional[int] = None  # f32 bit pattern; None: 1/sqrt(D)
     bias: Optional[str] = None      # bias element type, None without bias
     mask: bool = False
+    sinks: bool = False             # f32 sinks [Hq] (the forward's)
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
@@ -80,7 +82,7 @@ class Variant:
 
     @staticmethod
     def of(dtype, head_dim, value_dim=None, causal=False, window=None,
-           scale=None, bias=None, mask=False):
+           scale=None, bias=None, mask=False, sinks=False):
         """The variant of a call: torch or compiler dtype names; `scale` a
         float (None for the default)."""
         dtype = TORCH_DTYPES.get(dtype, dtype)
@@ -92,7 +94,7 @@ class Variant:
             if bits == f32_bits(1.0 / head_dim ** 0.5):
                 bits = None  # the default, spelled out
         return Variant(dtype, head_dim, value_dim, bool(causal), window, bits,
-                       bias, bool(mask))
+                       bias, bool(mask), bool(sinks))
 
     @property
     def scale(self) -> float:
@@ -120,6 +122,8 @@ class Variant:
                           f"{self.bias} bias"))
         if self.mask:
             parts.append(("mask", "mask", "mask"))
+        if self.sinks:
+            parts.append(("sinks", "sinks", "sinks"))
         return parts
 
     @property
@@ -164,6 +168,8 @@ class Variant:
                 kw["bias"] = item[len("bias="):]
             elif item == "mask":
                 kw["mask"] = True
+            elif item == "sinks":
+                kw["sinks"] = True
             else:
                 raise ValueError(f"variant {text!r}: unknown part {item!r}")
         if head is None:
@@ -194,6 +200,12 @@ class Variant:
             mt = "tensor<?x?x?x?xi1>"
             args.append(f"%mask: {mt}")
             extras += f" mask(%mask : {mt})"
+        # The backward takes no sinks: dQ, dK and dV do not depend on them
+        # (the LSE carries them); their gradient is computed beside it.
+        fwd_extras = extras
+        if self.sinks:
+            args.append("%sinks: tensor<?xf32>")
+            fwd_extras += " sinks(%sinks : tensor<?xf32>)"
         attrs = []
         if self.causal:
             attrs.append("causal")
@@ -204,13 +216,13 @@ class Variant:
         attr = (" {" + ", ".join(attrs) + "}") if attrs else ""
         lse = "tensor<?x?x?xf32>"
         fwd = (f"func.func @{self.kernel('fwd')}({', '.join(args)}) -> {v} {{\n"
-               f"  %o = flash.attention %q, %k, %v{extras}{attr} : {q}, {q}, {v}"
+               f"  %o = flash.attention %q, %k, %v{fwd_extras}{attr} : {q}, {q}, {v}"
                f" -> {v}\n"
                f"  return %o : {v}\n}}\n")
         train_args = ", ".join(args + [f"%do: {v}"])
         train = (f"func.func @{self.kernel('train')}({train_args}) -> "
                  f"({v}, {q}, {q}, {v}) {{\n"
-                 f"  %o, %lse = flash.attention %q, %k, %v{extras}{attr} : "
+                 f"  %o, %lse = flash.attention %q, %k, %v{fwd_extras}{attr} : "
                  f"{q}, {q}, {v} -> {v}, {lse}\n"
                  f"  %dq, %dk, %dv = flash.attention_backward %q, %k, %v, %o, "
                  f"%do, %lse{extras}{attr} : {q}, {q}, {v}, {v}, {lse}\n"
@@ -227,7 +239,9 @@ def common_variants():
 
 # The variants beyond the common set that flash_mlir.torch_check uses.
 CHECK_VARIANTS = ("bf16:d64:causal:w48", "bf16:d64:scale=0.3",
-                  "bf16:d64:bias=f32", "bf16:d64:mask", "f16:d64:dv128:causal")
+                  "bf16:d64:bias=f32", "bf16:d64:mask", "f16:d64:dv128:causal",
+                  "bf16:d64:causal:sinks", "bf16:d64:causal:w48:sinks",
+                  "f16:d128:mask:sinks")
 
 
 class KernelNotFound(RuntimeError):

@@ -39,7 +39,14 @@ def _scores(q, k, scale, causal, bias, mask, window=None, softcap=None,
     return s
 
 
-def _softmax(s):
+def _softmax(s, sinks=None):
+    """Returns (P, LSE, P of the sinks or None). `sinks` (one logit per query
+    head) join each row as one more score whose value row is zero."""
+    if sinks is not None:
+        column = np.broadcast_to(
+            sinks.astype(np.float64)[None, :, None, None], s.shape[:-1] + (1,))
+        p, lse, _ = _softmax(np.concatenate([s, column], axis=-1))
+        return p[..., :-1], lse, p[..., -1]
     # N = 0: every row is fully masked.
     mx = s.max(axis=-1, keepdims=True, initial=-np.inf)
     safe = np.where(np.isneginf(mx), 0.0, mx)
@@ -48,7 +55,7 @@ def _softmax(s):
     p = np.where(l == 0.0, 0.0, e / np.where(l == 0.0, 1.0, l))
     with np.errstate(divide="ignore"):
         lse = (safe + np.log(l))[..., 0]
-    return p, lse
+    return p, lse, None
 
 
 def default_scale(d):
@@ -58,14 +65,15 @@ def default_scale(d):
 
 
 def attention(q, k, v, scale=None, causal=False, bias=None, mask=None,
-              window=None, softcap=None, alibi=None):
+              window=None, softcap=None, alibi=None, sinks=None):
     """Returns (O, LSE) in float64. `softcap` c rewrites each scaled score s
     to c tanh(s / c); `alibi` (one slope per query head) adds
-    slope[h] (j - i)."""
+    slope[h] (j - i); `sinks` (one logit per query head) join every row's
+    softmax."""
     if scale is None:
         scale = default_scale(q.shape[-1])
     s = _scores(q, k, scale, causal, bias, mask, window, softcap, alibi)
-    p, lse = _softmax(s)
+    p, lse, _ = _softmax(s, sinks)
     group = q.shape[1] // k.shape[1]
     v_rep = np.repeat(v.astype(np.float64), group, axis=1)
     o = np.einsum("bhmn,bhnd->bhmd", p, v_rep)
@@ -73,12 +81,14 @@ def attention(q, k, v, scale=None, causal=False, bias=None, mask=None,
 
 
 def attention_backward(q, k, v, do, scale=None, causal=False, bias=None,
-                       mask=None, window=None, o=None, softcap=None, alibi=None):
-    """Returns (dQ, dK, dV) in float64, the gradient of attention()."""
+                       mask=None, window=None, o=None, softcap=None, alibi=None,
+                       sinks=None):
+    """Returns (dQ, dK, dV) in float64, the gradient of attention(), and
+    d sinks after them when `sinks` is given."""
     if scale is None:
         scale = default_scale(q.shape[-1])
     s = _scores(q, k, scale, causal, bias, mask, window, softcap, alibi)
-    p, _ = _softmax(s)
+    p, _, p_sink = _softmax(s, sinks)
     b, hq, m, d = q.shape
     hkv, n = k.shape[1], k.shape[2]
     group = hq // hkv
@@ -100,4 +110,8 @@ def attention_backward(q, k, v, do, scale=None, causal=False, bias=None,
     dk_rep = scale * np.einsum("bhmn,bhmd->bhnd", ds, q.astype(np.float64))
     dk = dk_rep.reshape(b, hkv, group, n, d).sum(axis=2)
     dv = dv_rep.reshape(b, hkv, group, n, v.shape[-1]).sum(axis=2)
+    if sinks is not None:
+        # The sink's dP is 0 (its value row is zero): dS = P (0 - Di).
+        dsinks = -(p_sink * di[..., 0]).sum(axis=(0, 2))
+        return dq, dk, dv, dsinks
     return dq, dk, dv

@@ -321,13 +321,16 @@ class Kernel:
         return self.launches[0].grid(tensors)
 
     def __call__(self, stream=None, **tensors):
-        """Checks the tensors against the manifest, then launches."""
-        self.launch(tensors, stream, self.check(tensors))
+        """Checks the tensors against the manifest, then launches. Returns
+        the workspaces (see launch)."""
+        return self.launch(tensors, stream, self.check(tensors))
 
     def launch(self, tensors, stream=None, infos=None):
         """Launches on tensors that fit the kernel (flash_mlir.torch has
         checked its own); takes the persistent form for few keys and the
-        general kernel for unaligned rows."""
+        general kernel for unaligned rows. Returns the workspaces it
+        allocated by name (the manifest's `workspace`), e.g. a backward's
+        `d` = rowsum(dO O) in f32, shaped like the LSE."""
         import torch
         if self.persistent_form is not None and validate.takes_persistent_form(
                 self.manifest, tensors["k"].shape[2]):
@@ -341,12 +344,12 @@ class Kernel:
                     raise ValueError(f"{self.name}: needs contiguous 16-byte "
                                      "aligned rows and has no general kernel")
                 return self.general.launch(tensors, stream, infos)
-        workspaces = []
+        workspaces = {}
         for w in self.manifest.get("workspace", []):
             like = tensors[w["like"]]
             tensors[w["name"]] = torch.empty(like.shape, dtype=torch.float32,
                                              device=like.device)
-            workspaces.append(tensors[w["name"]])
+            workspaces[w["name"]] = tensors[w["name"]]
         current = torch.cuda.current_stream(self.device)
         if stream is None:
             stream = current.cuda_stream
@@ -356,8 +359,9 @@ class Kernel:
         # kernels on another stream are done with them.
         if workspaces and stream != current.cuda_stream:
             other = torch.cuda.ExternalStream(stream, device=self.device)
-            for t in workspaces:
+            for t in workspaces.values():
                 t.record_stream(other)
+        return workspaces
 
 
 def load_all(directory, device=0, general=True):

@@ -9,9 +9,11 @@ V [B, Hkv, N, Dv] with Hq % Hkv == 0 (GQA/MQA), `scale` default 1/sqrt(D),
 `causal` aligned bottom-right when M != N, `window=W` hides keys more than W
 before the diagonal (FlashAttention-2's window_size (W, 0) with causal,
 (W, -1) without), an additive `bias` and a boolean `mask` (True keeps)
-broadcastable to [B, Hq, M, N]. A fully masked row gives O = 0 and
-LSE = -inf. The bias receives no gradient; LSE is an output only (not
-differentiable, as in FlashAttention).
+broadcastable to [B, Hq, M, N], and `sinks` [Hq] (attention sinks, as in
+gpt-oss: one learned logit per query head that joins every row's softmax
+denominator; differentiable). A fully masked row gives O = 0 and LSE = -inf
+(LSE = the sink with sinks). The bias receives no gradient; LSE is an output
+only (not differentiable, as in FlashAttention).
 
 The op is `torch.ops.flash_mlir.attention_forward` / `attention_backward`
 (torch.library custom ops with fake kernels and autograd), so
@@ -87,18 +89,20 @@ def _effective_window(window, keys):
     return window
 
 
-def _check_forward(q, k, v, bias, mask, scale, window, fake=False):
+def _check_forward(q, k, v, bias, mask, scale, window, fake=False,
+                   sinks=None):
     return validate.check_attention(
         _info("q", q, fake), _info("k", k, fake), _info("v", v, fake),
-        _info("bias", bias, fake), _info("mask", mask, fake), scale, window)
+        _info("bias", bias, fake), _info("mask", mask, fake), scale, window,
+        sinks=_info("sinks", sinks, fake))
 
 
-def _variant(shape, q_dtype, bias, mask, causal, scale, window):
+def _variant(shape, q_dtype, bias, mask, causal, scale, window, sinks=False):
     return Variant.of(str(q_dtype).replace("torch.", ""), shape.head_dim,
                       shape.value_dim, causal,
                       _effective_window(window, shape.keys), scale,
                       None if bias is None else str(bias.dtype).replace("torch.", ""),
-                      mask is not None)
+                      mask is not None, sinks)
 
 
 def _score_operands(shape, bias, mask):
@@ -118,18 +122,19 @@ def _launch(variant, kind, device, tensors):
     # check against the manifest.
     kern = kernel_for(variant, kind, device)
     if device.index is None or device.index == torch.cuda.current_device():
-        kern.launch(tensors)
+        workspaces = kern.launch(tensors)
     else:
         with torch.cuda.device(device):
-            kern.launch(tensors)
+            workspaces = kern.launch(tensors)
     launches[kern.name] += 1
+    return workspaces
 
 
 def run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse,
-                out=None):
+                out=None, sinks=None):
     """Checks, then launches the forward into `out` (any strides; a new
     contiguous tensor if None). Returns (O, LSE or an empty tensor)."""
-    shape = _check_forward(q, k, v, bias, mask, scale, window)
+    shape = _check_forward(q, k, v, bias, mask, scale, window, sinks=sinks)
     if out is None:
         # O in Q's memory order (as SDPA's kernels return it): a [B, S, H, D]
         # caller gets [B, S, H, D] memory and no copy when it merges heads.
@@ -143,10 +148,17 @@ def run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse,
         return out, lse
     if shape.keys == 0:  # every row fully masked
         out.zero_()
-        lse.fill_(-math.inf)
+        if sinks is None:
+            lse.fill_(-math.inf)
+        elif compute_lse:
+            lse.copy_(sinks.float()[None, :, None].expand(lse.shape))
         return out, lse
-    variant = _variant(shape, q.dtype, bias, mask, causal, scale, window)
+    variant = _variant(shape, q.dtype, bias, mask, causal, scale, window,
+                       sinks is not None)
     tensors = dict(q=q, k=k, v=v, o=out, **_score_operands(shape, bias, mask))
+    if sinks is not None:
+        # The kernels take f32 sinks (one per query head: a copy of no cost).
+        tensors["sinks"] = sinks.detach().float().contiguous()
     if compute_lse:
         tensors["lse"] = lse
     _launch(variant, "train" if compute_lse else "fwd", q.device, tensors)
@@ -154,39 +166,46 @@ def run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse,
 
 
 def run_backward(grad_out, q, k, v, out, lse, bias, mask, causal, scale,
-                 window, grads=None):
+                 window, grads=None, sinks=None):
     """Checks, then launches the backward into `grads` = (dQ, dK, dV) (any
-    strides; new contiguous tensors if None)."""
+    strides; new contiguous tensors if None). With the forward's `sinks`,
+    returns (dQ, dK, dV, d sinks)."""
     shape = _check_backward(grad_out, q, k, v, out, lse, bias, mask, scale,
-                            window)
+                            window, sinks=sinks)
     if grads is None:
         grads = tuple(torch.empty_like(t) for t in (q, k, v))
     dq, dk, dv = grads
     if shape.queries == 0 or shape.keys == 0 or dq.numel() == 0:
         for g in grads:
             g.zero_()
-        return grads
-    variant = _variant(shape, q.dtype, bias, mask, causal, scale, window)
+        # O = 0 (or no rows): D = rowsum(dO O) = 0.
+        return grads if sinks is None else grads + (torch.zeros_like(sinks),)
+    variant = _variant(shape, q.dtype, bias, mask, causal, scale, window,
+                       sinks is not None)
     tensors = dict(q=q, k=k, v=v, o=out, do=grad_out, lse=lse, dq=dq, dk=dk,
                    dv=dv, **_score_operands(shape, bias, mask))
-    _launch(variant, "train_backward", q.device, tensors)
-    return grads
+    workspaces = _launch(variant, "train_backward", q.device, tensors)
+    if sinks is None:
+        return grads
+    return grads + (sinks_gradient(lse, workspaces["d"], sinks),)
 
 
 @torch.library.custom_op("flash_mlir::attention_forward", mutates_args=())
 def attention_forward(q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
                       mask: Optional[Tensor], causal: bool, scale: float,
-                      window: Optional[int],
-                      compute_lse: bool) -> Tuple[Tensor, Tensor]:
+                      window: Optional[int], compute_lse: bool,
+                      sinks: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     """O [B, Hq, M, Dv] and, with compute_lse, LSE [B, Hq, M] (else an
     empty tensor)."""
-    return run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse)
+    return run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse,
+                       sinks=sinks)
 
 
 @attention_forward.register_fake
 def _attention_forward_fake(q, k, v, bias, mask, causal, scale, window,
-                            compute_lse):
-    shape = _check_forward(q, k, v, bias, mask, scale, window, fake=True)
+                            compute_lse, sinks=None):
+    shape = _check_forward(q, k, v, bias, mask, scale, window, fake=True,
+                           sinks=sinks)
     o = torch.empty_like(q) if shape.value_dim == shape.head_dim else \
         q.new_empty(shape.output_shape())
     lse = q.new_empty(shape.lse_shape() if compute_lse else (0,),
@@ -194,13 +213,24 @@ def _attention_forward_fake(q, k, v, bias, mask, causal, scale, window,
     return o, lse
 
 
+def sinks_gradient(lse, row_dot, sinks):
+    """d sinks = -sum_{b,i} exp(sink_h - LSE) D with D = rowsum(dO O) (the
+    backward kernels' workspace `d`): the sink's probability times its
+    dS = P (dP - D), dP = 0 (its value row is zero). The kernels need no
+    sinks for dQ, dK, dV; this is one pass over [B, Hq, M] beside them."""
+    # exp(sink - LSE) is NaN only where both are -inf (a fully masked row
+    # and a -inf sink), whose D is 0.
+    prob = torch.exp(sinks.float()[None, :, None] - lse).nan_to_num_(0.0)
+    return torch.einsum("bhm,bhm->h", prob, row_dot).neg_().to(sinks.dtype)
+
+
 def _check_backward(grad_out, q, k, v, out, lse, bias, mask, scale, window,
-                    fake=False):
+                    fake=False, sinks=None):
     return validate.check_backward(
         _info("grad_output", grad_out, fake), _info("q", q, fake),
         _info("k", k, fake), _info("v", v, fake), _info("output", out, fake),
         _info("lse", lse, fake), _info("bias", bias, fake),
-        _info("mask", mask, fake), scale, window)
+        _info("mask", mask, fake), scale, window, sinks=_info("sinks", sinks, fake))
 
 
 @torch.library.custom_op("flash_mlir::attention_backward", mutates_args=())
@@ -222,10 +252,32 @@ def _attention_backward_fake(grad_out, q, k, v, out, lse, bias, mask, causal,
     return (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v))
 
 
+@torch.library.custom_op("flash_mlir::attention_backward_sinks",
+                         mutates_args=())
+def attention_backward_sinks(grad_out: Tensor, q: Tensor, k: Tensor,
+                             v: Tensor, out: Tensor, lse: Tensor,
+                             bias: Optional[Tensor], mask: Optional[Tensor],
+                             causal: bool, scale: float,
+                             window: Optional[int], sinks: Tensor
+                             ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """attention_backward of a forward with sinks, and d sinks."""
+    return run_backward(grad_out, q, k, v, out, lse, bias, mask, causal, scale,
+                        window, sinks=sinks)
+
+
+@attention_backward_sinks.register_fake
+def _attention_backward_sinks_fake(grad_out, q, k, v, out, lse, bias, mask,
+                                   causal, scale, window, sinks):
+    _check_backward(grad_out, q, k, v, out, lse, bias, mask, scale, window,
+                    fake=True, sinks=sinks)
+    return (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v),
+            torch.empty_like(sinks))
+
+
 def _setup_context(ctx, inputs, output):
-    q, k, v, bias, mask, causal, scale, window, compute_lse = inputs
+    q, k, v, bias, mask, causal, scale, window, compute_lse, sinks = inputs
     o, lse = output
-    ctx.save_for_backward(q, k, v, o, lse, bias, mask)
+    ctx.save_for_backward(q, k, v, o, lse, bias, mask, sinks)
     ctx.causal, ctx.scale, ctx.window = causal, scale, window
     ctx.compute_lse = compute_lse
     # LSE is an output, not differentiable (as in FlashAttention).
@@ -234,19 +286,29 @@ def _setup_context(ctx, inputs, output):
 
 
 def _backward(ctx, grad_o, grad_lse):
-    q, k, v, o, lse, bias, mask = ctx.saved_tensors
+    q, k, v, o, lse, bias, mask, sinks = ctx.saved_tensors
     if ctx.needs_input_grad[3]:
         raise RuntimeError("flash_mlir attention: bias receives no gradient "
                            "(detach it, or use SDPA for a learned bias)")
     if grad_o is None:
-        return None, None, None, None, None, None, None, None, None
+        return (None,) * 10
     if not ctx.compute_lse:
         raise RuntimeError("flash_mlir attention: the forward ran without "
                            "its log-sum-exp (compute_lse=False), so it has "
                            "no backward; call flash_mlir.torch.attention")
-    dq, dk, dv = attention_backward(grad_o, q, k, v, o, lse, bias, mask,
-                                    ctx.causal, ctx.scale, ctx.window)
-    return dq, dk, dv, None, None, None, None, None, None
+    dsinks = None
+    if sinks is not None:
+        # The sinks variant's own backward kernels (the same as without
+        # sinks), so that a family serves a model whole.
+        dq, dk, dv, dsinks = attention_backward_sinks(
+            grad_o, q, k, v, o, lse, bias, mask, ctx.causal, ctx.scale,
+            ctx.window, sinks)
+        if not ctx.needs_input_grad[9]:
+            dsinks = None
+    else:
+        dq, dk, dv = attention_backward(grad_o, q, k, v, o, lse, bias, mask,
+                                        ctx.causal, ctx.scale, ctx.window)
+    return dq, dk, dv, None, None, None, None, None, None, dsinks
 
 
 attention_forward.register_autograd(_backward, setup_context=_setup_context)
@@ -255,7 +317,7 @@ attention_forward.register_autograd(_backward, setup_context=_setup_context)
 def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False,
               scale: Optional[float] = None, window: Optional[int] = None,
               bias: Optional[Tensor] = None, mask: Optional[Tensor] = None,
-              return_lse: bool = False):
+              sinks: Optional[Tensor] = None, return_lse: bool = False):
     """Scaled dot-product attention on flash-mlir's kernels; see the module
     docstring. Returns O, or (O, LSE) with return_lse."""
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -274,7 +336,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False,
         raise ValueError("bias: requires grad, but the bias receives no "
                          "gradient from flash_mlir attention (detach it)")
     compute_lse = return_lse or (grad and any(
-        t.requires_grad for t in (q, k, v)))
+        t is not None and t.requires_grad for t in (q, k, v, sinks)))
     o, lse = attention_forward(q, k, v, bias, mask, bool(causal), float(scale),
-                               window, compute_lse)
+                               window, compute_lse, sinks)
     return (o, lse) if return_lse else o

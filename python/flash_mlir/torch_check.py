@@ -87,7 +87,8 @@ def sdpa_fa2(q, k, v, scale, causal, do=None):
 
 
 def check_case(dtype, d, dv, causal, shape, layout, seed, window=None,
-               scale=None, bias_shape=None, mask_shape=None, grad=True):
+               scale=None, bias_shape=None, mask_shape=None, grad=True,
+               sinks_dtype=None):
     b, hq, hkv, m, n = shape
     g = torch.Generator(device="cuda").manual_seed(seed)
     q = make((b, hq, m, d), dtype, layout, g)
@@ -99,17 +100,24 @@ def check_case(dtype, d, dv, causal, shape, layout, seed, window=None,
     if mask_shape is not None:
         mask = torch.rand(*mask_shape, device="cuda", generator=g) < 0.7
         mask[..., 0, :] = False  # a fully masked row
+    sinks = sinks64 = None
+    if sinks_dtype is not None:
+        # Learned logits, some above every score of their rows.
+        sinks = (torch.randn(hq, device="cuda", generator=g) * 2 + 1).to(sinks_dtype)
+        sinks64 = sinks.detach().double().requires_grad_(grad)
+        sinks = sinks.detach().requires_grad_(grad)
     eff_scale = scale if scale is not None else 1 / math.sqrt(d)
     name = (f"{str(dtype)[6:]} d{d}{'' if dv == d else f' dv{dv}'}"
             f"{' causal' if causal else ''}{f' w{window}' if window is not None else ''}"
             f"{' scale' if scale is not None else ''}{' bias' if bias is not None else ''}"
-            f"{' mask' if mask is not None else ''} {shape} {layout}")
+            f"{' mask' if mask is not None else ''}"
+            f"{' sinks ' + str(sinks_dtype)[6:] if sinks is not None else ''} {shape} {layout}")
     qs, ks, vs = (t.detach().requires_grad_(grad) for t in (q, k, v))
     o, lse = fm.attention(qs, ks, vs, causal=causal, scale=scale, window=window,
-                          bias=bias, mask=mask, return_lse=True)
+                          bias=bias, mask=mask, sinks=sinks, return_lse=True)
     q64, k64, v64 = (t.detach().double().requires_grad_(grad) for t in (q, k, v))
     ref, ref_lse, hidden = reference(q64, k64, v64, eff_scale, causal, window,
-                                     bias, mask)
+                                     bias, mask, sinks64)
     if mask is not None:
         hidden = hidden | ~mask.expand(b, hq, m, n)
     tol = TOL[dtype]
@@ -121,8 +129,9 @@ def check_case(dtype, d, dv, causal, shape, layout, seed, window=None,
     full = hidden.all(dim=-1) if hidden.dim() == 4 else hidden.all(dim=-1).expand(b, hq, m)
     if full.any():
         ok &= o[full].abs().max().item() == 0
-        ok &= bool(torch.isneginf(lse[full]).all())
-    plain = window is None and bias is None and mask is None
+        # With sinks such a row's LSE is its sink (checked against ref_lse).
+        ok &= sinks is not None or bool(torch.isneginf(lse[full]).all())
+    plain = window is None and bias is None and mask is None and sinks is None
     fa2 = sdpa_fa2(q, k, v, eff_scale, causal, None) if plain else None
     detail = f"O rel {err:.1e} (tol {tol:.0e})"
     if fa2 is not None:
@@ -143,6 +152,10 @@ def check_case(dtype, d, dv, causal, shape, layout, seed, window=None,
             if fa2g is not None:
                 ours, theirs = rmse(ours_t, ref_t), rmse(fa2g[1][i], ref_t)
                 ok &= ours <= 1.25 * theirs + 1e-12
+        if sinks is not None:
+            e = rel(sinks.grad, sinks64.grad)
+            ok &= not torch.isnan(sinks.grad).any() and e <= tol
+            detail += f"; dsinks {e:.1e}"
     record(bool(ok), name, detail)
 
 
@@ -168,6 +181,17 @@ def check_matrix(quick):
         check_case(torch.bfloat16, 64, 64, False, shape, "bhsd", 5,
                    mask_shape=(b, 1, m, n))
         check_case(torch.float16, 64, 128, True, shape, "bhsd", 6)
+        # Attention sinks (gpt-oss: bf16 parameters), with GQA, a window
+        # and a fully masked row.
+        check_case(torch.bfloat16, 64, 64, True, shape, "bshd", 8,
+                   sinks_dtype=torch.bfloat16)
+        check_case(torch.bfloat16, 64, 64, True, shape, "bhsd", 9, window=48,
+                   sinks_dtype=torch.float32)
+        check_case(torch.float16, 128, 128, False, shape, "bhsd", 10,
+                   mask_shape=(b, 1, m, n), sinks_dtype=torch.float32)
+    # Sinks where causal rows see no key (M > N): O = 0, LSE = the sink.
+    check_case(torch.bfloat16, 64, 64, True, (2, 4, 4, 200, 77), "bhsd", 11,
+               sinks_dtype=torch.bfloat16)
     # A window wider than the keys is no window (the plain kernels run).
     check_case(torch.bfloat16, 64, 64, True, (1, 2, 2, 100, 100), "bhsd", 7,
                window=1 << 40)
@@ -215,6 +239,11 @@ def check_bad_calls():
                  lambda: att(q, k, v, mask=r(256, 256, dtype=torch.float32)))
     expect_error("negative window", ValueError, lambda: att(q, k, v, window=-3))
     expect_error("NaN scale", ValueError, lambda: att(q, k, v, scale=float("nan")))
+    expect_error("sinks per KV head", ValueError,
+                 lambda: att(q, k, v, sinks=r(2, dtype=torch.float32)))
+    expect_error("integer sinks", TypeError,
+                 lambda: att(q, k, v, sinks=torch.zeros(4, dtype=torch.int32,
+                                                         device="cuda")))
     # The low-level kernel: O of another dtype or half the rows.
     kern = fm.kernel_for(Variant.of("bf16", 128), "fwd", q.device)
     o = torch.empty_like(q)

@@ -153,16 +153,18 @@ def check_attention(q: TensorInfo, k: TensorInfo, v: TensorInfo,
                     bias: Optional[TensorInfo] = None,
                     mask: Optional[TensorInfo] = None,
                     scale=None, window=None,
-                    dtypes=KERNEL_DTYPES) -> AttentionShape:
+                    dtypes=KERNEL_DTYPES,
+                    sinks: Optional[TensorInfo] = None) -> AttentionShape:
     """The forward's inputs: Q [B, Hq, M, D], K [B, Hkv, N, D],
     V [B, Hkv, N, Dv], Hq % Hkv == 0, one CUDA device, one kernel dtype;
-    bias (f16/bf16/f32) and mask (bool) broadcastable to [B, Hq, M, N]."""
+    bias (f16/bf16/f32) and mask (bool) broadcastable to [B, Hq, M, N];
+    sinks (f16/bf16/f32) [Hq]."""
     for t, name in ((q, "q"), (k, "k"), (v, "v")):
         _require_tensor(t, name)
     layout = "[B, H, S, D]"
     for t in (q, k, v):
         check_rank(t, 4, layout)
-    extra = [t for t in (bias, mask) if t is not None]
+    extra = [t for t in (bias, mask, sinks) if t is not None]
     for t in extra:
         _require_tensor(t, t.name)
     check_device([q, k, v] + extra)
@@ -195,6 +197,12 @@ def check_attention(q: TensorInfo, k: TensorInfo, v: TensorInfo,
     if mask is not None:
         check_dtype(mask, (MASK_DTYPE,), "a mask of ")
         check_broadcastable(mask, shape.score_shape(), "mask")
+    if sinks is not None:
+        check_dtype(sinks, BIAS_DTYPES, "sinks of ")
+        if tuple(sinks.shape) != (hq,):
+            raise ValueError(f"{sinks.name}: expected one sink per query head, "
+                             f"shape [Hq] = {_fmt((hq,))}, got "
+                             f"{_fmt(sinks.shape)}")
     check_scale(scale)
     check_window(window)
     return shape
@@ -224,10 +232,12 @@ def check_lse(t: TensorInfo, shape: AttentionShape):
 
 def check_backward(grad_output: TensorInfo, q, k, v, output: TensorInfo,
                    lse: TensorInfo, bias=None, mask=None, scale=None,
-                   window=None, dtypes=KERNEL_DTYPES) -> AttentionShape:
+                   window=None, dtypes=KERNEL_DTYPES,
+                   sinks=None) -> AttentionShape:
     """The backward's inputs: the forward's, plus O and dO [B, Hq, M, Dv]
     and LSE [B, Hq, M]."""
-    shape = check_attention(q, k, v, bias, mask, scale, window, dtypes)
+    shape = check_attention(q, k, v, bias, mask, scale, window, dtypes,
+                            sinks=sinks)
     for t, name in ((grad_output, "grad_output"), (output, "output"),
                     (lse, "lse")):
         _require_tensor(t, name)
@@ -307,7 +317,7 @@ def check_launch(manifest, tensors):
     dtype = MANIFEST_DTYPES.get(manifest["dtype"], manifest["dtype"])
     shape = check_attention(tensors["q"], tensors["k"], tensors["v"],
                             tensors.get("bias"), tensors.get("mask"),
-                            dtypes=(dtype,))
+                            dtypes=(dtype,), sinks=tensors.get("sinks"))
     if "o" in tensors:
         check_output(tensors["o"], shape, "output")
     if "lse" in tensors:

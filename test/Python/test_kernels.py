@@ -27,6 +27,10 @@ class Variants(unittest.TestCase):
         for variant in (v, w, Variant.of("f16", 16)):
             self.assertEqual(Variant.parse(variant.spec()), variant)
         self.assertEqual(Variant.parse("f16:d64:scale=0.1"), Variant.of("f16", 64, scale=0.1))
+        s = Variant.of("bfloat16", 64, causal=True, window=128, sinks=True)
+        self.assertEqual(s.base, "fm_bf16_d64_causal_w128_sinks")
+        self.assertEqual(Variant.parse(s.spec()), s)
+        self.assertNotEqual(s, Variant.of("bf16", 64, causal=True, window=128))
         self.assertEqual(len(set(common_variants())), 8)
 
     def test_bad_variants(self):
@@ -38,14 +42,17 @@ class Variants(unittest.TestCase):
     def test_mlir_parses(self):
         # Every family's source is valid flash IR (flash-opt verifies it).
         text = "\n".join(v.mlir() for v in common_variants() + [
-            Variant.parse("f16:d64:dv128:causal:w100:scale=0.1:bias=bf16:mask")])
+            Variant.parse("f16:d64:dv128:causal:w100:scale=0.1:bias=bf16:mask"),
+            Variant.parse("bf16:d64:causal:sinks")])
         opt = find_flash_opt()
         self.assertIsNotNone(opt, "flash-opt not on PATH")
         run = subprocess.run([opt, "-"], input=text, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertIn("scale = 1.000000e-01 : f32", run.stdout)
-        self.assertEqual(run.stdout.count("flash.attention_backward"), 9)
+        self.assertEqual(run.stdout.count("flash.attention_backward"), 10)
+        # The forward takes the sinks; the backward needs none.
+        self.assertEqual(run.stdout.count("sinks(%arg3 : tensor<?xf32>)"), 2)
 
 
 class Cache(unittest.TestCase):

@@ -119,6 +119,20 @@ class Forward(unittest.TestCase):
         with self.assertRaises(TypeError):
             check_attention([1, 2], k, v)
 
+    def test_sinks(self):
+        q, k, v = qkv(hkv=2)
+        for dtype in ("float32", "bfloat16", "float16"):
+            check_attention(q, k, v, sinks=t("sinks", (4,), dtype))
+        msg = self.assertRaisesNaming(ValueError, "sinks", q, k, v,
+                                      sinks=t("sinks", (2,), "float32"))
+        self.assertIn("one sink per query head", msg)
+        self.assertRaisesNaming(ValueError, "sinks", q, k, v,
+                                sinks=t("sinks", (1, 4), "float32"))
+        self.assertRaisesNaming(TypeError, "sinks", q, k, v,
+                                sinks=t("sinks", (4,), "int32"))
+        self.assertRaisesNaming(ValueError, "sinks", q, k, v,
+                                sinks=t("sinks", (4,), "float32", device="cpu"))
+
     def test_bias_and_mask(self):
         q, k, v = qkv()
         for shape in ((130,), (100, 130), (1, 4, 1, 130), (2, 1, 100, 130),

@@ -51,3 +51,16 @@ func.func @rank4(%q: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
   %o = flash.attention %q, %q, %q : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
   return %o : tensor<1x2x8x16xf32>
 }
+
+// -----
+
+// Sinks [H] stay as they are; grad_sinks keeps its type.
+// CHECK-LABEL: func @sinks_rank3
+// CHECK: flash.attention {{.*}} sinks(%{{.*}} : tensor<4xf32>) : tensor<1x4x8x16xf32>
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %[[DS:.*]] = flash.attention_backward {{.*}} sinks(%{{.*}} : tensor<4xf32>) : tensor<1x4x8x16xf32>, {{.*}} -> tensor<4xf32>
+// CHECK: return {{.*}}, %[[DS]] : tensor<4x8x16xf32>, tensor<4xf32>
+func.func @sinks_rank3(%q: tensor<4x8x16xf32>, %s: tensor<4xf32>) -> (tensor<4x8x16xf32>, tensor<4xf32>) {
+  %o, %lse = flash.attention %q, %q, %q sinks(%s : tensor<4xf32>) : tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32> -> tensor<4x8x16xf32>, tensor<4x8xf32>
+  %dq, %dk, %dv, %ds = flash.attention_backward %q, %q, %q, %o, %q, %lse sinks(%s : tensor<4xf32>) : tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x8xf32> -> tensor<4xf32>
+  return %dq, %ds : tensor<4x8x16xf32>, tensor<4xf32>
+}

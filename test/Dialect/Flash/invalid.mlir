@@ -18,7 +18,7 @@ func.func @rank5(%q: tensor<1x1x2x8x16xf32>) -> tensor<1x1x2x8x16xf32> {
 
 func.func @unranked(%q: tensor<*xf32>, %k: tensor<8x16xf32>) -> tensor<8x16xf32> {
   // expected-error @+1 {{operand #0 must be ranked tensor of any type values}}
-  %o = "flash.attention"(%q, %k, %k) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>}> ({}) : (tensor<*xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %o = "flash.attention"(%q, %k, %k) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>}> ({}) : (tensor<*xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
   return %o : tensor<8x16xf32>
 }
 
@@ -220,7 +220,7 @@ func.func @backward_mask(%q: tensor<1x2x8x16xf16>, %lse: tensor<1x2x8xf32>, %m: 
 
 func.func @backward_result_type(%q: tensor<1x2x8x16xf16>, %lse: tensor<1x2x8xf32>) {
   // expected-error @+1 {{failed to verify that all of {query, grad_query} have same type}}
-  %r:3 = "flash.attention_backward"(%q, %q, %q, %q, %q, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0>}> ({}) : (tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>)
+  %r:3 = "flash.attention_backward"(%q, %q, %q, %q, %q, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0>}> ({}) : (tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>)
   return
 }
 
@@ -378,5 +378,45 @@ func.func @atomic_add_rank(%t: tensor<64xf32>, %d: memref<16x64xf32>) {
 func.func @atomic_add_shape(%t: tensor<16x32xf32>, %d: memref<?x64xf32>) {
   // expected-error @+1 {{tile and destination differ in dimension 1 (32 and 64)}}
   flash.atomic_add %t, %d : tensor<16x32xf32>, memref<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @sinks_per_kv_head(%q: tensor<1x8x16x32xf32>, %k: tensor<1x2x16x32xf32>, %s: tensor<2xf32>) -> tensor<1x8x16x32xf32> {
+  // expected-error @+1 {{expects sinks of shape [8] (one per query head) and element type f16, bf16 or f32, got 'tensor<2xf32>'}}
+  %o = flash.attention %q, %k, %k sinks(%s : tensor<2xf32>) : tensor<1x8x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32> -> tensor<1x8x16x32xf32>
+  return %o : tensor<1x8x16x32xf32>
+}
+
+// -----
+
+func.func @sinks_rank2(%q: tensor<1x8x16x32xf32>, %s: tensor<1x8xf32>) -> tensor<1x8x16x32xf32> {
+  // expected-error @+1 {{expects sinks of shape [8] (one per query head) and element type f16, bf16 or f32, got 'tensor<1x8xf32>'}}
+  %o = flash.attention %q, %q, %q sinks(%s : tensor<1x8xf32>) : tensor<1x8x16x32xf32>, tensor<1x8x16x32xf32>, tensor<1x8x16x32xf32> -> tensor<1x8x16x32xf32>
+  return %o : tensor<1x8x16x32xf32>
+}
+
+// -----
+
+func.func @sinks_integer(%q: tensor<8x16x32xf32>, %s: tensor<8xi32>) -> tensor<8x16x32xf32> {
+  // expected-error @+1 {{expects sinks of shape [8] (one per query head) and element type f16, bf16 or f32, got 'tensor<8xi32>'}}
+  %o = flash.attention %q, %q, %q sinks(%s : tensor<8xi32>) : tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x16x32xf32> -> tensor<8x16x32xf32>
+  return %o : tensor<8x16x32xf32>
+}
+
+// -----
+
+func.func @backward_sinks_without_gradient(%q: tensor<1x2x16x32xf32>, %lse: tensor<1x2x16xf32>, %s: tensor<2xf32>) {
+  // expected-error @+1 {{returns grad_sinks exactly when it takes sinks}}
+  %dq, %dk, %dv = flash.attention_backward %q, %q, %q, %q, %q, %lse sinks(%s : tensor<2xf32>) : tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16xf32>
+  return
+}
+
+// -----
+
+func.func @backward_sinks_gradient_type(%q: tensor<1x2x16x32xf32>, %lse: tensor<1x2x16xf32>, %s: tensor<2xbf16>) {
+  // expected-error @+1 {{expects grad_sinks of the type of sinks, 'tensor<2xbf16>', got 'tensor<2xf32>'}}
+  %dq, %dk, %dv, %ds = flash.attention_backward %q, %q, %q, %q, %q, %lse sinks(%s : tensor<2xbf16>) : tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16xf32> -> tensor<2xf32>
   return
 }

@@ -132,3 +132,15 @@ func.func @atomic_add(%t: tensor<?x64xf32>, %d: memref<?x64xf32, strided<[?, ?],
   flash.atomic_add %m, %n : memref<16x64xf32>, memref<16x64xf32>
   return
 }
+
+// Attention sinks: one logit per query head; the backward returns their
+// gradient (of the type of the sinks) after dQ, dK and dV.
+// CHECK-LABEL: func @sinks
+// CHECK: flash.attention %{{.*}}, %{{.*}}, %{{.*}} mask(%{{.*}} : tensor<128x256xi1>) sinks(%{{.*}} : tensor<8xbf16>) {causal} : tensor<2x8x128x64xbf16>, tensor<2x2x256x64xbf16>, tensor<2x2x256x64xbf16> -> tensor<2x8x128x64xbf16>, tensor<2x8x128xf32>
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %[[DS:.*]] = flash.attention_backward {{.*}} sinks(%{{.*}} : tensor<8xbf16>) {causal} : tensor<2x8x128x64xbf16>, tensor<2x2x256x64xbf16>, tensor<2x2x256x64xbf16>, tensor<2x8x128x64xbf16>, tensor<2x8x128xf32> -> tensor<8xbf16>
+func.func @sinks(%q: tensor<2x8x128x64xbf16>, %k: tensor<2x2x256x64xbf16>, %m: tensor<128x256xi1>, %s: tensor<8xbf16>, %do: tensor<2x8x128x64xbf16>) -> (tensor<2x2x256x64xbf16>, tensor<8xbf16>) {
+  %o, %lse = flash.attention %q, %k, %k mask(%m : tensor<128x256xi1>) sinks(%s : tensor<8xbf16>) {causal} : tensor<2x8x128x64xbf16>, tensor<2x2x256x64xbf16>, tensor<2x2x256x64xbf16> -> tensor<2x8x128x64xbf16>, tensor<2x8x128xf32>
+  %dq, %dk, %dv, %ds = flash.attention_backward %q, %k, %k, %o, %do, %lse mask(%m : tensor<128x256xi1>) sinks(%s : tensor<8xbf16>) {causal} : tensor<2x8x128x64xbf16>, tensor<2x2x256x64xbf16>, tensor<2x2x256x64xbf16>, tensor<2x8x128x64xbf16>, tensor<2x8x128xf32> -> tensor<8xbf16>
+  // CHECK: return %{{.*}}, %[[DS]]
+  return %dk, %ds : tensor<2x2x256x64xbf16>, tensor<8xbf16>
+}

@@ -180,6 +180,21 @@ static LogicalResult verifyScoreOperand(Operation *op, Value operand,
   return success();
 }
 
+/// Checks that `sinks` is a float tensor [Hq].
+static LogicalResult verifySinks(Operation *op, Value sinks,
+                                 const AttentionSizes &s) {
+  if (!sinks)
+    return success();
+  auto type = cast<RankedTensorType>(sinks.getType());
+  if (type.getRank() != 1 || !isAttentionFloat(type.getElementType()) ||
+      !compatible(type.getDimSize(0), s.queryHeads))
+    return op->emitOpError("expects sinks of shape ")
+           << shapeString({s.queryHeads})
+           << " (one per query head) and element type f16, bf16 or f32, got "
+           << type;
+  return success();
+}
+
 static SmallVector<int64_t> outputShape(const AttentionSizes &s) {
   SmallVector<int64_t> shape = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
   return SmallVector<int64_t>(ArrayRef<int64_t>(shape).take_back(s.rank));
@@ -244,6 +259,7 @@ static FailureOr<AttentionSizes> verifyAttention(OpTy op, Type outputType) {
   if (failed(verifyScale(op, scale)) ||
       failed(verifyScoreOperand(op, op.getBias(), "bias", *s)) ||
       failed(verifyScoreOperand(op, op.getMask(), "mask", *s)) ||
+      failed(verifySinks(op, op.getSinks(), *s)) ||
       failed(verifyShapedLike(op, outputType, outputShape(*s),
                               op.getQuery().getType().getElementType(),
                               "an output")))
@@ -306,6 +322,8 @@ void AttentionBackwardOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
   setNameFn(getGradQuery(), "grad_query");
   setNameFn(getGradKey(), "grad_key");
   setNameFn(getGradValue(), "grad_value");
+  if (Value gradSinks = getGradSinks())
+    setNameFn(gradSinks, "grad_sinks");
 }
 
 void AttentionBackwardOp::getAsmBlockArgumentNames(
@@ -528,6 +546,11 @@ LogicalResult AttentionBackwardOp::verify() {
   FailureOr<AttentionSizes> s = verifyAttention(*this, getOutput().getType());
   if (failed(s))
     return failure();
+  if (static_cast<bool>(getSinks()) != static_cast<bool>(getGradSinks()))
+    return emitOpError("returns grad_sinks exactly when it takes sinks");
+  if (getSinks() && getSinks().getType() != getGradSinks().getType())
+    return emitOpError("expects grad_sinks of the type of sinks, ")
+           << getSinks().getType() << ", got " << getGradSinks().getType();
   return verifyShapedLike(*this, getLse().getType(), lseShape(*s),
                           Float32Type::get(getContext()), "an lse");
 }
@@ -576,14 +599,17 @@ static Type withUnitDims(Type type, int64_t count) {
   return RankedTensorType::get(shape, tensor.getElementType());
 }
 
-/// Replaces `op` by the results of `newOp` with `count` unit dims dropped.
+/// Replaces `op` by the results of `newOp` with `count` unit dims dropped
+/// (from those that gained them: grad_sinks keeps its type).
 static void replaceWithCollapsed(RewriterBase &rewriter, Operation *op,
                                  Operation *newOp, int64_t count) {
   SmallVector<Value> replacements;
   for (auto [oldR, newR] : llvm::zip(op->getResults(), newOp->getResults()))
-    replacements.push_back(dropUnitDims(rewriter, op->getLoc(), newR,
-                                        cast<RankedTensorType>(oldR.getType()),
-                                        count));
+    replacements.push_back(
+        oldR.getType() == newR.getType()
+            ? newR
+            : dropUnitDims(rewriter, op->getLoc(), newR,
+                           cast<RankedTensorType>(oldR.getType()), count));
   rewriter.replaceOp(op, replacements);
 }
 
@@ -605,11 +631,12 @@ FailureOr<AttentionOp> mlir::flash::normalizeToRank4(RewriterBase &rewriter,
   Value q = expand(op.getQuery());
   Value k = expand(op.getKey());
   Value v = expand(op.getValue());
-  // Bias and mask broadcast right-aligned, so they stay as they are.
-  auto newOp = AttentionOp::create(
-      rewriter, loc, resultTypes, q, k, v, op.getBias(), op.getMask(),
-      op.getRuntimeScale(), op.getScaleAttr(), op.getCausalAttr(),
-      op.getWindowAttr());
+  // Bias and mask broadcast right-aligned and sinks are [Hq], so they stay
+  // as they are.
+  auto newOp = AttentionOp::create(rewriter, loc, resultTypes, q, k, v,
+                                   op.getBias(), op.getMask(), op.getSinks(),
+                                   op.getRuntimeScale(), op.getScaleAttr(),
+                                   op.getCausalAttr(), op.getWindowAttr());
   newOp.takeScoreModFrom(rewriter, op);
   replaceWithCollapsed(rewriter, op, newOp, count);
   return newOp;
@@ -633,10 +660,13 @@ mlir::flash::normalizeToRank4(RewriterBase &rewriter, AttentionBackwardOp op) {
   Value o = expand(op.getOutput());
   Value gradO = expand(op.getGradOutput());
   Value lse = expand(op.getLse());
+  SmallVector<Type> resultTypes = {q.getType(), k.getType(), v.getType()};
+  if (Value gradSinks = op.getGradSinks())
+    resultTypes.push_back(gradSinks.getType());
   auto newOp = AttentionBackwardOp::create(
-      rewriter, loc, TypeRange{q.getType(), k.getType(), v.getType()}, q, k, v,
-      o, gradO, lse, op.getBias(), op.getMask(), op.getScaleAttr(),
-      op.getCausalAttr(), op.getWindowAttr());
+      rewriter, loc, resultTypes, q, k, v, o, gradO, lse, op.getBias(),
+      op.getMask(), op.getSinks(), op.getScaleAttr(), op.getCausalAttr(),
+      op.getWindowAttr());
   newOp.takeScoreModFrom(rewriter, op);
   replaceWithCollapsed(rewriter, op, newOp, count);
   return newOp;

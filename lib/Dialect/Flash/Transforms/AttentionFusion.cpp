@@ -505,8 +505,8 @@ static FailureOr<FusedAttention> buildFused(RewriterBase &rewriter,
     resultTypes.push_back(RankedTensorType::get(qType.getShape().drop_back(),
                                                 rewriter.getF32Type()));
   auto fused = AttentionOp::create(rewriter, loc, resultTypes, *q, *k, *v, bias,
-                                   mask, runtimeScale, scaleAttr, causal,
-                                   window);
+                                   mask, /*sinks=*/Value(), runtimeScale,
+                                   scaleAttr, causal, window);
   // A rejected op goes with the scale product built for it (constant, then
   // mul/div).
   auto discard = [&] {

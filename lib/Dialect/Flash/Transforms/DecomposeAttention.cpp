@@ -57,6 +57,8 @@ struct GroupedProblem {
   Value runtimeScale = {};
   /// The score_mod region that rewrites the scaled scores (null without).
   Region *scoreMod = nullptr;
+  /// The per-query-head sink logits [Hq] (null without).
+  Value sinks = {};
 };
 
 class NaiveBuilder {
@@ -236,6 +238,17 @@ public:
     if (headIdx >= 0)
       operand = expandHeads(operand, headIdx);
     return {operand, AffineMap::get(5, 0, exprs, p.ctx)};
+  }
+
+  /// The sinks as f32 [Hkv, G] in the grouped space.
+  Value groupedSinks() {
+    Value grouped = expandHeads(p.sinks, 0);
+    Value init = tensor::EmptyOp::create(
+        b, p.loc, tensor::getMixedSizes(b, p.loc, grouped), p.f32);
+    return generic(grouped, init, {identity(2), identity(2)}, {kPar, kPar},
+                   [&](OpBuilder &nb, Location loc, ValueRange a) -> Value {
+                     return extendToF32(nb, loc, a[0]);
+                   });
   }
 
   SmallVector<OpFoldResult> scoreSizes() {
@@ -427,6 +440,7 @@ template <typename OpTy> GroupedProblem makeProblem(OpBuilder &b, OpTy op) {
     p.runtimeScale = op.getRuntimeScale();
   if (op.hasScoreMod())
     p.scoreMod = &op.getScoreMod();
+  p.sinks = op.getSinks();
   p.batch = pickDim(b, loc, {{q, 0}, {k, 0}, {v, 0}});
   p.queryHeads = pickDim(b, loc, {{q, 1}});
   p.kvHeads = pickDim(b, loc, {{k, 1}, {v, 1}});
@@ -463,8 +477,39 @@ LogicalResult mlir::flash::decomposeAttention(RewriterBase &rewriter,
   Value scores = nb.maskedScores(nb.rawScores(q5, op.getKey()));
   Value rowMax =
       nb.rowReduce(scores, -std::numeric_limits<double>::infinity(), true);
+  Value sinks;
+  if (p.sinks) {
+    // The sink is one more score of each row (with a zero value row).
+    sinks = nb.groupedSinks();
+    rowMax = nb.generic(
+        {rowMax, sinks},
+        tensor::EmptyOp::create(rewriter, p.loc, nb.rowSizes(), p.f32),
+        {nb.identity(4), nb.map(4, {1, 2}), nb.identity(4)},
+        SmallVector<IteratorType>(4, kPar),
+        [&](OpBuilder &b, Location loc, ValueRange a) -> Value {
+          return arith::MaximumFOp::create(b, loc, a[0], a[1]);
+        });
+  }
   Value e = nb.expMinusRow(scores, rowMax, 0.0);
   Value rowSum = nb.rowReduce(e, 0.0, false);
+  if (p.sinks) {
+    rowSum = nb.generic(
+        {rowSum, rowMax, sinks},
+        tensor::EmptyOp::create(rewriter, p.loc, nb.rowSizes(), p.f32),
+        {nb.identity(4), nb.identity(4), nb.map(4, {1, 2}), nb.identity(4)},
+        SmallVector<IteratorType>(4, kPar),
+        [&](OpBuilder &b, Location loc, ValueRange a) -> Value {
+          Value ninf = negInfF32(b, loc);
+          Value zero =
+              arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+          Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                             a[1], ninf);
+          Value ref = arith::SelectOp::create(b, loc, none, zero, a[1]);
+          Value sink = math::ExpOp::create(
+              b, loc, arith::SubFOp::create(b, loc, a[2], ref));
+          return arith::AddFOp::create(b, loc, a[0], sink);
+        });
+  }
 
   // P = e / l, and P = 0 where l = 0 (a fully masked row).
   Value pInit =
@@ -603,7 +648,33 @@ LogicalResult mlir::flash::decomposeAttentionBackward(RewriterBase &rewriter,
       castTo(nb.finish(gradK, elementType, p.scale), op.getGradKey().getType());
   Value dvOut =
       castTo(nb.finish(gradV, elementType), op.getGradValue().getType());
-  rewriter.replaceOp(op, {dq, dk, dvOut});
+  SmallVector<Value> results = {dq, dk, dvOut};
+  if (p.sinks) {
+    // d sink[h] = -sum_{b,i} exp(sink[h] - LSE) Di (0 where LSE = -inf).
+    Value sinks = nb.groupedSinks();
+    SmallVector<IteratorType> iters = {kRed, kPar, kPar, kRed};
+    Value gradSinks = nb.generic(
+        {sinks, lse5, rowDot}, nb.filled({p.kvHeads, p.group}, 0.0),
+        {nb.map(4, {1, 2}), nb.identity(4), nb.identity(4), nb.map(4, {1, 2})},
+        iters, [&](OpBuilder &b, Location loc, ValueRange a) -> Value {
+          Value ninf = negInfF32(b, loc);
+          Value zero =
+              arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+          Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                             a[1], ninf);
+          Value prob = math::ExpOp::create(
+              b, loc, arith::SubFOp::create(b, loc, a[0], a[1]));
+          Value term = arith::MulFOp::create(b, loc, prob, a[2]);
+          term = arith::SelectOp::create(b, loc, none, zero, term);
+          return arith::SubFOp::create(b, loc, a[3], term);
+        });
+    auto sinksType = cast<RankedTensorType>(op.getGradSinks().getType());
+    Value flat = tensor::CollapseShapeOp::create(
+        rewriter, p.loc, gradSinks, SmallVector<ReassociationIndices>{{0, 1}});
+    results.push_back(
+        castTo(nb.finish(flat, sinksType.getElementType()), sinksType));
+  }
+  rewriter.replaceOp(op, results);
   return success();
 }
 

@@ -181,11 +181,10 @@ struct FoldCollapsedBatch : OpRewritePattern<AttentionOp> {
       llvm::append_range(shape, type.getShape().drop_front());
       types.push_back(RankedTensorType::get(shape, type.getElementType()));
     }
-    auto fused = AttentionOp::create(rewriter, op.getLoc(), types, sources[0],
-                                     sources[1], sources[2], op.getBias(),
-                                     op.getMask(), op.getRuntimeScale(),
-                                     op.getScaleAttr(), op.getCausalAttr(),
-                                     op.getWindowAttr());
+    auto fused = AttentionOp::create(
+        rewriter, op.getLoc(), types, sources[0], sources[1], sources[2],
+        op.getBias(), op.getMask(), op.getSinks(), op.getRuntimeScale(),
+        op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr());
     fused.takeScoreModFrom(rewriter, op);
     if (fused.hasScoreMod())
       rebaseHeadIndex(rewriter, fused, sources[0]);

@@ -67,6 +67,10 @@ private:
   std::pair<Value, AffineMap> scoreOperandTile(Value operand, Value n0,
                                                Value cols);
 
+  /// exp2(x - rowRef) in a body, with a row that is still fully masked
+  /// (rowRef = -inf) taken relative to 0, so that it stays 0 instead of NaN.
+  Value expRelative(OpBuilder &nb, Location nl, Value x, Value rowRef);
+
   /// One key block: returns the updated (m, l, acc).
   SmallVector<Value> keyBlockStep(Value kb, ValueRange carried, bool masked);
 
@@ -113,6 +117,23 @@ AttentionTiler::scoreOperandTile(Value operand, Value n0, Value cols) {
   return buildScoreOperandTile(
       b, loc, operand,
       ScoreTile{batchIdx, headIdx, rowStart, rows, n0, cols, br, bc});
+}
+
+Value AttentionTiler::expRelative(OpBuilder &nb, Location nl, Value x,
+                                  Value rowRef) {
+  Value ninf = negInfF32(nb, nl);
+  Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f));
+  Value empty =
+      arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, rowRef, ninf);
+  Value ref = arith::SelectOp::create(nb, nl, empty, zero, rowRef);
+  Value d =
+      arith::SubFOp::create(nb, nl, x, ref, arith::FastMathFlags::contract);
+  if (naturalUnits)
+    d = arith::MulFOp::create(
+        nb, nl, d,
+        arith::ConstantOp::create(
+            nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e))));
+  return math::Exp2Op::create(nb, nl, d);
 }
 
 SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
@@ -271,23 +292,6 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
                 [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
                   return arith::MulFOp::create(nb, nl, a[0], scaleLog2(nb, nl));
                 });
-  // exp2(x - m') with a row that is still fully masked (m' = -inf) taken
-  // relative to 0, so that it stays 0 instead of NaN.
-  auto expRelative = [&](OpBuilder &nb, Location nl, Value x,
-                         Value rowRef) -> Value {
-    Value ninf = negInfF32(nb, nl);
-    Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f));
-    Value empty =
-        arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, rowRef, ninf);
-    Value ref = arith::SelectOp::create(nb, nl, empty, zero, rowRef);
-    Value d = arith::SubFOp::create(nb, nl, x, ref, contract);
-    if (naturalUnits)
-      d = arith::MulFOp::create(
-          nb, nl, d,
-          arith::ConstantOp::create(
-              nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e))));
-    return math::Exp2Op::create(nb, nl, d);
-  };
   // alpha = exp2(m - m'), m' = max(m, rowmax S).
   Value alpha = generic({m, rowMax}, empty({br}, f32), {id(1), id(1), id(1)},
                         {kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) {
@@ -450,16 +454,49 @@ SmallVector<Value> AttentionTiler::build() {
   state = keyBlockLoop(fullEnd, end, state, /*masked=*/true);
   Value m = state[0], l = state[1], acc = state[2];
 
+  // The sink joins each row as one more score whose value row is zero:
+  // m_f = max(m, sink), l_f = l exp2(m - m_f) + exp2(sink - m_f), and O is
+  // acc exp2(m - m_f) / l_f. Folding it in after the key loop instead of
+  // starting the loop from it keeps the loop's state initialised by
+  // constants. Returns (exp2(m - m_f), m_f, l_f) inside a body.
+  auto withSink = [&](OpBuilder &nb, Location nl, Value mRow,
+                      Value lRow) -> std::array<Value, 3> {
+    Value sink = tensor::ExtractOp::create(nb, nl, op.getSinks(), headIdx);
+    sink = extendToF32(nb, nl, sink);
+    if (!naturalUnits)
+      sink = arith::MulFOp::create(
+          nb, nl, sink,
+          arith::ConstantOp::create(
+              nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e))));
+    Value mFinal = arith::MaximumFOp::create(nb, nl, mRow, sink);
+    Value alpha = expRelative(nb, nl, mRow, mFinal);
+    Value lFinal = arith::AddFOp::create(
+        nb, nl, arith::MulFOp::create(nb, nl, lRow, alpha),
+        expRelative(nb, nl, sink, mFinal));
+    return {alpha, mFinal, lFinal};
+  };
+
   // O = acc · (1 / l) (0 for a fully masked row): one reciprocal per row,
   // then a multiply per element. LSE = m ln 2 + ln l.
+  SmallVector<Value> rowState = {l};
+  if (op.getSinks())
+    rowState.push_back(m);
   Value inverse = generic(
-      l, empty({br}, f32), {id(1), id(1)}, {kPar},
+      rowState, empty({br}, f32),
+      SmallVector<AffineMap>(rowState.size() + 1, id(1)), {kPar},
       [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
         Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
-        Value one = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(1));
-        Value none = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
-                                           a[0], zero);
-        Value rcp = arith::DivFOp::create(nb, nl, one, a[0]);
+        Value numerator =
+            arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(1));
+        Value sum = a[0];
+        if (op.getSinks()) {
+          auto [alpha, mFinal, lFinal] = withSink(nb, nl, a[1], a[0]);
+          numerator = alpha;
+          sum = lFinal;
+        }
+        Value none =
+            arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, sum, zero);
+        Value rcp = arith::DivFOp::create(nb, nl, numerator, sum);
         return arith::SelectOp::create(nb, nl, none, zero, rcp);
       });
   Value outTile =
@@ -476,7 +513,12 @@ SmallVector<Value> AttentionTiler::build() {
     tiles.push_back(
         generic({m, l}, empty({br}, f32), {id(1), id(1), id(1)}, {kPar},
                 [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                  Value mNat = a[0];
+                  Value mNat = a[0], sum = a[1];
+                  if (op.getSinks()) {
+                    auto [alpha, mFinal, lFinal] = withSink(nb, nl, a[0], a[1]);
+                    mNat = mFinal;
+                    sum = lFinal;
+                  }
                   if (!naturalUnits)
                     mNat = arith::MulFOp::create(
                         nb, nl, mNat,
@@ -484,7 +526,7 @@ SmallVector<Value> AttentionTiler::build() {
                             nb, nl,
                             nb.getF32FloatAttr(static_cast<float>(kLn2))));
                   return arith::AddFOp::create(
-                      nb, nl, mNat, math::LogOp::create(nb, nl, a[1]));
+                      nb, nl, mNat, math::LogOp::create(nb, nl, sum));
                 }));
   }
 

@@ -213,8 +213,14 @@ SmallVector<Value> BackwardTiler::build() {
                      return arith::AddFOp::create(nb, nl, a[2], p);
                    });
 
+  Value gradSinks;
+  if (op.getSinks())
+    gradSinks = buildSinkGradient(b, loc, op);
+
   SmallVector<Value> outs;
   for (Value result : op->getResults()) {
+    if (result == op.getGradSinks())
+      continue;
     auto type = cast<RankedTensorType>(result.getType());
     SmallVector<Value> dynamicSizes;
     Value like = result == op.getGradQuery() ? q
@@ -349,7 +355,10 @@ SmallVector<Value> BackwardTiler::build() {
          {one, one, keySeq, b.getIndexAttr(headDim)});
   insert(keyLoop.getResult(2), shared[2], {batchIdx, kvHeadIdx, zero, zero},
          {one, one, keySeq, b.getIndexAttr(valueDim)});
-  return SmallVector<Value>(forall.getResults());
+  SmallVector<Value> results(forall.getResults());
+  if (gradSinks)
+    results.push_back(gradSinks);
+  return results;
 }
 
 LogicalResult mlir::flash::tileAttentionBackward(RewriterBase &rewriter,

@@ -168,6 +168,12 @@ private:
   Value blockRowDot(Value gradOutTile, Value outTile);
   /// The first `rows` rows of a [R] or [R, width] tile.
   Value validRows(Value tile, Value rows);
+  /// `gradients` with grad_sinks appended when the op has sinks.
+  SmallVector<Value> withSinkGradient(SmallVector<Value> gradients) {
+    if (op.getSinks())
+      gradients.push_back(buildSinkGradient(b, loc, op));
+    return gradients;
+  }
 
   AttentionBackwardOp op;
   int64_t dqRows, dqCols, kvRows, kvCols;
@@ -585,7 +591,7 @@ SmallVector<Value> SplitBackwardTiler::build() {
         b, loc, zeroed.getType(), accumulator, /*restrict=*/true,
         /*writable=*/false);
     Value gradQ = buildGradQueryFromAccumulator(sums);
-    return {gradQ, gradKV[0], gradKV[1]};
+    return withSinkGradient({gradQ, gradKV[0], gradKV[1]});
   }
   Value rowDot;
   br = dqRows;
@@ -594,7 +600,7 @@ SmallVector<Value> SplitBackwardTiler::build() {
   br = kvCols;
   bc = kvRows;
   SmallVector<Value> gradKV = buildGradKeyValue(rowDot);
-  return {gradQ, gradKV[0], gradKV[1]};
+  return withSinkGradient({gradQ, gradKV[0], gradKV[1]});
 }
 
 LogicalResult mlir::flash::tileAttentionBackwardSplit(

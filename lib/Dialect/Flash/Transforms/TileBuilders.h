@@ -67,6 +67,10 @@ private:
   Value lastQuery, lastKey;
 };
 
+/// grad_sinks of a rank-4 backward op with sinks, from its LSE, O and dO
+/// (SinkGradient.cpp).
+Value buildSinkGradient(OpBuilder &b, Location loc, AttentionBackwardOp op);
+
 /// The slice of `source` at `offsets`/`sizes` (shape `sliceShape`), padded at
 /// the high end to the static `padded` shape with `padValue` (zero when
 /// null).

@@ -70,8 +70,15 @@ def Flash_AttentionOp : Flash_Op<"attention",
       way, so that no M x N tensor is built for them. The region may read
       values defined above the op (a per-head slope tensor, a run-time
       scalar); its operations must be free of side effects.
+    - `sinks` (attention sinks, as in gpt-oss and StreamingLLM): an f16, bf16
+      or f32 tensor `[Hq]` of learned logits, one per query head, that join
+      every row's softmax denominator as one more score with a zero value
+      row: `O = sum_j exp(s_j) V_j / (exp(sink_h) + sum_j exp(s_j))`, and the
+      LSE includes the sink. The sink is not scaled, biased, modified or
+      masked.
 
-    A row whose scores are all masked produces `O = 0` and `LSE = -inf`.
+    A row whose scores are all masked produces `O = 0` and `LSE = -inf`
+    (`LSE = sink` with sinks).
     Scores, softmax statistics and accumulation are f32 for every element
     type.
 
@@ -107,6 +114,7 @@ def Flash_AttentionOp : Flash_Op<"attention",
     AnyRankedTensor:$value,
     Optional<AnyRankedTensor>:$bias,
     Optional<AnyRankedTensor>:$mask,
+    Optional<AnyRankedTensor>:$sinks,
     Optional<F32>:$runtime_scale,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
@@ -122,6 +130,7 @@ def Flash_AttentionOp : Flash_Op<"attention",
     $query `,` $key `,` $value
     (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     (`runtime_scale` `(` $runtime_scale^ `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     `->` type($output) (`,` type($lse)^)?
@@ -177,6 +186,12 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     tanh, exp, exp2, log, sqrt and absf); the values it reads otherwise
     (indices, tensors, scalars from above) are constants of the derivative.
 
+    With the forward's `sinks`, the op also returns their gradient
+    `grad_sinks` (the type of `sinks`):
+    `d sink_h = -sum_{b, i} exp(sink_h - LSE[b, h, i]) rowsum(dO * O)[b, h, i]`.
+    dQ, dK and dV do not depend on the sinks (the LSE carries them), so a
+    backward without `sinks` gives the same three gradients.
+
     Example:
 
     ```mlir
@@ -195,6 +210,7 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     AnyRankedTensor:$lse,
     Optional<AnyRankedTensor>:$bias,
     Optional<AnyRankedTensor>:$mask,
+    Optional<AnyRankedTensor>:$sinks,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$window
@@ -202,7 +218,8 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
   let results = (outs
     AnyRankedTensor:$grad_query,
     AnyRankedTensor:$grad_key,
-    AnyRankedTensor:$grad_value
+    AnyRankedTensor:$grad_value,
+    Optional<AnyRankedTensor>:$grad_sinks
   );
   let regions = (region MaxSizedRegion<1>:$score_mod);
 
@@ -210,8 +227,9 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     $query `,` $key `,` $value `,` $output `,` $grad_output `,` $lse
     (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `,`
-    type($output) `,` type($lse)
+    type($output) `,` type($lse) (`->` type($grad_sinks)^)?
     (`score_mod` $score_mod^)?
   }];
 

@@ -1,0 +1,59 @@
+//===- SinkGradient.cpp - the gradient of attention sinks -------*- C++ -*-===//
+//
+// Part of the flash-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TileBuilders.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace mlir::flash;
+using namespace mlir::flash::detail;
+
+Value mlir::flash::detail::buildSinkGradient(OpBuilder &b, Location loc,
+                                             AttentionBackwardOp op) {
+  // d sink[h] = -sum_{b,i} exp(sink[h] - LSE[b,h,i]) sum_d dO O: the sink's
+  // probability times dP - D with dP = 0 (its value row is zero). One pass
+  // over (b, h, i, d), outside the tiled nests: it reads O and dO once.
+  MLIRContext *ctx = b.getContext();
+  Value sinks = op.getSinks();
+  auto type = cast<RankedTensorType>(sinks.getType());
+  Value init = buildFilled(b, loc, tensor::getMixedSizes(b, loc, sinks),
+                           b.getF32Type(), 0.0);
+  auto dims = [&](ArrayRef<unsigned> d) { return dimsMap(ctx, 4, d); };
+  Value sum = buildGeneric(
+      b, loc, {sinks, op.getLse(), op.getGradOutput(), op.getOutput()}, init,
+      {dims({1}), dims({0, 1, 2}), dims({0, 1, 2, 3}), dims({0, 1, 2, 3}),
+       dims({1})},
+      {kRed, kPar, kRed, kRed},
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
+        Value none = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+                                           a[1], negInfF32(nb, nl));
+        Value prob = math::ExpOp::create(
+            nb, nl,
+            arith::SubFOp::create(nb, nl, extendToF32(nb, nl, a[0]), a[1]));
+        Value dot = arith::MulFOp::create(nb, nl, extendToF32(nb, nl, a[2]),
+                                          extendToF32(nb, nl, a[3]));
+        Value term = arith::SelectOp::create(
+            nb, nl, none, zero, arith::MulFOp::create(nb, nl, prob, dot));
+        return arith::SubFOp::create(nb, nl, a[4], term);
+      });
+  Type elementType = type.getElementType();
+  Value result = sum;
+  if (!elementType.isF32())
+    result = buildGeneric(
+        b, loc, sum,
+        tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, sinks),
+                                elementType),
+        {dimsMap(ctx, 1, {0}), dimsMap(ctx, 1, {0})}, {kPar},
+        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          return arith::TruncFOp::create(nb, nl, elementType, a[0]);
+        });
+  Type resultType = op.getGradSinks().getType();
+  if (result.getType() != resultType)
+    result = tensor::CastOp::create(b, loc, resultType, result);
+  return result;
+}
