@@ -153,6 +153,24 @@ def run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse,
         elif compute_lse:
             lse.copy_(sinks.float()[None, :, None].expand(lse.shape))
         return out, lse
+    packing = validate.query_head_packing(
+        shape, [_info("q", q), _info("o", out)], causal, window,
+        bias is not None or mask is not None or sinks is not None)
+    if packing is not None:
+        # Decoding with grouped query heads: a non-GQA call on views (the
+        # one row of a causal M = 1 call sees every key).
+        views = {name: t.as_strided(*packing[name])
+                 for name, t in (("q", q), ("o", out))}
+        packed_lse = lse.view(packing["q"][0][:3]) if compute_lse else lse
+        packed_shape = validate.check_attention(
+            _info("q", views["q"]), _info("k", k), _info("v", v))
+        variant = _variant(packed_shape, q.dtype, None, None, False, scale,
+                           None)
+        tensors = dict(q=views["q"], k=k, v=v, o=views["o"])
+        if compute_lse:
+            tensors["lse"] = packed_lse
+        _launch(variant, "train" if compute_lse else "fwd", q.device, tensors)
+        return out, lse
     variant = _variant(shape, q.dtype, bias, mask, causal, scale, window,
                        sinks is not None)
     tensors = dict(q=q, k=k, v=v, o=out, **_score_operands(shape, bias, mask))

@@ -192,6 +192,25 @@ def check_matrix(quick):
     # Sinks where causal rows see no key (M > N): O = 0, LSE = the sink.
     check_case(torch.bfloat16, 64, 64, True, (2, 4, 4, 200, 77), "bhsd", 11,
                sinks_dtype=torch.bfloat16)
+    # Decoding with grouped query heads: packed (the G heads of a KV head as
+    # the rows of one) for M = 1 in either layout and M = 4 in [B, H, S, D];
+    # not packed for M = 4 in [B, S, H, D] or under a causal mask.
+    for shape, causal, layout in (((4, 8, 2, 1, 1000), True, "bshd"),
+                                  ((3, 8, 2, 1, 300), False, "bhsd"),
+                                  ((2, 8, 2, 4, 300), False, "bhsd"),
+                                  ((2, 8, 2, 4, 300), False, "bshd"),
+                                  ((2, 8, 2, 4, 300), True, "bhsd")):
+        check_case(torch.bfloat16, 128, 128, causal, shape, layout, 12)
+    g = torch.Generator(device="cuda").manual_seed(13)
+    q = make((2, 8, 1, 128), torch.bfloat16, "bhsd", g)
+    k = make((2, 2, 500, 128), torch.bfloat16, "bhsd", g)
+    before = fm.launches.copy()
+    o = fm.attention(q, k, k, causal=True)
+    ran = fm.launches - before
+    ref, _, _ = reference(q, k, k, 1 / math.sqrt(128), True, None)
+    record(set(ran) == {"fm_bf16_d128_fwd"} and rel(o, ref) <= TOL[torch.bfloat16],
+           "decode M = 1 causal GQA runs packed (the non-causal kernel)",
+           f"{dict(ran)}, O rel {rel(o, ref):.1e}")
     # A window wider than the keys is no window (the plain kernels run).
     check_case(torch.bfloat16, 64, 64, True, (1, 2, 2, 100, 100), "bhsd", 7,
                window=1 << 40)

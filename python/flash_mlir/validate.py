@@ -247,6 +247,36 @@ def check_backward(grad_output: TensorInfo, q, k, v, output: TensorInfo,
     return shape
 
 
+# Query rows up to which a grouped-query call packs its query heads.
+PACKED_QUERY_ROWS = 16
+
+
+def query_head_packing(shape: AttentionShape, tensors, causal=False,
+                       window=None, score_operands=False):
+    """FlashAttention-2's packing of grouped query heads for decoding: with
+    G = Hq / Hkv > 1 and few query rows (M <= PACKED_QUERY_ROWS), the G heads
+    of a KV head become G * M rows of one head, so that each K/V block is read
+    once for all of them instead of once per query head. Valid when every row
+    sees the same keys (no window, bias, mask or sinks; causal only with
+    M = 1, whose one row sees every key) and each tensor's (head, row)
+    dimensions merge into one strided dimension. `tensors` are the Q-shaped
+    TensorInfos (Q, O): returns {name: (shape, strides)} of their packed views
+    (the LSE [B, Hq, M] is the runtime's own, contiguous), or None."""
+    g, m = shape.group, shape.queries
+    if g == 1 or m > PACKED_QUERY_ROWS or window is not None or \
+            score_operands or (causal and m != 1):
+        return None
+    packed = {}
+    for t in tensors:
+        b, _, _, width = t.shape
+        sb, sh, sm, sd = t.strides
+        if m != 1 and sh != m * sm:
+            return None
+        packed[t.name] = ((b, shape.kv_heads, g * m, width),
+                          (sb, g * sh, sh if m == 1 else sm, sd))
+    return packed
+
+
 def rows_aligned(t: TensorInfo) -> bool:
     """The fast kernels' rule: unit inner stride, every other stride and the
     start a multiple of 16 bytes (zero strides of broadcast dims included)."""

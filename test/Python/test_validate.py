@@ -6,8 +6,8 @@ import unittest
 
 from flash_mlir.validate import (TensorInfo, check_attention, check_backward,
                                  check_launch, companion_manifests, launch_grid,
-                                 rows_aligned, inner_stride_unit,
-                                 takes_persistent_form)
+                                 query_head_packing, rows_aligned,
+                                 inner_stride_unit, takes_persistent_form)
 
 
 def t(name, shape, dtype="bfloat16", device="cuda:0", strides=None, ptr=256):
@@ -118,6 +118,32 @@ class Forward(unittest.TestCase):
         _, k, v = qkv()
         with self.assertRaises(TypeError):
             check_attention([1, 2], k, v)
+
+    def test_query_head_packing(self):
+        # Decoding, Hq = 32 over Hkv = 8: Q [B, 32, 1, 128] as [B, 8, 4, 128].
+        q, k, v = qkv(b=3, hq=32, hkv=8, m=1, n=8192)
+        shape = check_attention(q, k, v)
+        packed = query_head_packing(shape, [q], causal=True)
+        self.assertEqual(packed["q"], ((3, 8, 4, 128), (32 * 128, 4 * 128, 128, 1)))
+        # [B, S, H, D] memory: heads are 128 apart, batches 32 * 128.
+        bshd = t("q", (3, 32, 1, 128), strides=(32 * 128, 128, 32 * 128, 1))
+        self.assertEqual(query_head_packing(shape, [bshd])["q"],
+                         ((3, 8, 4, 128), (32 * 128, 4 * 128, 128, 1)))
+        # M = 4 rows merge with the heads in [B, H, S, D] memory only, and
+        # see different keys under a causal mask.
+        q4, k4, v4 = qkv(b=2, hq=8, hkv=2, m=4, n=300)
+        shape4 = check_attention(q4, k4, v4)
+        self.assertEqual(query_head_packing(shape4, [q4])["q"],
+                         ((2, 2, 16, 128), (8 * 4 * 128, 4 * 4 * 128, 128, 1)))
+        self.assertIsNone(query_head_packing(shape4, [q4], causal=True))
+        q4s = t("q", (2, 8, 4, 128), strides=(4 * 8 * 128, 128, 8 * 128, 1))
+        self.assertIsNone(query_head_packing(shape4, [q4s]))
+        # Not grouped, too many rows, a window or score operands: no packing.
+        self.assertIsNone(query_head_packing(check_attention(*qkv(m=1)), [q]))
+        q17, k17, v17 = qkv(hq=8, hkv=2, m=17)
+        self.assertIsNone(query_head_packing(check_attention(q17, k17, v17), [q17]))
+        self.assertIsNone(query_head_packing(shape, [q], window=100))
+        self.assertIsNone(query_head_packing(shape, [q], score_operands=True))
 
     def test_sinks(self):
         q, k, v = qkv(hkv=2)
