@@ -857,6 +857,10 @@ def _draw_diff_case(rng):
     a.no_tile = rng.random() < 0.15
     a.labels = [f"diff-window:{a.window}", f"diff-scale:{a.scale}", f"diff-dtype:{dtype}",
                 f"diff-mode:{a.mode}"]
+    # Drawn last, so that the cases drawn before sinks existed stay as they were.
+    a.sinks = rng.random() < 0.25
+    a.sinks_dtype = rng.choice(["f32", dtype])
+    a.labels.append(f"diff-sinks:{a.sinks}")
     return a
 
 
@@ -867,6 +871,8 @@ def describe(a):
     for flag in ("causal", "masked_row", "no_tile"):
         if getattr(a, flag):
             parts.append("--" + flag.replace("_", "-"))
+    if getattr(a, "sinks", False):
+        parts.append(f"--sinks --sinks-dtype {a.sinks_dtype}")
     for key in ("scale", "window", "bias", "mask"):
         if getattr(a, key) is not None:
             parts.append(f"--{key} {getattr(a, key)}")
@@ -912,20 +918,20 @@ def diff_job(job):
     # nothing more, so it gets the same semantics from a clamped value.
     window = None if a.window is None else min(a.window, 2**40)
     common = dict(scale=a.scale, causal=a.causal, bias=full.get("bias"),
-                  mask=full.get("mask"), window=window)
+                  mask=full.get("mask"), window=window, sinks=full.get("sinks"))
     o_ref, lse_ref = reference.attention(full["q"], full["k"], full["v"], **common)
     if a.mode == "fwd":
         want = {"o": o_ref, "lse": lse_ref}
     else:
-        dq, dk, dv = reference.attention_backward(full["q"], full["k"], full["v"], full["do"],
-                                                  o=o_ref, **common)
-        want = {"dq": dq, "dk": dk, "dv": dv}
+        grads = reference.attention_backward(full["q"], full["k"], full["v"], full["do"],
+                                             o=o_ref, **common)
+        want = dict(zip(["dq", "dk", "dv", "dsinks"], grads))
     try:
         got = cpu_check.parse_outputs(cpu_check.run_program(program, a.passes), results)
         msgs, ok = [], True
         for name, shape, et, _ in results:
             good, msg = cpu_check.compare(name, got[name], want[name].reshape(shape),
-                                          cpu_check.TOLERANCE[et])
+                                          cpu_check.tolerance(name, et, a.dtype))
             ok &= good
             msgs.append(msg)
         out.append(("ref", "pass" if ok else "MISMATCH", cmd + "\n" + "; ".join(msgs)))
