@@ -37,6 +37,9 @@ void flash::buildFlashGpuKernelPipeline(
   tiling.blockCols = options.blockCols;
   tiling.deterministic = options.deterministic;
   tiling.causalRowsFromEnd = options.causalRowsFromEnd;
+  tiling.overlapProducts = options.overlapProducts;
+  tiling.kvBlockRows = options.kvBlockRows;
+  tiling.kvBlockCols = options.kvBlockCols;
   pm.addPass(flash::createFlashTileAttentionPass(tiling));
   if (options.pipelineKeyLoops)
     pm.addPass(flash::createFlashPipelineKeyLoopsPass());
@@ -76,7 +79,7 @@ void flash::buildFlashGpuKernelPipeline(
   roles.pingPong = options.pingPong;
   pm.addNestedPass<func::FuncOp>(
       flash::createFlashGpuSplitWarpRolesPass(roles));
-  if (options.pipelineKeyLoops || options.asyncMma)
+  if (options.pipelineKeyLoops || options.asyncMma || options.overlapProducts)
     pm.addNestedPass<func::FuncOp>(flash::createFlashGpuAsyncMmaPass());
   flash::FlashGpuFastExp2PassOptions exp2;
   exp2.emulateEvery = options.emulatedExp2Every;

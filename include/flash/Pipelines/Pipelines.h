@@ -154,6 +154,16 @@ struct FlashGpuPipelineOptions
   PassOptions::Option<int64_t> blockCols{*this, "block-cols",
                                          llvm::cl::desc("Keys per step (Bc)"),
                                          llvm::cl::init(32)};
+  PassOptions::Option<int64_t> kvBlockRows{
+      *this, "kv-block-rows",
+      llvm::cl::desc("Backward on tensor cores: keys per dK/dV CTA (0: "
+                     "block-cols; see --flash-tile-attention)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> kvBlockCols{
+      *this, "kv-block-cols",
+      llvm::cl::desc("Backward on tensor cores: query rows per dK/dV step "
+                     "(0: block-rows; see --flash-tile-attention)"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> threads{
       *this, "threads", llvm::cl::desc("Threads per CTA"), llvm::cl::init(128)};
   PassOptions::Option<TensorCores> tensorCores{
@@ -193,6 +203,13 @@ struct FlashGpuPipelineOptions
       llvm::cl::desc("Warpgroup MMAs waited for at their first use "
                      "(--flash-gpu-async-mma) without pipelining the loops: "
                      "the atomic backward's independent products overlap"),
+      llvm::cl::init(false)};
+  PassOptions::Option<bool> overlapProducts{
+      *this, "overlap-products",
+      llvm::cl::desc("The atomic backward's dK/dV step with dPᵀ built right "
+                     "after Sᵀ (--flash-tile-attention's overlap-products) "
+                     "and each warpgroup MMA waited for at its first use "
+                     "(implies async-mma)"),
       llvm::cl::init(false)};
   PassOptions::Option<bool> tmaLoads{
       *this, "tma-loads",
