@@ -25,6 +25,7 @@ Kernels come from flash_mlir.kernels.KernelCache (prebuilt, cached or
 compiled on demand by flash-compile) and are loaded once per device.
 """
 
+import dataclasses
 import math
 from collections import Counter
 from typing import Optional, Tuple
@@ -162,8 +163,9 @@ def run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse,
         views = {name: t.as_strided(*packing[name])
                  for name, t in (("q", q), ("o", out))}
         packed_lse = lse.view(packing["q"][0][:3]) if compute_lse else lse
-        packed_shape = validate.check_attention(
-            _info("q", views["q"]), _info("k", k), _info("v", v))
+        packed_shape = dataclasses.replace(
+            shape, query_heads=shape.kv_heads,
+            queries=shape.group * shape.queries)
         variant = _variant(packed_shape, q.dtype, None, None, False, scale,
                            None)
         tensors = dict(q=views["q"], k=k, v=v, o=views["o"])
