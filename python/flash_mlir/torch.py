@@ -159,16 +159,19 @@ def run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse,
         bias is not None or mask is not None or sinks is not None)
     if packing is not None:
         # Decoding with grouped query heads: a non-GQA call on views (the
-        # one row of a causal M = 1 call sees every key).
+        # one row of a causal M = 1 call sees every key; of a windowed one,
+        # the keys from keys_from on).
         views = {name: t.as_strided(*packing[name])
                  for name, t in (("q", q), ("o", out))}
+        first = packing["keys_from"]
         packed_lse = lse.view(packing["q"][0][:3]) if compute_lse else lse
         packed_shape = dataclasses.replace(
             shape, query_heads=shape.kv_heads,
-            queries=shape.group * shape.queries)
+            queries=shape.group * shape.queries, keys=shape.keys - first)
         variant = _variant(packed_shape, q.dtype, None, None, False, scale,
                            None)
-        tensors = dict(q=views["q"], k=k, v=v, o=views["o"])
+        tensors = dict(q=views["q"], k=k[:, :, first:], v=v[:, :, first:],
+                       o=views["o"])
         if compute_lse:
             tensors["lse"] = packed_lse
         _launch(variant, "train" if compute_lse else "fwd", q.device, tensors)

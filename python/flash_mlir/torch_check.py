@@ -193,14 +193,21 @@ def check_matrix(quick):
     check_case(torch.bfloat16, 64, 64, True, (2, 4, 4, 200, 77), "bhsd", 11,
                sinks_dtype=torch.bfloat16)
     # Decoding with grouped query heads: packed (the G heads of a KV head as
-    # the rows of one) for M = 1 in either layout and M = 4 in [B, H, S, D];
-    # not packed for M = 4 in [B, S, H, D] or under a causal mask.
+    # the rows of one) for M = 1 in either layout (under a window W, on the
+    # last W + 1 keys) and M = 4 in [B, H, S, D]; not packed for M = 4 in
+    # [B, S, H, D] or under a causal mask.
     for shape, causal, layout in (((4, 8, 2, 1, 1000), True, "bshd"),
                                   ((3, 8, 2, 1, 300), False, "bhsd"),
                                   ((2, 8, 2, 4, 300), False, "bhsd"),
                                   ((2, 8, 2, 4, 300), False, "bshd"),
                                   ((2, 8, 2, 4, 300), True, "bhsd")):
         check_case(torch.bfloat16, 128, 128, causal, shape, layout, 12)
+    # (The forward only: packing is the forward's; a windowed backward is
+    # the windowed family's.)
+    check_case(torch.bfloat16, 128, 128, True, (4, 8, 2, 1, 1000), "bhsd", 14,
+               window=100, grad=False)
+    check_case(torch.bfloat16, 128, 128, False, (2, 8, 2, 1, 300), "bshd", 15,
+               window=0, grad=False)
     g = torch.Generator(device="cuda").manual_seed(13)
     q = make((2, 8, 1, 128), torch.bfloat16, "bhsd", g)
     k = make((2, 2, 500, 128), torch.bfloat16, "bhsd", g)

@@ -257,16 +257,20 @@ def query_head_packing(shape: AttentionShape, tensors, causal=False,
     G = Hq / Hkv > 1 and few query rows (M <= PACKED_QUERY_ROWS), the G heads
     of a KV head become G * M rows of one head, so that each K/V block is read
     once for all of them instead of once per query head. Valid when every row
-    sees the same keys (no window, bias, mask or sinks; causal only with
-    M = 1, whose one row sees every key) and each tensor's (head, row)
-    dimensions merge into one strided dimension. `tensors` are the Q-shaped
-    TensorInfos (Q, O): returns {name: (shape, strides)} of their packed views
-    (the LSE [B, Hq, M] is the runtime's own, contiguous), or None."""
+    sees the same keys (no bias, mask or sinks; causal or a window only with
+    M = 1, whose one row sees every key, or the last W + 1 under a window W:
+    those keys then become the call's, unmasked) and each tensor's (head,
+    row) dimensions merge into one strided dimension. `tensors` are the
+    Q-shaped TensorInfos (Q, O): returns {name: (shape, strides)} of their
+    packed views (the LSE [B, Hq, M] is the runtime's own, contiguous) and
+    "keys_from", the first key of the call, or None."""
     g, m = shape.group, shape.queries
-    if g == 1 or m > PACKED_QUERY_ROWS or window is not None or \
-            score_operands or (causal and m != 1):
+    if g == 1 or m > PACKED_QUERY_ROWS or score_operands or \
+            (m != 1 and (causal or window is not None)):
         return None
-    packed = {}
+    packed = {"keys_from": 0}
+    if window is not None:
+        packed["keys_from"] = max(shape.keys - 1 - window, 0)
     for t in tensors:
         b, _, _, width = t.shape
         sb, sh, sm, sd = t.strides

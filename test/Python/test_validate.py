@@ -125,6 +125,11 @@ class Forward(unittest.TestCase):
         shape = check_attention(q, k, v)
         packed = query_head_packing(shape, [q], causal=True)
         self.assertEqual(packed["q"], ((3, 8, 4, 128), (32 * 128, 4 * 128, 128, 1)))
+        self.assertEqual(packed["keys_from"], 0)
+        # A window W: the one row sees the last W + 1 keys, unmasked.
+        self.assertEqual(query_head_packing(shape, [q], True, 100)["keys_from"],
+                         8192 - 101)
+        self.assertEqual(query_head_packing(shape, [q], True, 9000)["keys_from"], 0)
         # [B, S, H, D] memory: heads are 128 apart, batches 32 * 128.
         bshd = t("q", (3, 32, 1, 128), strides=(32 * 128, 128, 32 * 128, 1))
         self.assertEqual(query_head_packing(shape, [bshd])["q"],
@@ -136,13 +141,13 @@ class Forward(unittest.TestCase):
         self.assertEqual(query_head_packing(shape4, [q4])["q"],
                          ((2, 2, 16, 128), (8 * 4 * 128, 4 * 4 * 128, 128, 1)))
         self.assertIsNone(query_head_packing(shape4, [q4], causal=True))
+        self.assertIsNone(query_head_packing(shape4, [q4], window=100))
         q4s = t("q", (2, 8, 4, 128), strides=(4 * 8 * 128, 128, 8 * 128, 1))
         self.assertIsNone(query_head_packing(shape4, [q4s]))
         # Not grouped, too many rows, a window or score operands: no packing.
         self.assertIsNone(query_head_packing(check_attention(*qkv(m=1)), [q]))
         q17, k17, v17 = qkv(hq=8, hkv=2, m=17)
         self.assertIsNone(query_head_packing(check_attention(q17, k17, v17), [q17]))
-        self.assertIsNone(query_head_packing(shape, [q], window=100))
         self.assertIsNone(query_head_packing(shape, [q], score_operands=True))
 
     def test_sinks(self):
