@@ -13,21 +13,21 @@ using namespace mlir::flash;
 using namespace mlir::flash::detail;
 
 Value mlir::flash::detail::buildSinkGradient(OpBuilder &b, Location loc,
-                                             AttentionBackwardOp op) {
-  // d sink[h] = -sum_{b,i} exp(sink[h] - LSE[b,h,i]) sum_d dO O: the sink's
+                                             AttentionBackwardOp op,
+                                             Value rowDot) {
+  // d sink[h] = -sum_{b,i} exp(sink[h] - LSE[b,h,i]) D[b,h,i]: the sink's
   // probability times dP - D with dP = 0 (its value row is zero). One pass
-  // over (b, h, i, d), outside the tiled nests: it reads O and dO once.
+  // over the [B, Hq, M] rows, outside the tiled nests.
   MLIRContext *ctx = b.getContext();
   Value sinks = op.getSinks();
   auto type = cast<RankedTensorType>(sinks.getType());
   Value init = buildFilled(b, loc, tensor::getMixedSizes(b, loc, sinks),
                            b.getF32Type(), 0.0);
-  auto dims = [&](ArrayRef<unsigned> d) { return dimsMap(ctx, 4, d); };
+  auto dims = [&](ArrayRef<unsigned> d) { return dimsMap(ctx, 3, d); };
   Value sum = buildGeneric(
-      b, loc, {sinks, op.getLse(), op.getGradOutput(), op.getOutput()}, init,
-      {dims({1}), dims({0, 1, 2}), dims({0, 1, 2, 3}), dims({0, 1, 2, 3}),
-       dims({1})},
-      {kRed, kPar, kRed, kRed},
+      b, loc, {sinks, op.getLse(), rowDot}, init,
+      {dims({1}), dims({0, 1, 2}), dims({0, 1, 2}), dims({1})},
+      {kRed, kPar, kRed},
       [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
         Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
         Value none = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
@@ -35,11 +35,9 @@ Value mlir::flash::detail::buildSinkGradient(OpBuilder &b, Location loc,
         Value prob = math::ExpOp::create(
             nb, nl,
             arith::SubFOp::create(nb, nl, extendToF32(nb, nl, a[0]), a[1]));
-        Value dot = arith::MulFOp::create(nb, nl, extendToF32(nb, nl, a[2]),
-                                          extendToF32(nb, nl, a[3]));
         Value term = arith::SelectOp::create(
-            nb, nl, none, zero, arith::MulFOp::create(nb, nl, prob, dot));
-        return arith::SubFOp::create(nb, nl, a[4], term);
+            nb, nl, none, zero, arith::MulFOp::create(nb, nl, prob, a[2]));
+        return arith::SubFOp::create(nb, nl, a[3], term);
       });
   Type elementType = type.getElementType();
   Value result = sum;

@@ -215,7 +215,7 @@ SmallVector<Value> BackwardTiler::build() {
 
   Value gradSinks;
   if (op.getSinks())
-    gradSinks = buildSinkGradient(b, loc, op);
+    gradSinks = buildSinkGradient(b, loc, op, rowDot);
 
   SmallVector<Value> outs;
   for (Value result : op->getResults()) {

@@ -168,10 +168,12 @@ private:
   Value blockRowDot(Value gradOutTile, Value outTile);
   /// The first `rows` rows of a [R] or [R, width] tile.
   Value validRows(Value tile, Value rows);
-  /// `gradients` with grad_sinks appended when the op has sinks.
-  SmallVector<Value> withSinkGradient(SmallVector<Value> gradients) {
+  /// `gradients` with grad_sinks appended when the op has sinks, from the
+  /// nests' D = rowsum(dO O).
+  SmallVector<Value> withSinkGradient(SmallVector<Value> gradients,
+                                      Value rowDot) {
     if (op.getSinks())
-      gradients.push_back(buildSinkGradient(b, loc, op));
+      gradients.push_back(buildSinkGradient(b, loc, op, rowDot));
     return gradients;
   }
 
@@ -591,7 +593,7 @@ SmallVector<Value> SplitBackwardTiler::build() {
         b, loc, zeroed.getType(), accumulator, /*restrict=*/true,
         /*writable=*/false);
     Value gradQ = buildGradQueryFromAccumulator(sums);
-    return withSinkGradient({gradQ, gradKV[0], gradKV[1]});
+    return withSinkGradient({gradQ, gradKV[0], gradKV[1]}, rowDot);
   }
   Value rowDot;
   br = dqRows;
@@ -600,7 +602,7 @@ SmallVector<Value> SplitBackwardTiler::build() {
   br = kvCols;
   bc = kvRows;
   SmallVector<Value> gradKV = buildGradKeyValue(rowDot);
-  return withSinkGradient({gradQ, gradKV[0], gradKV[1]});
+  return withSinkGradient({gradQ, gradKV[0], gradKV[1]}, rowDot);
 }
 
 LogicalResult mlir::flash::tileAttentionBackwardSplit(

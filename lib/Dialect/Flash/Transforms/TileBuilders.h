@@ -67,9 +67,10 @@ private:
   Value lastQuery, lastKey;
 };
 
-/// grad_sinks of a rank-4 backward op with sinks, from its LSE, O and dO
-/// (SinkGradient.cpp).
-Value buildSinkGradient(OpBuilder &b, Location loc, AttentionBackwardOp op);
+/// grad_sinks of a rank-4 backward op with sinks, from its LSE and the
+/// tiling's D = rowsum(dO O) [B, Hq, M] in f32 (SinkGradient.cpp).
+Value buildSinkGradient(OpBuilder &b, Location loc, AttentionBackwardOp op,
+                        Value rowDot);
 
 /// The slice of `source` at `offsets`/`sizes` (shape `sliceShape`), padded at
 /// the high end to the static `padded` shape with `padValue` (zero when
