@@ -173,10 +173,14 @@ flash::compileAttentionKernels(ModuleOp module, StringRef outputDir,
     return emitError(module.getLoc(), "flash-compile: cannot create ")
            << outputDir << ": " << ec.message();
   for (auto &[op, name] : kernels) {
+    // A function marked `flash.key_splits` asks for split-KV forwards.
+    KernelCompileOptions opOptions = options;
+    if (auto func = op->getParentOfType<FunctionOpInterface>())
+      opOptions.keySplits |= func->hasAttr(kKeySplitsAttr);
     LogicalResult compiled =
         isa<AttentionOp>(op)
             ? compileAttentionKernel(cast<AttentionOp>(op), name, outputDir,
-                                     options)
+                                     opOptions)
             : compileAttentionBackwardKernels(cast<AttentionBackwardOp>(op),
                                               name, outputDir, options);
     if (failed(compiled))

@@ -48,7 +48,10 @@ bool forwardTmaLoads(const KernelCompileOptions &compile) {
 /// The kernel of one tile configuration after the kernel pipeline.
 struct Kernel {
   OwningOpRef<ModuleOp> module;
-  Launch launch;
+  /// The attention's launch; with key splits, then the merge's.
+  SmallVector<Launch> launches;
+  Launch &main() { return launches.front(); }
+  const Launch &main() const { return launches.front(); }
   /// Tiles loaded with 16-byte cp.async: every tensor's rows must be
   /// contiguous and 16-byte aligned.
   bool requiresAlignedRows = false;
@@ -86,6 +89,9 @@ FailureOr<std::optional<Kernel>> build(AttentionOp op, StringRef name,
   Kernel kernel;
   SmallVector<Param> params;
   kernel.module = buildKernelModule(op, name, params);
+  if (compile.keySplits)
+    addKeySplitParams(*kernel.module, op.getValue().getType().getShape().back(),
+                      params);
   FlashGpuPipelineOptions options;
   setPipelineOptions(options, config, asyncCopies, compile);
   switch (runKernelPipeline(*kernel.module, options, tryingTiles)) {
@@ -96,17 +102,20 @@ FailureOr<std::optional<Kernel>> build(AttentionOp op, StringRef name,
   case KernelBuild::Failed:
     return op.emitError("flash-compile: building the kernel failed");
   }
-  // The grid is the manifest's formula (query blocks, heads, batch), so only
-  // the parameters, shared memory and mapping come from the launch.
+  // The grid of one launch is the manifest's formula (query blocks, heads,
+  // batch), so only the parameters, shared memory and mapping come from the
+  // launch; the split-KV pair's grids come from the launches (the first's
+  // query blocks times the splits).
   FailureOr<SmallVector<Launch>> launches =
-      describeLaunches(op, *kernel.module, params, /*describeGrid=*/false,
-                       /*abi=*/true);
+      describeLaunches(op, *kernel.module, params,
+                       /*describeGrid=*/compile.keySplits, /*abi=*/true);
   if (failed(launches))
     return failure();
-  if (launches->size() != 1)
-    return op.emitError("flash-compile: expected one kernel, got ")
-           << launches->size();
-  kernel.launch = std::move(launches->front());
+  size_t expected = compile.keySplits ? 2 : 1;
+  if (launches->size() != expected)
+    return op.emitError("flash-compile: expected ")
+           << expected << " kernels, got " << launches->size();
+  kernel.launches = std::move(*launches);
   kernel.requiresAlignedRows = requiresAlignedRows(*kernel.module);
   return {std::move(kernel)};
 }
@@ -116,7 +125,7 @@ FailureOr<std::optional<Kernel>> build(AttentionOp op, StringRef name,
 /// the key loop, and a thread has no more registers than the target's.
 bool mustSpill(const Kernel &kernel, const Config &config, AttentionOp op,
                const KernelCompileOptions &compile) {
-  if (!kernel.launch.registerTiles)
+  if (!kernel.main().registerTiles)
     return false;
   int64_t valueDim = op.getValue().getType().getShape().back();
   int64_t accumulatorPerLane =
@@ -137,6 +146,58 @@ struct Written {
   /// Its manifest, which the caller completes and writes (writeManifest).
   json::Object manifest;
 };
+
+/// The split-KV pair's part of the manifest: both launches (the first
+/// assembled as DIR/<name>.0 already, `first` its report; the merge written
+/// and assembled here as DIR/<name>.1), the partial results the runtime
+/// allocates, and the registers and spills of the pair.
+FailureOr<json::Object>
+describeSplitLaunches(AttentionOp op, StringRef name, StringRef outputDir,
+                      Kernel &kernel, const PtxasReport &first,
+                      const KernelCompileOptions &compile) {
+  json::Array launches;
+  int64_t registers = 0, spills = 0;
+  for (auto [i, launch] : llvm::enumerate(kernel.launches)) {
+    std::string base = (name + "." + std::to_string(i)).str();
+    FailureOr<PtxasReport> report =
+        i == 0 ? FailureOr<PtxasReport>(first)
+               : writeKernel(op, launch.ptx, outputDir, base, compile);
+    if (failed(report))
+      return failure();
+    registers = std::max(registers, report->registers);
+    spills += std::max<int64_t>(report->spillBytes, 0);
+    launches.push_back(
+        json::Object{{"entry", launch.entry},
+                     {"ptx", base + ".ptx"},
+                     {"cubin", report->wroteCubin ? json::Value(base + ".cubin")
+                                                  : json::Value(nullptr)},
+                     {"params", std::move(launch.params)},
+                     {"grid", std::move(launch.grid)},
+                     {"block", json::Array(launch.block)},
+                     {"dynamic_shared_memory_bytes", launch.sharedMemory},
+                     {"registers", report->registers},
+                     {"spill_bytes", report->spillBytes}});
+    if (i > 0 && compile.log)
+      *compile.log << name << " merge (" << launch.entry << "): registers "
+                   << report->registers << ", spill bytes "
+                   << report->spillBytes << "\n";
+  }
+  // S x (O's shape) and S x (Q's [B, Hq, M]); S is the runtime's choice.
+  json::Array workspace{json::Object{{"name", "o_split"},
+                                     {"like", "o"},
+                                     {"dtype", "f32"},
+                                     {"splits", true}},
+                        json::Object{{"name", "lse_split"},
+                                     {"like", "q"},
+                                     {"like_dims", 3},
+                                     {"dtype", "f32"},
+                                     {"splits", true}}};
+  return json::Object{{"launches", std::move(launches)},
+                      {"workspace", std::move(workspace)},
+                      {"key_splits", true},
+                      {"registers", registers},
+                      {"spill_bytes", spills}};
+}
 
 /// Compiles `op` into DIR/<name>.{ptx,cubin} and describes it in
 /// `written`; `form`: the persistent form of a kernel. With `onlyRows`, only
@@ -209,7 +270,8 @@ FailureOr<bool> compileKernel(AttentionOp op, StringRef name,
   if (onlyRows)
     llvm::erase_if(configs,
                    [&](const Config &c) { return c.rows != onlyRows; });
-  std::string ptxPath = kernelPath(outputDir, name, ".ptx");
+  std::string ptxPath = kernelPath(
+      outputDir, compile.keySplits ? (name + ".0").str() : name, ".ptx");
   for (size_t i = 0; i < configs.size(); ++i) {
     Config config = configs[i];
     bool last = !onlyRows && i + 1 == configs.size();
@@ -223,11 +285,11 @@ FailureOr<bool> compileKernel(AttentionOp op, StringRef name,
     if (!*built)
       continue;
     Kernel kernel = std::move(**built);
-    if (config.wgmmaOnly && !kernel.launch.wgmma && !last)
+    if (config.wgmmaOnly && !kernel.main().wgmma && !last)
       continue;
     bool specialized =
-        !kernel.launch.block.empty() &&
-        kernel.launch.block.front().getAsInteger() == config.threads + 128;
+        !kernel.main().block.empty() &&
+        kernel.main().block.front().getAsInteger() == config.threads + 128;
     if (config.warpSpecialized && !specialized && !last)
       continue;
     // Lowering and assembling is most of a build: skip what ptxas would
@@ -236,9 +298,9 @@ FailureOr<bool> compileKernel(AttentionOp op, StringRef name,
       continue;
     // When only one CTA fits on an SM, give it 16 warps instead of 8
     // (measured: D = 128 at 128 x 32 went from 10.4 to 13.5 TFLOP/s).
-    if (!compile.threadsPerBlock && !kernel.launch.registerTiles &&
+    if (!compile.threadsPerBlock && !kernel.main().registerTiles &&
         config.threads == 256 &&
-        2 * kernel.launch.sharedMemory >
+        2 * kernel.main().sharedMemory >
             maxSharedMemoryPerBlock(compile.chip)) {
       Config wider = {config.rows, config.cols, 512};
       FailureOr<std::optional<Kernel>> widened =
@@ -250,32 +312,41 @@ FailureOr<bool> compileKernel(AttentionOp op, StringRef name,
     }
     FlashGpuPipelineOptions options;
     setPipelineOptions(options, config, asyncCopies, compile);
-    if (failed(lowerToPtx(op, *kernel.module, options, kernel.launch)))
+    if (failed(lowerToPtx(op, *kernel.module, options, kernel.launches)))
       return failure();
     FailureOr<PtxasReport> assembled =
-        writeKernel(op, kernel.launch.ptx, outputDir, name, compile);
+        writeKernel(op, kernel.main().ptx, outputDir,
+                    compile.keySplits ? (name + ".0").str() : name, compile);
     if (failed(assembled))
       return failure();
     PtxasReport &ptxasReport = *assembled;
     if (ptxasReport.spillBytes > 0 && !last)
       continue;
+    std::optional<json::Object> splitManifest;
+    if (compile.keySplits) {
+      FailureOr<json::Object> pair = describeSplitLaunches(
+          op, name, outputDir, kernel, ptxasReport, compile);
+      if (failed(pair))
+        return failure();
+      splitManifest = std::move(*pair);
+    }
 
     json::Object manifest{
         {"kernel", name},
-        {"entry", kernel.launch.entry},
+        {"entry", kernel.main().entry},
         {"chip", stringifyChip(compile.chip)},
         {"ptx", (name + ".ptx").str()},
         {"cubin", ptxasReport.wroteCubin ? json::Value((name + ".cubin").str())
                                          : json::Value(nullptr)},
-        {"params", std::move(kernel.launch.params)},
+        {"params", std::move(kernel.main().params)},
         // grid = (ceil(M / Br), Hq, B) from the [B, Hq, M, D] query.
         {"grid", json::Array{json::Object{{"tensor", "q"},
                                           {"dim", 2},
                                           {"ceil_div", config.rows}},
                              json::Object{{"tensor", "q"}, {"dim", 1}},
                              json::Object{{"tensor", "q"}, {"dim", 0}}}},
-        {"block", json::Array(kernel.launch.block)},
-        {"dynamic_shared_memory_bytes", kernel.launch.sharedMemory},
+        {"block", json::Array(kernel.main().block)},
+        {"dynamic_shared_memory_bytes", kernel.main().sharedMemory},
         // The grid above is the most CTAs; a persistent kernel walks its
         // tiles with any fewer.
         {"persistent", static_cast<bool>(options.persistent)},
@@ -283,11 +354,19 @@ FailureOr<bool> compileKernel(AttentionOp op, StringRef name,
         {"block_cols", config.cols},
         {"has_lse", static_cast<bool>(op.getLse())},
         {"mapping",
-         kernel.launch.registerTiles ? "warp-registers" : "shared-tiles"},
-        {"mma", kernel.launch.wgmma ? "wgmma" : "mma.sync"},
+         kernel.main().registerTiles ? "warp-registers" : "shared-tiles"},
+        {"mma", kernel.main().wgmma ? "wgmma" : "mma.sync"},
         {"registers", ptxasReport.registers},
         {"spill_bytes", ptxasReport.spillBytes},
     };
+    if (splitManifest) {
+      // The pair's launches replace the single launch's entry.
+      for (StringRef key : {"entry", "ptx", "cubin", "params", "grid", "block",
+                            "dynamic_shared_memory_bytes"})
+        manifest.erase(key);
+      for (auto &entry : *splitManifest)
+        manifest[entry.first] = std::move(entry.second);
+    }
     describeAttention(manifest, op);
     written.requiresAlignedRows = kernel.requiresAlignedRows;
     written.warpSpecialized = options.warpSpecialize;
@@ -298,16 +377,16 @@ FailureOr<bool> compileKernel(AttentionOp op, StringRef name,
     if (compile.log)
       *compile.log << name << ": " << ptxPath << ", tiles " << config.rows
                    << "x" << config.cols << ", "
-                   << *kernel.launch.block.front().getAsInteger()
+                   << *kernel.main().block.front().getAsInteger()
                    << " threads, registers " << ptxasReport.registers
                    << ", spill bytes " << ptxasReport.spillBytes
-                   << ", shared memory " << kernel.launch.sharedMemory << " B"
-                   << (kernel.launch.registerTiles ? ", warp registers" : "")
-                   << (kernel.launch.registerTiles && !kernel.launch.wgmma &&
+                   << ", shared memory " << kernel.main().sharedMemory << " B"
+                   << (kernel.main().registerTiles ? ", warp registers" : "")
+                   << (kernel.main().registerTiles && !kernel.main().wgmma &&
                                !config.lazyRescale
                            ? ", eager rescale"
                            : "")
-                   << (kernel.launch.wgmma ? ", wgmma" : "") << "\n";
+                   << (kernel.main().wgmma ? ", wgmma" : "") << "\n";
     return true;
   }
   if (onlyRows)
@@ -368,9 +447,9 @@ flash::compileAttentionKernel(AttentionOp op, StringRef name,
                              op.getValue().getType().getShape().back());
   bool persistentKernel = false, built = false;
   if (op.getCausal() && headDim <= 64 && !compile.persistent &&
-      compile.persistentBelowKeys > 0 && compile.warpSpecialize &&
-      forwardTmaLoads(compile) && !compile.blockRows && !compile.blockCols &&
-      !compile.threadsPerBlock) {
+      !compile.keySplits && compile.persistentBelowKeys > 0 &&
+      compile.warpSpecialize && forwardTmaLoads(compile) &&
+      !compile.blockRows && !compile.blockCols && !compile.threadsPerBlock) {
     KernelCompileOptions walking = compile;
     walking.persistent = true;
     FailureOr<bool> walks =
@@ -386,7 +465,7 @@ flash::compileAttentionKernel(AttentionOp op, StringRef name,
     return failure();
   bool requiresAlignedRows = written.requiresAlignedRows;
   if (written.warpSpecialized && (!written.persistent || persistentKernel) &&
-      compile.persistentBelowKeys > 0) {
+      compile.persistentBelowKeys > 0 && !compile.keySplits) {
     std::string persistentName = (name + "_persistent").str();
     KernelCompileOptions persistentOptions = compile;
     persistentOptions.persistent = true;

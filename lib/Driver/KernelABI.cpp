@@ -6,6 +6,8 @@
 
 #include "KernelABI.h"
 
+#include "flash/Dialect/Flash/Transforms/Transforms.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -212,6 +214,25 @@ driver::buildKernelModule(AttentionOp op, StringRef name,
                      });
 }
 
+void driver::addKeySplitParams(ModuleOp module, int64_t valueDim,
+                               SmallVectorImpl<Param> &params) {
+  auto func = *module.getOps<func::FuncOp>().begin();
+  OpBuilder b(module.getContext());
+  constexpr int64_t dyn = ShapedType::kDynamic;
+  for (auto [tag, shape] : {std::pair<StringRef, SmallVector<int64_t>>{
+                                "o_split", {dyn, dyn, dyn, dyn, valueDim}},
+                            std::pair<StringRef, SmallVector<int64_t>>{
+                                "lse_split", {dyn, dyn, dyn, dyn}}}) {
+    auto type = RankedTensorType::get(shape, b.getF32Type());
+    DictionaryAttr attrs = b.getDictionaryAttr(
+        {b.getNamedAttr("bufferization.writable", b.getBoolAttr(true)),
+         b.getNamedAttr(kWorkspaceAttr, b.getStringAttr(tag))});
+    (void)func.insertArgument(func.getNumArguments(), type, attrs,
+                              func.getLoc());
+    params.push_back({tag.str(), type});
+  }
+}
+
 /// func @name(q, k, v, o, do, lse, [bias], [mask], dq, dk, dv) writing the
 /// gradients in place (--flash-workspace-to-arguments appends `d`).
 OwningOpRef<ModuleOp>
@@ -263,6 +284,14 @@ std::optional<json::Object> driver::describeGridDim(Value v,
   IntegerAttr c;
   if (matchPattern(v, m_Constant(&c)))
     return json::Object{{"const", c.getInt()}};
+  if (auto product = v.getDefiningOp<arith::MulIOp>()) {
+    std::optional<json::Object> lhs = describeGridDim(product.getLhs(), params);
+    std::optional<json::Object> rhs = describeGridDim(product.getRhs(), params);
+    if (!lhs || !rhs)
+      return std::nullopt;
+    return json::Object{
+        {"product", json::Array{std::move(*lhs), std::move(*rhs)}}};
+  }
   int64_t divisor = 1;
   if (auto div = v.getDefiningOp<arith::CeilDivSIOp>()) {
     if (!matchPattern(div.getRhs(), m_Constant(&c)))

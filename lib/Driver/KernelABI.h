@@ -36,6 +36,14 @@ std::string typeName(Type t);
 OwningOpRef<ModuleOp> buildKernelModule(AttentionOp op, StringRef name,
                                         SmallVectorImpl<Param> &params);
 
+/// Appends the split-KV partial results to the kernel function of `module`
+/// (from buildKernelModule): o_split [S, B, Hq, M, Dv] and lse_split
+/// [S, B, Hq, M], f32, tagged as the workspaces the runtime allocates, so
+/// that --flash-tile-attention splits the keys into S runs, S the size the
+/// runtime chose.
+void addKeySplitParams(ModuleOp module, int64_t valueDim,
+                       SmallVectorImpl<Param> &params);
+
 /// func @name(q, k, v, o, do, lse, [bias], [mask], dq, dk, dv) writing the
 /// gradients in place (--flash-workspace-to-arguments appends `d`).
 OwningOpRef<ModuleOp> buildBackwardKernelModule(AttentionBackwardOp op,
@@ -55,7 +63,8 @@ llvm::json::Value describeScoreMod(Region &scoreMod);
 llvm::json::Object describeParam(const Param &p);
 
 /// A grid dimension of a launch as the runtime computes it: a constant, or
-/// a size of a kernel argument divided by a constant, rounding up.
+/// a size of a kernel argument divided by a constant, rounding up, or the
+/// product of two of those.
 std::optional<llvm::json::Object> describeGridDim(Value v,
                                                   ArrayRef<Param> params);
 

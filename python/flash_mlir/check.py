@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from flash_mlir.runtime import load_all
+from flash_mlir.validate import manifest_params
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 
@@ -131,18 +132,23 @@ def case_inputs(kernel, case, layout, seed):
     return g, make, q, k, v
 
 
+# Key splits a split-KV kernel is checked with (None: its own choice).
+SPLITS = (None, 1, 3, 9)
+
 # Relative error allowed against float64, per dtype.
 TOLERANCE = {"f32": 1e-5, "f16": 2e-3, "bf16": 1.6e-2}
 
 
-def run_case(kernel, case, layout, seed):
+def run_case(kernel, case, layout, seed, splits=None):
+    """One forward case; a split-KV kernel cuts the keys into `splits` runs
+    (None: its own choice)."""
     man = kernel.manifest
     b, hq, hkv, m, n = case
     g, make, q, k, v = case_inputs(kernel, case, layout, seed)
     o = make(hq, m, man["value_dim"])
     o.fill_(float("nan"))
     tensors = dict(q=q, k=k, v=v, o=o)
-    params = {p["name"]: p for p in man["params"]}
+    params = {p["name"]: p for p in manifest_params(man)}
     logical = [b, hq, m, n]  # the score shape bias and mask broadcast to
     for name in ("bias", "mask"):
         if name in params:
@@ -160,7 +166,7 @@ def run_case(kernel, case, layout, seed):
             DTYPES[params["sinks"]["dtype"]])
     if "lse" in params:
         tensors["lse"] = torch.full((b, hq, m), float("nan"), device="cuda")
-    kernel(**tensors)
+    kernel.launch(tensors, None, kernel.check(tensors), splits)
     torch.cuda.synchronize()
     ref, ref_lse, hidden = reference(q, k, v, man["scale"], man["causal"],
                                      man["window"], tensors.get("bias"),
@@ -314,10 +320,20 @@ def main(argv=None):
             for layout in layouts:
                 if kernel.backward:
                     ok, msg = run_backward_case(kernel, case, layout, seed=ci)
-                else:
-                    ok, msg, _ = run_case(kernel, case, layout, seed=ci)
-                kernel_ok &= ok
-                lines.append(("ok   " if ok else "FAIL ") + msg)
+                    kernel_ok &= ok
+                    lines.append(("ok   " if ok else "FAIL ") + msg)
+                    continue
+                # A split-KV kernel: its own number of runs, one (the
+                # merge of a single run), and more runs than some cases have
+                # key blocks (empty runs).
+                for splits in SPLITS if kernel.manifest.get("key_splits") \
+                        else (None,):
+                    ok, msg, _ = run_case(kernel, case, layout, seed=ci,
+                                          splits=splits)
+                    if splits is not None:
+                        msg += f" ({splits} key splits)"
+                    kernel_ok &= ok
+                    lines.append(("ok   " if ok else "FAIL ") + msg)
         failures += 0 if kernel_ok else 1
         print(f"{'PASS' if kernel_ok else 'FAIL'} {kernel.name} ({kernel.manifest.get('chip', '?')}, "
               f"loaded from {kernel.loaded})")

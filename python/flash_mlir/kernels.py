@@ -41,7 +41,7 @@ from typing import Optional
 
 from flash_mlir import __version__
 
-KINDS = ("fwd", "train", "train_backward")
+KINDS = ("fwd", "train", "train_backward", "decode")
 DTYPES = ("f16", "bf16")
 BIAS_DTYPES = ("f16", "bf16", "f32")
 CHIPS = ("sm_80", "sm_90a")
@@ -219,6 +219,15 @@ class Variant:
                f"  %o = flash.attention %q, %k, %v{fwd_extras}{attr} : {q}, {q}, {v}"
                f" -> {v}\n"
                f"  return %o : {v}\n}}\n")
+        # Split-KV kernels (O and LSE) for few query rows against many keys,
+        # for the variants that decoding takes (no bias or mask).
+        decode = ""
+        if self.has_decode:
+            decode = (f"func.func @{self.kernel('decode')}({', '.join(args)}) -> "
+                      f"({v}, {lse}) attributes {{flash.key_splits}} {{\n"
+                      f"  %o, %lse = flash.attention %q, %k, %v{fwd_extras}{attr} : "
+                      f"{q}, {q}, {v} -> {v}, {lse}\n"
+                      f"  return %o, %lse : {v}, {lse}\n}}\n\n")
         train_args = ", ".join(args + [f"%do: {v}"])
         train = (f"func.func @{self.kernel('train')}({train_args}) -> "
                  f"({v}, {q}, {q}, {v}) {{\n"
@@ -228,7 +237,13 @@ class Variant:
                  f"%do, %lse{extras}{attr} : {q}, {q}, {v}, {v}, {lse}\n"
                  f"  return %o, %dq, %dk, %dv : {v}, {q}, {q}, {v}\n}}\n")
         return (f"// flash-mlir kernel family {self.spec()}\n"
-                f"{fwd}\n{train}")
+                f"{fwd}\n{decode}{train}")
+
+    @property
+    def has_decode(self) -> bool:
+        """Whether the family has split-KV (`decode`) kernels: without a
+        bias or a mask."""
+        return not self.bias and not self.mask
 
 
 def common_variants():
@@ -450,7 +465,8 @@ def main(argv=None):
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(f"{len(variants)} variants ({3 * len(variants)} kernels) for "
+    kernels = sum(3 + v.has_decode for v in variants)
+    print(f"{len(variants)} variants ({kernels} kernels) for "
           f"{args.chip} in {out}")
     return 0
 

@@ -163,34 +163,29 @@ class Launch:
             self.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             ctypes.c_int(self.shared)), "cuFuncSetAttribute")
         # A persistent kernel gets as many CTAs as stay resident at once.
-        self.max_ctas = 0
-        if entry.get("persistent"):
-            per_sm, dev, sms = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
-            threads = 1
-            for b in entry["block"]:
-                threads *= b
-            _check(lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                ctypes.byref(per_sm), self.function, ctypes.c_int(threads),
-                ctypes.c_size_t(self.shared)),
-                "cuOccupancyMaxActiveBlocksPerMultiprocessor")
-            _check(lib.cuCtxGetDevice(ctypes.byref(dev)), "cuCtxGetDevice")
-            _check(lib.cuDeviceGetAttribute(
-                ctypes.byref(sms), CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                dev), "cuDeviceGetAttribute")
-            self.max_ctas = per_sm.value * sms.value
+        self.max_ctas = self.resident_ctas() if entry.get("persistent") else 0
         self._arguments()
 
     def grid(self, tensors):
-        dims = []
-        for g in self.entry["grid"]:
-            if "const" in g:
-                dims.append(int(g["const"]))
-                continue
-            size = tensors[g["tensor"]].shape[g["dim"]]
-            if "ceil_div" in g:
-                size = -(-size // g["ceil_div"])
-            dims.append(int(size))
-        return dims
+        shapes = {name: t.shape for name, t in tensors.items()}
+        return [validate.grid_size(g, shapes) for g in self.entry["grid"]]
+
+    def resident_ctas(self):
+        """How many CTAs of this launch the GPU holds at once."""
+        lib = _driver()
+        per_sm, dev, sms = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        threads = 1
+        for b in self.entry["block"]:
+            threads *= b
+        _check(lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            ctypes.byref(per_sm), self.function, ctypes.c_int(threads),
+            ctypes.c_size_t(self.shared)),
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+        _check(lib.cuCtxGetDevice(ctypes.byref(dev)), "cuCtxGetDevice")
+        _check(lib.cuDeviceGetAttribute(
+            ctypes.byref(sms), CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            dev), "cuDeviceGetAttribute")
+        return per_sm.value * sms.value
 
     def _arguments(self):
         """One int64 buffer holding every parameter word (memref
@@ -254,6 +249,10 @@ class Kernel:
         if manifest.get("general"):
             self.general = Kernel.load(os.path.join(directory, manifest["general"]),
                                        device, cache)
+        # A split-KV kernel cuts the keys into as many runs as fill the GPU
+        # with its first launch's CTAs (validate.choose_key_splits).
+        self.resident_ctas = (self.launches[0].resident_ctas()
+                              if manifest.get("key_splits") else 0)
         # A warp-specialised forward's persistent form, launched instead for
         # few keys (validate.takes_persistent_form).
         self.persistent_form = None
@@ -325,16 +324,28 @@ class Kernel:
         the workspaces (see launch)."""
         return self.launch(tensors, stream, self.check(tensors))
 
-    def launch(self, tensors, stream=None, infos=None):
+    def splits(self, tensors):
+        """The key splits a split-KV kernel takes for `tensors` (1 for
+        other kernels)."""
+        if not self.manifest.get("key_splits"):
+            return 1
+        b, h, m = tensors["q"].shape[:3]
+        return validate.choose_key_splits(self.manifest, b, h, m,
+                                          tensors["k"].shape[2],
+                                          self.resident_ctas)
+
+    def launch(self, tensors, stream=None, infos=None, splits=None):
         """Launches on tensors that fit the kernel (flash_mlir.torch has
         checked its own); takes the persistent form for few keys and the
         general kernel for unaligned rows. Returns the workspaces it
         allocated by name (the manifest's `workspace`), e.g. a backward's
-        `d` = rowsum(dO O) in f32, shaped like the LSE."""
+        `d` = rowsum(dO O) in f32, shaped like the LSE. A split-KV kernel
+        cuts the keys into `splits` runs (None: its own choice, see
+        splits())."""
         import torch
         if self.persistent_form is not None and validate.takes_persistent_form(
                 self.manifest, tensors["k"].shape[2]):
-            return self.persistent_form.launch(tensors, stream, infos)
+            return self.persistent_form.launch(tensors, stream, infos, splits)
         if self.manifest.get("requires_aligned_rows"):
             if infos is None:
                 infos = {n: tensor_info(n, t) for n, t in tensors.items()}
@@ -343,12 +354,15 @@ class Kernel:
                 if self.general is None:
                     raise ValueError(f"{self.name}: needs contiguous 16-byte "
                                      "aligned rows and has no general kernel")
-                return self.general.launch(tensors, stream, infos)
+                return self.general.launch(tensors, stream, infos, splits)
         workspaces = {}
+        if self.manifest.get("key_splits") and splits is None:
+            splits = self.splits(tensors)
+        shapes = {name: t.shape for name, t in tensors.items()}
         for w in self.manifest.get("workspace", []):
-            like = tensors[w["like"]]
-            tensors[w["name"]] = torch.empty(like.shape, dtype=torch.float32,
-                                             device=like.device)
+            shape = validate.workspace_shape(w, shapes, splits or 1)
+            tensors[w["name"]] = torch.empty(shape, dtype=torch.float32,
+                                             device=tensors["q"].device)
             workspaces[w["name"]] = tensors[w["name"]]
         current = torch.cuda.current_stream(self.device)
         if stream is None:
@@ -369,8 +383,10 @@ def load_all(directory, device=0, general=True):
     kernel names as its general (unaligned-rows) kernel or its persistent
     form."""
     cache = {}
+    # index.json (flash_mlir.kernels' record of the variants) is no kernel.
     kernels = [Kernel.load(os.path.join(directory, name), device, cache)
-               for name in sorted(os.listdir(directory)) if name.endswith(".json")]
+               for name in sorted(os.listdir(directory))
+               if name.endswith(".json") and name != "index.json"]
     if not general:
         named = validate.companion_manifests([k.manifest for k in kernels])
         kernels = [k for k in kernels if f"{k.name}.json" not in named]

@@ -26,6 +26,7 @@ compiled on demand by flash-compile) and are loaded once per device.
 """
 
 import dataclasses
+import functools
 import math
 from collections import Counter
 from typing import Optional, Tuple
@@ -33,7 +34,7 @@ from typing import Optional, Tuple
 import torch
 
 from flash_mlir import validate
-from flash_mlir.kernels import KernelCache, Variant
+from flash_mlir.kernels import KernelCache, KernelNotFound, Variant
 from flash_mlir.runtime import Kernel, tensor_info
 
 Tensor = torch.Tensor
@@ -131,6 +132,36 @@ def _launch(variant, kind, device, tensors):
     return workspaces
 
 
+@functools.lru_cache(maxsize=None)
+def _sm_count(device):
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _forward(variant, shape, compute_lse, device, tensors):
+    """Launches the forward of `variant` on `tensors` (of `shape`): with few
+    (batch, head, query block) tiles against long keys the family's
+    split-KV kernel where it has one and it splits, else the plain one."""
+    sms = _sm_count(device)
+    if variant.has_decode and validate.wants_key_splits(
+            shape.batch, shape.query_heads, shape.queries, shape.keys, sms):
+        try:
+            kern = kernel_for(variant, "decode", device)
+        except KernelNotFound:
+            kern = None
+        if kern is not None:
+            splits = kern.splits(tensors)
+            if splits > 1:
+                if "lse" not in tensors:
+                    tensors["lse"] = torch.empty(shape.lse_shape(),
+                                                 dtype=torch.float32,
+                                                 device=device)
+                with torch.cuda.device(device):
+                    kern.launch(tensors, splits=splits)
+                launches[kern.name] += 1
+                return
+    _launch(variant, "train" if compute_lse else "fwd", device, tensors)
+
+
 def run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse,
                 out=None, sinks=None):
     """Checks, then launches the forward into `out` (any strides; a new
@@ -174,7 +205,7 @@ def run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse,
                        o=views["o"])
         if compute_lse:
             tensors["lse"] = packed_lse
-        _launch(variant, "train" if compute_lse else "fwd", q.device, tensors)
+        _forward(variant, packed_shape, compute_lse, q.device, tensors)
         return out, lse
     variant = _variant(shape, q.dtype, bias, mask, causal, scale, window,
                        sinks is not None)
@@ -184,7 +215,7 @@ def run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse,
         tensors["sinks"] = sinks.detach().float().contiguous()
     if compute_lse:
         tensors["lse"] = lse
-    _launch(variant, "train" if compute_lse else "fwd", q.device, tensors)
+    _forward(variant, shape, compute_lse, q.device, tensors)
     return out, lse
 
 

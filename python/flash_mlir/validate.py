@@ -411,19 +411,83 @@ def tensor_map_request(entry, info):
             "oob_fill": 0}
 
 
-def workspace_infos(manifest, tensors):
+def workspace_shape(entry, shapes, splits=1):
+    """The shape of a workspace the runtime allocates (an entry of a
+    manifest's `workspace`): the first `like_dims` sizes (all without it) of
+    the tensor it is `like`, after the number of key splits for a split-KV
+    kernel's partial results (`splits`: true)."""
+    like = tuple(shapes[entry["like"]])
+    shape = like[:entry.get("like_dims", len(like))]
+    if entry.get("splits"):
+        shape = (splits,) + shape
+    return shape
+
+
+def grid_size(g, shapes):
+    """One grid dimension of a manifest launch (flash-compile's
+    describeGridDim): a constant, a tensor size (divided by `ceil_div`,
+    rounding up), or the product of two of those."""
+    if "const" in g:
+        return int(g["const"])
+    if "product" in g:
+        size = 1
+        for factor in g["product"]:
+            size *= grid_size(factor, shapes)
+        return size
+    size = shapes[g["tensor"]][g["dim"]]
+    if "ceil_div" in g:
+        size = -(-size // g["ceil_div"])
+    return int(size)
+
+
+def choose_key_splits(manifest, batch, heads, queries, keys, resident_ctas,
+                      max_splits=64):
+    """How many runs a split-KV kernel (manifest `key_splits`) cuts each
+    query block's keys into: one when its (batch, head, query block) tiles
+    fill the GPU already; otherwise the fewest runs whose CTAs come within
+    15% of the best use of the GPU's waves (FlashAttention's rule: the
+    tiles times S over waves of `resident_ctas`), each run at least two key
+    blocks long."""
+    rows, cols = manifest["block_rows"], manifest["block_cols"]
+    tiles = batch * heads * -(-queries // rows)
+    blocks = -(-keys // cols)
+    if tiles == 0 or resident_ctas < 1 or tiles >= 0.8 * resident_ctas:
+        return 1
+    most = max(1, min(max_splits, blocks // 2))
+
+    def use(s):
+        ctas = tiles * s
+        waves = -(-ctas // resident_ctas)
+        return ctas / (waves * resident_ctas)
+
+    best = max(use(s) for s in range(1, most + 1))
+    return next(s for s in range(1, most + 1) if use(s) >= 0.85 * best)
+
+
+def wants_key_splits(batch, heads, queries, keys, sms, rows=128,
+                     min_keys=2048):
+    """Whether a forward call is worth a split-KV kernel: its tiles of
+    `rows` query rows leave a fifth or more of the GPU's `sms` idle, and
+    the keys are long enough to share out."""
+    tiles = batch * heads * -(-queries // rows)
+    return 0 < tiles < 0.8 * sms and keys >= min_keys
+
+
+def workspace_infos(manifest, tensors, splits=1):
     """TensorInfos of the workspaces the runtime allocates for a kernel (the
-    manifest's `workspace`: f32, shaped like the tensor each names,
-    contiguous, freshly allocated and so aligned), for checks made before
-    they exist."""
+    manifest's `workspace`: f32, shaped after the tensor each names (see
+    workspace_shape), contiguous, freshly allocated and so aligned), for
+    checks made before they exist."""
     infos = {}
+    shapes = {name: t.shape for name, t in tensors.items()}
     for w in manifest.get("workspace", []):
         like = tensors[w["like"]]
+        shape = workspace_shape(w, shapes, splits)
         strides, step = [], 1
-        for n in reversed(like.shape):
+        for n in reversed(shape):
             strides.append(step)
             step *= n
-        infos[w["name"]] = TensorInfo(w["name"], tuple(like.shape),
+        infos[w["name"]] = TensorInfo(w["name"], tuple(shape),
                                       tuple(reversed(strides)), "float32",
                                       like.device, 0)
     return infos

@@ -51,8 +51,19 @@ class Variants(unittest.TestCase):
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertIn("scale = 1.000000e-01 : f32", run.stdout)
         self.assertEqual(run.stdout.count("flash.attention_backward"), 10)
-        # The forward takes the sinks; the backward needs none.
-        self.assertEqual(run.stdout.count("sinks(%arg3 : tensor<?xf32>)"), 2)
+        # The forward takes the sinks (and the split-KV forward); the
+        # backward needs none.
+        self.assertEqual(run.stdout.count("sinks(%arg3 : tensor<?xf32>)"), 3)
+        # A split-KV function in every family without a bias or mask.
+        self.assertEqual(run.stdout.count("attributes {flash.key_splits}"), 9)
+
+    def test_decode_kind(self):
+        self.assertEqual(Variant.parse("bf16:d128").kernel("decode"),
+                         "fm_bf16_d128_decode")
+        self.assertTrue(Variant.parse("bf16:d64:causal:w48:sinks").has_decode)
+        self.assertFalse(Variant.parse("bf16:d64:mask").has_decode)
+        self.assertFalse(Variant.parse("bf16:d64:bias=f32").has_decode)
+        self.assertNotIn("decode", Variant.parse("bf16:d64:mask").mlir())
 
 
 class Cache(unittest.TestCase):

@@ -5,7 +5,10 @@ existed) and more; each must raise the right error naming the tensor."""
 import unittest
 
 from flash_mlir.validate import (TensorInfo, check_attention, check_backward,
-                                 check_launch, companion_manifests, launch_grid,
+                                 check_launch, choose_key_splits,
+                                 companion_manifests, grid_size, launch_grid,
+                                 wants_key_splits, workspace_infos,
+                                 workspace_shape,
                                  query_head_packing, rows_aligned,
                                  inner_stride_unit, takes_persistent_form)
 
@@ -324,6 +327,65 @@ class PersistentForm(unittest.TestCase):
         ]
         self.assertEqual(companion_manifests(manifests),
                          {"a_general.json", "k_persistent.json"})
+
+
+class KeySplits(unittest.TestCase):
+    """Split-KV kernels: the runtime chooses the number of key runs, sizes
+    the partial results after it and computes the grid from them."""
+
+    man = {"key_splits": True, "block_rows": 128, "block_cols": 176,
+           "workspace": [
+               {"name": "o_split", "like": "o", "dtype": "f32", "splits": True},
+               {"name": "lse_split", "like": "q", "like_dims": 3,
+                "dtype": "f32", "splits": True}]}
+
+    def test_full_gpu_takes_one_run(self):
+        # 64 x 8 packed tiles fill 132 SMs: no split.
+        self.assertEqual(choose_key_splits(self.man, 64, 8, 4, 32768, 132), 1)
+        self.assertEqual(choose_key_splits(self.man, 16, 8, 4, 32768, 132), 1)
+
+    def test_few_tiles_split_the_keys(self):
+        # Batch 1, 8 KV heads: 8 tiles; a split count that fills the waves.
+        s = choose_key_splits(self.man, 1, 8, 4, 32768, 132)
+        self.assertGreater(s, 1)
+        self.assertGreaterEqual(8 * s / (-(-8 * s // 132) * 132), 0.85 * 0.96)
+        # Runs of at least two key blocks: 1000 keys are 6 blocks, 3 runs.
+        self.assertLessEqual(choose_key_splits(self.man, 1, 1, 1, 1000, 132), 3)
+        self.assertEqual(choose_key_splits(self.man, 1, 1, 1, 100, 132), 1)
+        self.assertLessEqual(
+            choose_key_splits(self.man, 1, 1, 1, 1 << 20, 132), 64)
+
+    def test_nothing_to_split(self):
+        self.assertEqual(choose_key_splits(self.man, 0, 8, 1, 4096, 132), 1)
+        self.assertEqual(choose_key_splits(self.man, 1, 8, 1, 4096, 0), 1)
+
+    def test_workspace_shapes(self):
+        shapes = {"q": (2, 32, 4, 128), "o": (2, 32, 4, 64)}
+        o_split, lse_split = self.man["workspace"]
+        self.assertEqual(workspace_shape(o_split, shapes, 5), (5, 2, 32, 4, 64))
+        self.assertEqual(workspace_shape(lse_split, shapes, 5), (5, 2, 32, 4))
+        self.assertEqual(workspace_shape({"name": "d", "like": "lse"},
+                                         {"lse": (2, 3, 4)}), (2, 3, 4))
+        infos = workspace_infos(self.man, {"q": t("q", (2, 32, 4, 128)),
+                                           "o": t("o", (2, 32, 4, 64))}, 3)
+        self.assertEqual(infos["o_split"].shape, (3, 2, 32, 4, 64))
+        self.assertEqual(infos["lse_split"].strides, (256, 128, 4, 1))
+        self.assertEqual(infos["lse_split"].dtype, "float32")
+
+    def test_grid_product(self):
+        shapes = {"q": (2, 32, 300, 128), "o_split": (7, 2, 32, 300, 128)}
+        split = {"product": [{"tensor": "q", "dim": 2, "ceil_div": 128},
+                             {"tensor": "o_split", "dim": 0}]}
+        self.assertEqual(grid_size(split, shapes), 21)
+        self.assertEqual(grid_size({"const": 4}, shapes), 4)
+        self.assertEqual(grid_size({"tensor": "q", "dim": 1}, shapes), 32)
+
+    def test_wants_key_splits(self):
+        self.assertTrue(wants_key_splits(1, 8, 4, 8192, 132))
+        self.assertFalse(wants_key_splits(64, 8, 4, 8192, 132))
+        self.assertFalse(wants_key_splits(1, 8, 4, 1024, 132))
+        self.assertFalse(wants_key_splits(1, 8, 4096, 8192, 132))
+        self.assertFalse(wants_key_splits(0, 8, 4, 8192, 132))
 
 
 if __name__ == "__main__":

@@ -128,6 +128,14 @@ static opt<bool> stagedReductions(
              "shared memory and added by bulk reductions (FlashAttention-3's "
              "dQ) instead of vector reductions from registers"),
     cl::cat(flashCategory));
+static opt<bool> keySplits(
+    "key-splits", cl::init(false),
+    cl::desc("Forward: split-KV (FlashDecoding) kernels for few query rows "
+             "against many keys: each query block's keys cut into S runs on "
+             "CTAs of their own, merged by their LSE in a second launch; the "
+             "runtime chooses S and allocates the partial results (the "
+             "manifest's o_split and lse_split workspaces)"),
+    cl::cat(flashCategory));
 static opt<bool> overlapProducts(
     "overlap-products", cl::init(true),
     cl::desc("With --deterministic=false on sm_90a: the dK/dV step's "
@@ -179,6 +187,7 @@ int main(int argc, char **argv) {
   options.deterministic = deterministic;
   options.stagedReductions = stagedReductions;
   options.overlapProducts = overlapProducts;
+  options.keySplits = keySplits;
   options.pingPong = pingPong;
   options.ptxas = ptxas;
   if (std::string error = flash::checkKernelCompileOptions(options);

@@ -84,6 +84,11 @@ struct KernelCompileOptions {
   /// (FlashAttention-3's overlap), tried first and kept where it assembles
   /// without spills.
   bool overlapProducts = true;
+  /// Forward: split-KV (FlashDecoding) kernels, for few query rows against
+  /// many keys: the keys of each query block cut into S runs computed by
+  /// CTAs of their own (S chosen by the runtime, which allocates the
+  /// partial results), then a second launch merging them by their LSE.
+  bool keySplits = false;
   /// With TMA loads, the atomic backward's LSE and D rows by TMA too (the
   /// driver builds them without where that spills).
   bool tmaRowVectors = true;
@@ -97,6 +102,10 @@ struct KernelCompileOptions {
 /// Why `options` cannot be used (a negative size, wgmma on a chip without
 /// it), or an empty string.
 std::string checkKernelCompileOptions(const KernelCompileOptions &options);
+
+/// The unit attribute of a function whose forward ops flash-compile builds
+/// as split-KV kernels (as --key-splits does for every function).
+constexpr llvm::StringLiteral kKeySplitsAttr = "flash.key_splits";
 
 /// Fuses the attention in `module` (TOSA lowered to linalg first when there
 /// is TOSA, then --flash-fuse-attention-backward and --flash-fuse-attention)

@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -42,20 +43,40 @@ using namespace mlir::flash::detail;
 
 namespace {
 constexpr double kLog2e = 1.4426950408889634;
+/// Split-KV's merge: rows per iteration, and splits read at once (a chunk of
+/// partial results: 8 x 16 x Dv f32, 64 KB at Dv = 128).
+constexpr int64_t kMergeRows = 16;
+constexpr int64_t kMergeSplits = 8;
 constexpr double kLn2 = 0.6931471805599453;
 
 /// Builds the loop nest of one rank-4 attention op.
 class AttentionTiler : TilerBase {
 public:
   AttentionTiler(OpBuilder &b, AttentionOp op, int64_t br, int64_t bc,
-                 bool causalRowsFromEnd)
+                 bool causalRowsFromEnd, KeySplits splits)
       : TilerBase(b, op.getLoc(), op.getQuery().getType(),
                   op.getValue().getType()),
-        op(op), br(br), bc(bc), causalRowsFromEnd(causalRowsFromEnd) {}
+        op(op), br(br), bc(bc), causalRowsFromEnd(causalRowsFromEnd),
+        splits(splits) {}
 
   SmallVector<Value> build();
 
 private:
+  /// The nest over (batch, head, query block [x split]) writing into `outs`:
+  /// O and LSE, or with key splits each split's partial O and LSE.
+  SmallVector<Value> buildKeyNest(ValueRange outs);
+
+  /// The nest over (batch, head, query block) that merges the splits'
+  /// partial results by their LSE into `outs` (O and, if the op has it, LSE).
+  SmallVector<Value> buildSplitCombine(Value partialOut, Value partialLse,
+                                       ValueRange outs);
+
+  /// Splits [first, first + count) of a partial result's rows [rowAt,
+  /// rowAt + rowCount), padded with `pad` to kMergeSplits x kMergeRows
+  /// (x Dv).
+  Value partialChunk(Value partial, Value first, Value count, Value batchAt,
+                     Value headAt, Value rowAt, Value rowCount, double pad);
+
   /// The slice `source[offsets][sizes]` of rank-reduced shape `sliceShape`,
   /// zero-padded at the high end to the static shape `padded`.
   Value paddedTile(Value source, ArrayRef<OpFoldResult> offsets,
@@ -82,6 +103,9 @@ private:
   int64_t br, bc;
   /// Under a causal mask, row blocks aligned to the last row.
   bool causalRowsFromEnd;
+  KeySplits splits;
+  /// With key splits: how many (run time) and which one this iteration runs.
+  Value splitCount, splitIdx;
 
   /// runtime_scale * log2(e), when the scale comes at run time.
   Value runtimeScaleLog2;
@@ -102,6 +126,8 @@ private:
   // its part of the result.
   Value batchIdx, headIdx, kvHeadIdx, rowStart, rows, ownRows, keySeq, diagonal;
   Value queryTile;
+  // The op's sizes: batch, query heads, M, Hq / Hkv, ceil(M / Br).
+  Value batch, heads, querySeq, group, queryBlocks;
 };
 } // namespace
 
@@ -358,10 +384,12 @@ SmallVector<Value> AttentionTiler::build() {
         b, loc, scale,
         arith::ConstantOp::create(
             b, loc, b.getF32FloatAttr(static_cast<float>(kLog2e))));
-  Value batch = dim(q, 0), heads = dim(q, 1), querySeq = dim(q, 2);
+  batch = dim(q, 0);
+  heads = dim(q, 1);
+  querySeq = dim(q, 2);
   keySeq = dim(k, 2);
-  Value group = b.createOrFold<arith::DivUIOp>(loc, heads, dim(k, 1));
-  Value queryBlocks = ceilDiv(querySeq, br);
+  group = b.createOrFold<arith::DivUIOp>(loc, heads, dim(k, 1));
+  queryBlocks = ceilDiv(querySeq, br);
 
   // Results: O [B, Hq, M, Dv] and LSE [B, Hq, M] share their leading sizes.
   SmallVector<Value, 3> leading = {batch, heads, querySeq};
@@ -380,8 +408,35 @@ SmallVector<Value> AttentionTiler::build() {
     windowStart =
         sub(diagonal, buildClampedWindow(b, loc, *window, querySeq, keySeq));
 
+  if (!splits.enabled())
+    return buildKeyNest(outs);
+  Value partialOut = splits.partialOut, partialLse = splits.partialLse;
+  if (!partialOut) {
+    // [S, B, Hq, M, Dv] and [S, B, Hq, M] in f32, allocated here.
+    SmallVector<Value> sizes = {idx(splits.count), batch, heads, querySeq};
+    auto workspace = [&](StringRef tag, ArrayRef<Value> dims,
+                         ArrayRef<int64_t> inner) {
+      SmallVector<int64_t> shape(dims.size(), ShapedType::kDynamic);
+      shape[0] = splits.count;
+      llvm::append_range(shape, inner);
+      auto e = tensor::EmptyOp::create(b, loc, shape, f32, dims.drop_front());
+      e->setAttr(kWorkspaceAttr, b.getStringAttr(tag));
+      return e.getResult();
+    };
+    partialOut = workspace("o_split", sizes, {valueDim});
+    partialLse = workspace("lse_split", sizes, {});
+  }
+  splitCount = dim(partialOut, 0);
+  SmallVector<Value> partials = buildKeyNest({partialOut, partialLse});
+  return buildSplitCombine(partials[0], partials[1], outs);
+}
+
+SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
+  Value q = op.getQuery();
+  bool splitting = splits.enabled();
+  Value iterations = splitting ? mul(queryBlocks, splitCount) : queryBlocks;
   auto forall = scf::ForallOp::create(
-      b, loc, ArrayRef<OpFoldResult>{batch, heads, queryBlocks}, outs,
+      b, loc, ArrayRef<OpFoldResult>{batch, heads, iterations}, outs,
       std::nullopt);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forall.getTerminator());
@@ -389,7 +444,13 @@ SmallVector<Value> AttentionTiler::build() {
   batchIdx = ivs[0];
   headIdx = ivs[1];
   kvHeadIdx = b.createOrFold<arith::DivUIOp>(loc, headIdx, group);
-  rowStart = mul(ivs[2], idx(br));
+  Value queryBlock = ivs[2];
+  if (splitting) {
+    // The splits of a query block are adjacent iterations.
+    queryBlock = b.createOrFold<arith::DivUIOp>(loc, ivs[2], splitCount);
+    splitIdx = b.createOrFold<arith::RemUIOp>(loc, ivs[2], splitCount);
+  }
+  rowStart = mul(queryBlock, idx(br));
   if (op.getCausal() && causalRowsFromEnd) {
     // The block with fewer than Br rows is then the first, whose key loop is
     // the shortest, instead of the last, whose loop is the longest (at 4096
@@ -413,7 +474,7 @@ SmallVector<Value> AttentionTiler::build() {
             b.createOrFold<arith::MulIOp>(
                 loc,
                 b.createOrFold<arith::SubIOp>(loc, narrow(queryBlocks),
-                                              narrow(ivs[2])),
+                                              narrow(queryBlock)),
                 arith::ConstantIntOp::create(b, loc, i32, br))));
     rowStart = max(shifted, idx(0));
     rows = min(idx(br), sub(querySeq, rowStart));
@@ -448,11 +509,32 @@ SmallVector<Value> AttentionTiler::build() {
   SmallVector<Value> state = {
       filled({br}, -std::numeric_limits<double>::infinity()), filled({br}, 0.0),
       filled({br, valueDim}, 0.0)};
+  // With key splits, split s takes the s-th of S equal runs of the visible
+  // blocks [begin, end): the loops' bounds clamped to it (each loop still
+  // starting where the previous one ends, which the GPU's load ring needs).
+  if (splitting) {
+    Value chunk =
+        b.createOrFold<arith::CeilDivSIOp>(loc, sub(end, begin), splitCount);
+    Value splitBegin = min(add(begin, mul(splitIdx, chunk)), end);
+    Value splitEnd = min(add(splitBegin, chunk), end);
+    auto clamp = [&](Value bound) {
+      return min(max(bound, splitBegin), splitEnd);
+    };
+    begin = clamp(begin);
+    fullBegin = clamp(fullBegin);
+    fullEnd = clamp(fullEnd);
+    end = clamp(end);
+  }
+  auto loop = [&](Value from, Value to, bool masked) {
+    state = keyBlockLoop(from, to, state, masked);
+  };
   if (windowStart)
-    state = keyBlockLoop(begin, fullBegin, state, /*masked=*/true);
-  state = keyBlockLoop(fullBegin, fullEnd, state, /*masked=*/false);
-  state = keyBlockLoop(fullEnd, end, state, /*masked=*/true);
+    loop(begin, fullBegin, /*masked=*/true);
+  loop(fullBegin, fullEnd, /*masked=*/false);
+  loop(fullEnd, end, /*masked=*/true);
   Value m = state[0], l = state[1], acc = state[2];
+  // A split's partial result leaves the sink to the combination.
+  Value sinks = splitting ? Value() : op.getSinks();
 
   // The sink joins each row as one more score whose value row is zero:
   // m_f = max(m, sink), l_f = l exp2(m - m_f) + exp2(sink - m_f), and O is
@@ -461,7 +543,7 @@ SmallVector<Value> AttentionTiler::build() {
   // constants. Returns (exp2(m - m_f), m_f, l_f) inside a body.
   auto withSink = [&](OpBuilder &nb, Location nl, Value mRow,
                       Value lRow) -> std::array<Value, 3> {
-    Value sink = tensor::ExtractOp::create(nb, nl, op.getSinks(), headIdx);
+    Value sink = tensor::ExtractOp::create(nb, nl, sinks, headIdx);
     sink = extendToF32(nb, nl, sink);
     if (!naturalUnits)
       sink = arith::MulFOp::create(
@@ -479,7 +561,7 @@ SmallVector<Value> AttentionTiler::build() {
   // O = acc · (1 / l) (0 for a fully masked row): one reciprocal per row,
   // then a multiply per element. LSE = m ln 2 + ln l.
   SmallVector<Value> rowState = {l};
-  if (op.getSinks())
+  if (sinks)
     rowState.push_back(m);
   Value inverse = generic(
       rowState, empty({br}, f32),
@@ -489,7 +571,7 @@ SmallVector<Value> AttentionTiler::build() {
         Value numerator =
             arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(1));
         Value sum = a[0];
-        if (op.getSinks()) {
+        if (sinks) {
           auto [alpha, mFinal, lFinal] = withSink(nb, nl, a[1], a[0]);
           numerator = alpha;
           sum = lFinal;
@@ -499,22 +581,24 @@ SmallVector<Value> AttentionTiler::build() {
         Value rcp = arith::DivFOp::create(nb, nl, numerator, sum);
         return arith::SelectOp::create(nb, nl, none, zero, rcp);
       });
+  // A split's partial O stays in f32.
+  Type outType = splitting ? f32 : elementType;
   Value outTile =
-      generic({acc, inverse}, empty({br, valueDim}, elementType),
+      generic({acc, inverse}, empty({br, valueDim}, outType),
               {id(2), map(2, {0}), id(2)}, {kPar, kPar},
               [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
                 Value o = arith::MulFOp::create(nb, nl, a[0], a[1]);
-                if (elementType != f32)
-                  o = arith::TruncFOp::create(nb, nl, elementType, o);
+                if (outType != f32)
+                  o = arith::TruncFOp::create(nb, nl, outType, o);
                 return o;
               });
   SmallVector<Value> tiles = {outTile};
-  if (op.getLse()) {
+  if (op.getLse() || splitting) {
     tiles.push_back(
         generic({m, l}, empty({br}, f32), {id(1), id(1), id(1)}, {kPar},
                 [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
                   Value mNat = a[0], sum = a[1];
-                  if (op.getSinks()) {
+                  if (sinks) {
                     auto [alpha, mFinal, lFinal] = withSink(nb, nl, a[0], a[1]);
                     mNat = mFinal;
                     sum = lFinal;
@@ -552,7 +636,11 @@ SmallVector<Value> AttentionTiler::build() {
     SmallVector<OpFoldResult> offsets = {batchIdx, headIdx, rowStart};
     SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(1),
                                        ownRows};
-    if (type.getRank() == 4) {
+    if (splitting) {
+      offsets.insert(offsets.begin(), splitIdx);
+      sizes.insert(sizes.begin(), b.getIndexAttr(1));
+    }
+    if (type.getRank() == 4 + splitting) {
       offsets.push_back(b.getIndexAttr(0));
       sizes.push_back(b.getIndexAttr(valueDim));
     }
@@ -563,11 +651,210 @@ SmallVector<Value> AttentionTiler::build() {
   return SmallVector<Value>(forall.getResults());
 }
 
+Value AttentionTiler::partialChunk(Value partial, Value first, Value count,
+                                   Value batchAt, Value headAt, Value rowAt,
+                                   Value rowCount, double pad) {
+  OpFoldResult one = b.getIndexAttr(1);
+  bool withColumns = cast<RankedTensorType>(partial.getType()).getRank() == 5;
+  SmallVector<OpFoldResult> offsets = {first, batchAt, headAt, rowAt};
+  SmallVector<OpFoldResult> sizes = {count, one, one, rowCount};
+  SmallVector<int64_t> sliceShape = {ShapedType::kDynamic,
+                                     ShapedType::kDynamic},
+                       padded = {kMergeSplits, kMergeRows};
+  if (withColumns) {
+    offsets.push_back(b.getIndexAttr(0));
+    sizes.push_back(b.getIndexAttr(valueDim));
+    sliceShape.push_back(valueDim);
+    padded.push_back(valueDim);
+  }
+  SmallVector<OpFoldResult> strides(offsets.size(), one);
+  Value slice = tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get(sliceShape, f32), partial, offsets, sizes,
+      strides);
+  Value padValue = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(static_cast<float>(pad)));
+  return tensor::createPadHighOp(RankedTensorType::get(padded, f32), slice,
+                                 padValue, /*nofold=*/false, loc, b);
+}
+
+SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
+                                                     Value partialLse,
+                                                     ValueRange outs) {
+  auto forall = scf::ForallOp::create(
+      b, loc,
+      ArrayRef<OpFoldResult>{batch, heads, ceilDiv(querySeq, kMergeRows)}, outs,
+      std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(forall.getTerminator());
+  SmallVector<Value> ivs = forall.getInductionVars();
+  Value rowAt = mul(ivs[2], idx(kMergeRows));
+  Value rowCount = min(idx(kMergeRows), sub(querySeq, rowAt));
+  constexpr double ninf = -std::numeric_limits<double>::infinity();
+  // The LSE of splits [first, first + count): splits and rows past the end
+  // read as -inf, so that they weigh nothing.
+  auto lseChunk = [&](Value first, Value count) {
+    return partialChunk(partialLse, first, count, ivs[0], ivs[1], rowAt,
+                        rowCount, ninf);
+  };
+  // exp(x - ref) in natural units, a ref of -inf (no split saw a key)
+  // taken as 0.
+  auto expFrom = [&](OpBuilder &nb, Location nl, Value x, Value ref) {
+    Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f));
+    Value none = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, ref,
+                                       negInfF32(nb, nl));
+    ref = arith::SelectOp::create(nb, nl, none, zero, ref);
+    Value d = arith::SubFOp::create(nb, nl, x, ref);
+    d = arith::MulFOp::create(
+        nb, nl, d,
+        arith::ConstantOp::create(
+            nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e))));
+    return math::Exp2Op::create(nb, nl, d).getResult();
+  };
+  // A loop over the splits kMergeSplits at a time: each chunk's partial
+  // results are read at once, not one split after another.
+  auto chunkLoop =
+      [&](ValueRange init,
+          function_ref<SmallVector<Value>(Value, Value, ValueRange)> step)
+      -> SmallVector<Value> {
+    auto loop =
+        scf::ForOp::create(b, loc, idx(0), splitCount, idx(kMergeSplits), init);
+    OpBuilder::InsertionGuard inLoop(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value first = loop.getInductionVar();
+    Value count = min(idx(kMergeSplits), sub(splitCount, first));
+    scf::YieldOp::create(b, loc, step(first, count, loop.getRegionIterArgs()));
+    return SmallVector<Value>(loop.getResults());
+  };
+  auto add = [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+    return arith::AddFOp::create(nb, nl, a[0], a[1]);
+  };
+
+  // The largest partial LSE of each row, then O = sum_s w_s O_s / sum_s w_s
+  // with w_s = exp(LSE_s - max): every weight at most 1.
+  Value rowMax = chunkLoop(
+      {filled({kMergeRows}, ninf)},
+      [&](Value first, Value count, ValueRange carried) -> SmallVector<Value> {
+        return {generic(lseChunk(first, count), carried[0],
+                        {id(2), map(2, {1})}, {kRed, kPar},
+                        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                          return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
+                        })};
+      })[0];
+  SmallVector<Value> sums = chunkLoop(
+      {filled({kMergeRows}, 0.0), filled({kMergeRows, valueDim}, 0.0)},
+      [&](Value first, Value count, ValueRange carried) -> SmallVector<Value> {
+        Value weight =
+            generic({lseChunk(first, count), rowMax},
+                    empty({kMergeSplits, kMergeRows}, f32),
+                    {id(2), map(2, {1}), id(2)}, {kPar, kPar},
+                    [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                      return expFrom(nb, nl, a[0], a[1]);
+                    });
+        Value total = generic(weight, carried[0], {id(2), map(2, {1})},
+                              {kRed, kPar}, add);
+        Value out = partialChunk(partialOut, first, count, ivs[0], ivs[1],
+                                 rowAt, rowCount, 0.0);
+        Value acc =
+            generic({out, weight}, carried[1],
+                    {id(3), map(3, {0, 1}), map(3, {1, 2})}, {kRed, kPar, kPar},
+                    [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                      Value x = arith::MulFOp::create(nb, nl, a[0], a[1]);
+                      return arith::AddFOp::create(nb, nl, a[2], x);
+                    });
+        return {total, acc};
+      });
+  Value total = sums[0], acc = sums[1];
+
+  // The sink joins the merged row as in the unsplit epilogue, in natural
+  // units: m_f = max(max, sink), l_f = l exp(max - m_f) + exp(sink - m_f).
+  // Returns (numerator of O's factor, m_f, l_f).
+  Value sinks = op.getSinks();
+  auto finalRow = [&](OpBuilder &nb, Location nl, Value mRow,
+                      Value lRow) -> std::array<Value, 3> {
+    Value one = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(1.0f));
+    if (!sinks)
+      return {one, mRow, lRow};
+    Value sink =
+        extendToF32(nb, nl, tensor::ExtractOp::create(nb, nl, sinks, ivs[1]));
+    Value mFinal = arith::MaximumFOp::create(nb, nl, mRow, sink);
+    Value alpha = expFrom(nb, nl, mRow, mFinal);
+    Value lFinal = arith::AddFOp::create(
+        nb, nl, arith::MulFOp::create(nb, nl, lRow, alpha),
+        expFrom(nb, nl, sink, mFinal));
+    return {alpha, mFinal, lFinal};
+  };
+  Value inverse = generic(
+      {total, rowMax}, empty({kMergeRows}, f32), {id(1), id(1), id(1)}, {kPar},
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        auto [numerator, mFinal, lFinal] = finalRow(nb, nl, a[1], a[0]);
+        Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
+        Value none = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+                                           lFinal, zero);
+        Value rcp = arith::DivFOp::create(nb, nl, numerator, lFinal);
+        return arith::SelectOp::create(nb, nl, none, zero, rcp);
+      });
+  SmallVector<Value> tiles = {
+      generic({acc, inverse}, empty({kMergeRows, valueDim}, elementType),
+              {id(2), map(2, {0}), id(2)}, {kPar, kPar},
+              [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                Value o = arith::MulFOp::create(nb, nl, a[0], a[1]);
+                if (elementType != f32)
+                  o = arith::TruncFOp::create(nb, nl, elementType, o);
+                return o;
+              })};
+  if (op.getLse())
+    tiles.push_back(generic(
+        {total, rowMax}, empty({kMergeRows}, f32), {id(1), id(1), id(1)},
+        {kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          auto [numerator, mFinal, lFinal] = finalRow(nb, nl, a[1], a[0]);
+          Value zero =
+              arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f));
+          Value none = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+                                             mFinal, negInfF32(nb, nl));
+          Value ref = arith::SelectOp::create(nb, nl, none, zero, mFinal);
+          return arith::AddFOp::create(nb, nl, ref,
+                                       math::LogOp::create(nb, nl, lFinal));
+        }));
+
+  OpFoldResult one = b.getIndexAttr(1);
+  SmallVector<Value> parts;
+  for (Value tile : tiles) {
+    auto type = cast<RankedTensorType>(tile.getType());
+    SmallVector<OpFoldResult> sizes = {rowCount};
+    SmallVector<int64_t> shape = {ShapedType::kDynamic};
+    if (type.getRank() == 2) {
+      sizes.push_back(b.getIndexAttr(valueDim));
+      shape.push_back(valueDim);
+    }
+    parts.push_back(tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get(shape, type.getElementType()), tile,
+        SmallVector<OpFoldResult>(type.getRank(), b.getIndexAttr(0)), sizes,
+        SmallVector<OpFoldResult>(type.getRank(), one)));
+  }
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  for (auto [part, shared] : llvm::zip(parts, forall.getRegionIterArgs())) {
+    SmallVector<OpFoldResult> offsets = {ivs[0], ivs[1], rowAt};
+    SmallVector<OpFoldResult> sizes = {one, one, rowCount};
+    if (cast<RankedTensorType>(shared.getType()).getRank() == 4) {
+      offsets.push_back(b.getIndexAttr(0));
+      sizes.push_back(b.getIndexAttr(valueDim));
+    }
+    tensor::ParallelInsertSliceOp::create(
+        b, loc, part, shared, offsets, sizes,
+        SmallVector<OpFoldResult>(sizes.size(), one));
+  }
+  return SmallVector<Value>(forall.getResults());
+}
+
 LogicalResult mlir::flash::tileAttention(RewriterBase &rewriter, AttentionOp op,
                                          int64_t blockRows, int64_t blockCols,
-                                         bool causalRowsFromEnd) {
+                                         bool causalRowsFromEnd,
+                                         KeySplits splits) {
+  if (splits.partialOut && op.getQuery().getType().getRank() != 4)
+    return op.emitOpError("takes partial results for its key splits only in "
+                          "the rank-4 form");
   return replaceWithTiles<AttentionTiler>(rewriter, op, blockRows, blockCols,
-                                          causalRowsFromEnd);
+                                          causalRowsFromEnd, splits);
 }
 
 namespace {
@@ -609,6 +896,12 @@ struct FlashTileAttentionPass
                 "target's choice)");
       return signalPassFailure();
     }
+    if (keySplits < 0) {
+      emitError(getOperation()->getLoc(),
+                "flash-tile-attention: key-splits must be at least 0 (0: no "
+                "split-KV)");
+      return signalPassFailure();
+    }
     SmallVector<AttentionOp> ops;
     getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
@@ -630,8 +923,10 @@ struct FlashTileAttentionPass
       }
       if (report)
         emitReport(op, *tgt, tiles, d, dv, bytes);
-      if (failed(tileAttention(rewriter, op, tiles.blockRows, tiles.blockCols,
-                               causalRowsFromEnd)))
+      FailureOr<KeySplits> split = keySplitsOf(op);
+      if (failed(split) ||
+          failed(tileAttention(rewriter, op, tiles.blockRows, tiles.blockCols,
+                               causalRowsFromEnd, *split)))
         return signalPassFailure();
     }
     SmallVector<AttentionBackwardOp> backward;
@@ -673,6 +968,40 @@ struct FlashTileAttentionPass
       if (failed(tiled))
         return signalPassFailure();
     }
+  }
+
+  /// The op's key splits: the partial results its function passes (tagged
+  /// "o_split" and "lse_split"), else the option's count.
+  FailureOr<KeySplits> keySplitsOf(AttentionOp op) {
+    KeySplits split;
+    split.count = keySplits;
+    auto func = op->getParentOfType<FunctionOpInterface>();
+    if (!func || func.isExternal())
+      return split;
+    for (BlockArgument arg : func.getArguments()) {
+      auto tag =
+          func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kWorkspaceAttr);
+      if (tag && tag.getValue() == "o_split")
+        split.partialOut = arg;
+      else if (tag && tag.getValue() == "lse_split")
+        split.partialLse = arg;
+    }
+    if (!split.partialOut && !split.partialLse)
+      return split;
+    auto expect = [&](Value v, StringRef tag, int64_t rank) -> bool {
+      auto type = v ? dyn_cast<RankedTensorType>(v.getType()) : nullptr;
+      if (type && type.getRank() == rank && type.getElementType().isF32())
+        return true;
+      op.emitOpError("is split by its function's \"")
+          << tag << "\" argument, which must be a rank-" << rank
+          << " f32 tensor (with the other partial result beside it)";
+      return false;
+    };
+    if (!expect(split.partialOut, "o_split", 5) ||
+        !expect(split.partialLse, "lse_split", 4))
+      return failure();
+    split.count = 0;
+    return split;
   }
 
   void emitReport(AttentionOp op, const AttentionTarget &tgt,

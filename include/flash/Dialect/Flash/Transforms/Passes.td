@@ -212,6 +212,26 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
     that also writes D), and a last pass that scales the sums into dQ. The
     additions' order varies from run to run, so dQ may differ in its last
     bits between runs.
+
+    Split-KV (FlashDecoding, for few query rows against many keys):
+
+    ```
+    scf.forall (b, h, query block x split) in (B, Hq, ceil(M / Br) S):
+      the loops above over the split's run of the visible key blocks
+      o_split[s, b, h, rows] = acc / l (f32), lse_split[s, b, h, rows]
+    scf.forall (b, h, query block) in (B, Hq, ceil(M / Br)):
+      mx = max_s lse_split[s]; w_s = exp(lse_split[s] - mx)
+      O = sum_s w_s o_split[s] / sum_s w_s, LSE = mx + ln sum_s w_s
+    ```
+
+    With `key-splits=S` the partial results are workspaces the tiling
+    allocates (`o_split` [S, B, Hq, M, Dv], `lse_split` [S, B, Hq, M], f32).
+    An embedder that wants S chosen at run time gives the op's function two
+    arguments of those shapes (leading size dynamic) with the attribute
+    `flash.workspace = "o_split"` and `"lse_split"`: every rank-4 forward
+    of that function is then split into as many runs as their leading size
+    (flash-compile's split-KV kernels; the runtime allocates them). Sinks
+    join in the merge.
   }];
   let options = [
     Option<"target", "target", "::mlir::flash::TileTarget",
@@ -235,6 +255,10 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
            "GPU targets with deterministic=false: the dK/dV nest builds "
            "dPᵀ = V dOᵀ right after Sᵀ = K Qᵀ, so that MMAs waited for at "
            "first use overlap them with the exponentials (more registers)">,
+    Option<"keySplits", "key-splits", "int64_t", "0",
+           "Split-KV: cut each forward's visible key blocks into this many "
+           "parallel runs merged by their LSE (0: none, unless the function "
+           "passes partial results for a run-time count)">,
     Option<"causalRowsFromEnd", "causal-rows-from-end", "bool", "false",
            "Causal forward: query blocks aligned to the last row, so that "
            "the block with fewer than Br rows is the first (the shortest "

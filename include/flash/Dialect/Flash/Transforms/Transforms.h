@@ -60,12 +60,27 @@ LogicalResult decomposeAttentionBackward(RewriterBase &rewriter,
 // Tiling (algorithm level)
 //===----------------------------------------------------------------------===//
 
+/// Split-KV (FlashDecoding): the key blocks a query block sees are cut
+/// into S equal runs computed in parallel, each writing its normalised O
+/// (f32) and its LSE, which a second nest merges by their LSE. S comes from
+/// `count` (partial results in workspaces "o_split" [S, B, Hq, M, Dv] and
+/// "lse_split" [S, B, Hq, M], f32, that the tiling allocates) or is the
+/// leading size of the given `partialOut` and `partialLse` of those shapes
+/// (run-time S: a caller that allocates them chooses it).
+struct KeySplits {
+  int64_t count = 0;
+  Value partialOut, partialLse;
+  bool enabled() const { return count > 0 || partialOut; }
+};
+
 /// Tiles one attention op into the FlashAttention-2 loop nest with Br x Bc
 /// tiles; the op is replaced. With `causalRowsFromEnd` a causal op's row
-/// blocks end at its last row (the partial block is the first).
+/// blocks end at its last row (the partial block is the first). With
+/// `splits`, the nest is split-KV's pair of nests.
 LogicalResult tileAttention(RewriterBase &rewriter, AttentionOp op,
                             int64_t blockRows, int64_t blockCols,
-                            bool causalRowsFromEnd = false);
+                            bool causalRowsFromEnd = false,
+                            KeySplits splits = {});
 
 /// Tiles one attention backward op into the FlashAttention-2 backward loop
 /// nest (recompute P from the LSE per Br x Bc tile); the op is replaced.

@@ -1,0 +1,67 @@
+// RUN: flash-opt %s --split-input-file --flash-tile-attention="block-rows=16 block-cols=16 key-splits=3" -cse | FileCheck %s
+// RUN: flash-opt %s --split-input-file --flash-tile-attention="block-rows=16 block-cols=16" -cse | FileCheck %s --check-prefix=RUNTIME
+
+// Split-KV: with key-splits=3 the forward is two nests. The first runs over
+// (batch, head, query block x split), split s = iv mod 3 of query block
+// iv / 3 taking the s-th third of the visible key blocks (every loop's
+// bounds clamped to it, each loop starting where the previous one ends), and
+// writes its normalised O (f32) and LSE into the workspaces o_split
+// [3, B, Hq, M, Dv] and lse_split [3, B, Hq, M]. The second merges them per
+// (batch, head, block of 16 rows), eight splits at a time (each chunk of
+// partial results read at once, padded with -inf LSE and zero O): the
+// rows' largest LSE over the splits, then the weighted sum of the partial O.
+
+// CHECK-LABEL: func @decode
+// CHECK-DAG: %[[OS:.*]] = tensor.empty({{.*}}) {flash.workspace = "o_split"} : tensor<3x?x?x?x32xf32>
+// CHECK-DAG: %[[LS:.*]] = tensor.empty({{.*}}) {flash.workspace = "lse_split"} : tensor<3x?x?x?xf32>
+// CHECK: %[[PART:.*]]:2 = scf.forall (%[[B:.*]], %[[H:.*]], %[[Z:.*]]) in (%c2, %c8, %c3) shared_outs(%{{.*}} = %[[OS]], %{{.*}} = %[[LS]])
+// CHECK: %[[QB:.*]] = arith.divui %[[Z]], %c3 : index
+// CHECK: %[[S:.*]] = arith.remui %[[Z]], %c3 : index
+// CHECK: %[[CHUNK:.*]] = arith.ceildivsi %{{.*}}, %c3 : index
+// CHECK: %[[FROM:.*]] = arith.muli %[[S]], %[[CHUNK]] : index
+// CHECK: %[[FIRST:[0-9]+]]:3 = scf.for %{{.*}} = %[[LB:.*]] to %[[MID:.*]] step %c1
+// CHECK-NOT: flash.contraction = "output"
+// CHECK: flash.contraction = "output"
+// CHECK: scf.for %{{.*}} = %[[MID]] to %{{.*}} step %c1 iter_args(%{{.*}} = %[[FIRST]]#0
+// CHECK: math.log
+// CHECK: scf.forall.in_parallel
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%[[S]], %[[B]], %[[H]], %{{.*}}, 0] [1, 1, 1, %{{.*}}, 32] {{.*}} : tensor<?x32xf32> into tensor<3x?x?x?x32xf32>
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%[[S]], %[[B]], %[[H]], %{{.*}}] [1, 1, 1, %{{.*}}] {{.*}} : tensor<?xf32> into tensor<3x?x?x?xf32>
+// CHECK: scf.forall (%[[B2:.*]], %[[H2:.*]], %{{.*}}) in (%c2, %c8, %c1) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<2x8x1x32xbf16>)
+// CHECK: scf.for %[[C:.*]] = %c0 to %c3 step %c8 iter_args(%{{.*}} = %{{.*}}) -> (tensor<16xf32>)
+// CHECK: tensor.extract_slice %[[PART]]#1[%[[C]], %[[B2]], %[[H2]], %{{.*}}] [%{{.*}}, 1, 1, %{{.*}}] {{.*}} to tensor<?x?xf32>
+// CHECK: tensor.pad
+// CHECK: tensor.yield %cst{{.*}} : f32
+// CHECK: tensor<?x?xf32> to tensor<8x16xf32>
+// CHECK: iterator_types = ["reduction", "parallel"]
+// CHECK: arith.maximumf
+// CHECK: scf.for %[[C2:.*]] = %c0 to %c3 step %c8 iter_args({{.*}}) -> (tensor<16xf32>, tensor<16x32xf32>)
+// CHECK: math.exp2
+// CHECK: tensor.extract_slice %[[PART]]#0[%[[C2]], %[[B2]], %[[H2]], %{{.*}}, 0] [%{{.*}}, 1, 1, %{{.*}}, 32]
+// CHECK: tensor<?x?x32xf32> to tensor<8x16x32xf32>
+// CHECK: iterator_types = ["reduction", "parallel", "parallel"]
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+func.func @decode(%q: tensor<2x8x1x32xbf16>, %k: tensor<2x2x?x32xbf16>, %v: tensor<2x2x?x32xbf16>) -> tensor<2x8x1x32xbf16> {
+  %o = flash.attention %q, %k, %v : tensor<2x8x1x32xbf16>, tensor<2x2x?x32xbf16>, tensor<2x2x?x32xbf16> -> tensor<2x8x1x32xbf16>
+  return %o : tensor<2x8x1x32xbf16>
+}
+
+// -----
+
+// Arguments tagged o_split and lse_split are the partial results instead
+// (whatever key-splits says): the runs are as many as their leading size, a
+// run-time value (flash-compile's split kernels: the runtime chooses it).
+
+// CHECK-LABEL: func @runtime
+// CHECK-SAME: %[[OS:[^:]*]]: tensor<?x1x8x4x32xf32> {flash.workspace = "o_split"}, %[[LS:[^:]*]]: tensor<?x1x8x4xf32> {flash.workspace = "lse_split"}
+// CHECK-NOT: tensor.empty{{.*}}workspace
+// CHECK: %[[N:.*]] = tensor.dim %[[OS]], %c0
+// CHECK: scf.forall ({{.*}}) in (%c1, %c8, %[[N]]) shared_outs(%{{.*}} = %[[OS]], %{{.*}} = %[[LS]])
+// CHECK: scf.for %{{.*}} = %c0 to %[[N]] step %c8
+// RUNTIME-LABEL: func @runtime
+// RUNTIME: %[[N:.*]] = tensor.dim %arg3, %c0
+// RUNTIME: scf.forall ({{.*}}) in (%c1, %c8, %[[N]])
+func.func @runtime(%q: tensor<1x8x4x32xf16>, %k: tensor<1x2x?x32xf16>, %v: tensor<1x2x?x32xf16>, %os: tensor<?x1x8x4x32xf32> {flash.workspace = "o_split"}, %ls: tensor<?x1x8x4xf32> {flash.workspace = "lse_split"}) -> tensor<1x8x4x32xf16> {
+  %o = flash.attention %q, %k, %v : tensor<1x8x4x32xf16>, tensor<1x2x?x32xf16>, tensor<1x2x?x32xf16> -> tensor<1x8x4x32xf16>
+  return %o : tensor<1x8x4x32xf16>
+}
