@@ -629,7 +629,8 @@ def tile_pass(rng):
         _opt(rng, "block-rows", BLOCKS, EDGE_INTS), _opt(rng, "block-cols", BLOCKS, EDGE_INTS),
         _opt(rng, "kv-block-rows", BLOCKS, EDGE_INTS, 0.1, 0.2),
         _opt(rng, "kv-block-cols", BLOCKS, EDGE_INTS, 0.1, 0.2),
-        _opt(rng, "report", ["true"], ["maybe"], 0.05, 0.3)])
+        _opt(rng, "report", ["true"], ["maybe"], 0.05, 0.3),
+        _opt(rng, "key-splits", [0, 1, 2, 3, 9], EDGE_INTS + [65536, 65537], 0.1, 0.2)])
 
 
 def cpu_pass(rng):
@@ -861,6 +862,12 @@ def _draw_diff_case(rng):
     a.sinks = rng.random() < 0.25
     a.sinks_dtype = rng.choice(["f32", dtype])
     a.labels.append(f"diff-sinks:{a.sinks}")
+    # Split-KV (a tiled forward's keys in runs merged by their LSE), after
+    # the sinks for the same reason.
+    a.key_splits = rng.choice([0, 0, 0, 2, 3, 9])
+    if a.mode != "fwd" or a.no_tile:
+        a.key_splits = 0
+    a.labels.append(f"diff-key-splits:{a.key_splits > 0}")
     return a
 
 
@@ -906,7 +913,12 @@ def diff_job(job):
     if a.no_tile:
         opts += " tile=false"
     a.passes = f'--flash-cpu-pipeline="{opts}"'
+    if getattr(a, "key_splits", 0):
+        a.passes = (f'--flash-tile-attention="{opts} key-splits={a.key_splits}" '
+                    '--flash-cpu-pipeline="tile=false"')
     cmd = "python3 -m flash_mlir.cpu_check " + describe(a) + f" --seed {index}"
+    if getattr(a, "key_splits", 0):
+        cmd += f" --passes '{a.passes}'"
     out = []
     rng = np.random.default_rng(index)
     try:

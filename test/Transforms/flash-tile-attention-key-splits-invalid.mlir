@@ -1,7 +1,8 @@
 // RUN: flash-opt %s --split-input-file --verify-diagnostics --flash-tile-attention="block-rows=16 block-cols=16"
-// RUN: not flash-opt %s --split-input-file --flash-tile-attention="key-splits=-2" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// RUN: not flash-opt %s --split-input-file --flash-tile-attention="key-splits=-2" 2>&1 | FileCheck %s --check-prefix=RANGE
+// RUN: not flash-opt %s --split-input-file --flash-tile-attention="key-splits=65537" 2>&1 | FileCheck %s --check-prefix=RANGE
 
-// NEGATIVE: error: flash-tile-attention: key-splits must be at least 0 (0: no split-KV)
+// RANGE: error: flash-tile-attention: key-splits must be between 0 (no split-KV) and 65536
 
 func.func @rank(%q: tensor<1x8x4x32xf16>, %k: tensor<1x2x?x32xf16>, %v: tensor<1x2x?x32xf16>, %os: tensor<?x8x4x32xf32> {flash.workspace = "o_split"}, %ls: tensor<?x1x8x4xf32> {flash.workspace = "lse_split"}) -> tensor<1x8x4x32xf16> {
   // expected-error @below {{is split by its function's "o_split" argument, which must be a rank-5 f32 tensor (with the other partial result beside it)}}

@@ -896,10 +896,10 @@ struct FlashTileAttentionPass
                 "target's choice)");
       return signalPassFailure();
     }
-    if (keySplits < 0) {
+    if (keySplits < 0 || keySplits > kMaxBlock) {
       emitError(getOperation()->getLoc(),
-                "flash-tile-attention: key-splits must be at least 0 (0: no "
-                "split-KV)");
+                "flash-tile-attention: key-splits must be between 0 (no "
+                "split-KV) and 65536");
       return signalPassFailure();
     }
     SmallVector<AttentionOp> ops;
