@@ -100,6 +100,10 @@ flash::compileAttentionKernels(ModuleOp module, StringRef outputDir,
       return op.emitError("flash-compile: a scale known only at run time "
                           "(runtime_scale) is not supported by the GPU "
                           "kernels; give the scale as a constant");
+    if (op.getKeyLengths())
+      return op.emitError(
+          "flash-compile: key_lengths (ragged KV caches) is not built into GPU "
+          "kernels yet; the CPU pipeline runs it");
   }
   auto checkScoreMod = [](Operation *op, Region &scoreMod) -> LogicalResult {
     std::string why;

@@ -205,7 +205,7 @@ driver::buildKernelModule(AttentionOp op, StringRef name,
                        auto kernelOp = AttentionOp::create(
                            b, op.getLoc(), types, arg("q"), arg("k"), arg("v"),
                            arg("bias"), arg("mask"), arg("sinks"),
-                           /*runtime_scale=*/Value(),
+                           /*key_lengths=*/Value(), /*runtime_scale=*/Value(),
                            b.getF32FloatAttr(op.getEffectiveScale()),
                            op.getCausalAttr(), op.getWindowAttr());
                        cloneScoreMod(b, op.getScoreMod(),

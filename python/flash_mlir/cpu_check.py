@@ -63,6 +63,9 @@ def quantize(x, dtype):
 
 
 def hex_bytes(x, dtype):
+    if dtype in ("i32", "i64"):
+        data = np.ascontiguousarray(x, dtype="<i4" if dtype == "i32" else "<i8")
+        return "0x" + data.tobytes().hex().upper()
     if dtype == "f32":
         data = np.ascontiguousarray(x, dtype="<f4").tobytes()
     elif dtype == "f16":
@@ -220,6 +223,8 @@ def build_program(args, ops):
         opt += f" mask(%mask : {ops['mask'].type})"
     if "sinks" in ops:
         opt += f" sinks(%sinks : {ops['sinks'].type})"
+    if "key_lengths" in ops:
+        opt += f" key_lengths(%key_lengths : {ops['key_lengths'].type})"
     if runtime_scale(args):
         opt += " runtime_scale(%scale)"
     mod = score_mod_text(args, ops)
@@ -401,6 +406,17 @@ def make_inputs(args, rng):
         x = quantize(rng.standard_normal(hq) * 2.0 + 1.0, args.sinks_dtype)
         ops["sinks"] = Operand("sinks", x, args.sinks_dtype, ["h"], dyn)
         full["sinks"] = x
+    if getattr(args, "key_lengths", None):
+        # Each sequence's keys: 0, all N, one, then random lengths (edges),
+        # or all random.
+        x = rng.integers(0, n + 1, size=b)
+        if args.key_lengths == "edges":
+            edges = [0, n, min(1, n)][:b]
+            x[:len(edges)] = edges
+        et = getattr(args, "key_lengths_dtype", "i32")
+        x = x.astype(np.int32 if et == "i32" else np.int64)
+        ops["key_lengths"] = Operand("key_lengths", x, et, ["b"], dyn)
+        full["key_lengths"] = x
     if args.mask:
         shape = parse_shape(args.mask)
         x = rng.random(shape) < 0.8
@@ -442,6 +458,10 @@ def main(argv=None):
                    help="attention sinks: one logit per query head in every row's "
                         "softmax (the backward also returns their gradient)")
     p.add_argument("--sinks-dtype", choices=["f32", "f16", "bf16"], default="f32")
+    p.add_argument("--key-lengths", choices=["edges", "random"],
+                   help="key_lengths [B]: each sequence's own key count (a ragged "
+                        "KV cache); edges: 0, N, 1, then random; random: all random")
+    p.add_argument("--key-lengths-dtype", choices=["i32", "i64"], default="i32")
     p.add_argument("--mask", help="i1 mask shape, broadcastable to [B,Hq,M,N]")
     p.add_argument("--masked-row", action="store_true",
                    help="make query row 0 of the mask fully masked")
@@ -509,6 +529,10 @@ def main(argv=None):
                   mask=full.get("mask"), window=args.window)
     common.update(softcap=args.softcap, alibi=full.get("alibi"),
                   sinks=full.get("sinks"))
+    if "key_lengths" in full:
+        if args.mode != "fwd":
+            raise SystemExit("cpu_check: key_lengths has no backward")
+        common["key_lengths"] = full["key_lengths"]
     o_ref, lse_ref = reference.attention(full["q"], full["k"], full["v"], **common)
     if args.mode == "fwd":
         want = {"o": o_ref, "lse": lse_ref}

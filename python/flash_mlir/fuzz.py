@@ -868,6 +868,11 @@ def _draw_diff_case(rng):
     if a.mode != "fwd" or a.no_tile:
         a.key_splits = 0
     a.labels.append(f"diff-key-splits:{a.key_splits > 0}")
+    # Ragged KV caches (rank-4 forwards), drawn after the key splits.
+    a.key_lengths = rng.choice([None, None, None, "edges", "random"])
+    if a.rank != 4 or a.mode != "fwd":
+        a.key_lengths = None
+    a.labels.append(f"diff-key-lengths:{a.key_lengths is not None}")
     return a
 
 
@@ -880,6 +885,8 @@ def describe(a):
             parts.append("--" + flag.replace("_", "-"))
     if getattr(a, "sinks", False):
         parts.append(f"--sinks --sinks-dtype {a.sinks_dtype}")
+    if getattr(a, "key_lengths", None):
+        parts.append(f"--key-lengths {a.key_lengths}")
     for key in ("scale", "window", "bias", "mask"):
         if getattr(a, key) is not None:
             parts.append(f"--{key} {getattr(a, key)}")
@@ -931,6 +938,8 @@ def diff_job(job):
     window = None if a.window is None else min(a.window, 2**40)
     common = dict(scale=a.scale, causal=a.causal, bias=full.get("bias"),
                   mask=full.get("mask"), window=window, sinks=full.get("sinks"))
+    if "key_lengths" in full:
+        common["key_lengths"] = full["key_lengths"]
     o_ref, lse_ref = reference.attention(full["q"], full["k"], full["v"], **common)
     if a.mode == "fwd":
         want = {"o": o_ref, "lse": lse_ref}
@@ -953,7 +962,10 @@ def diff_job(job):
         out.append(("ref", "FAILED", cmd + "\n" + str(e)[:3000]))
     letters = sorted(set(a.dynamic) & set("bhmn"[4 - a.rank:] if a.rank < 4 else "bhmn"))
     sizes = {"b": a.b, "h": a.hq, "m": a.m, "n": a.n}
-    if a.mode == "fwd" and len({sizes[l] for l in letters} | ({a.hkv} if "h" in letters else set())) <= 1:
+    # A ragged cache's decomposed form (masks and a zeroed V from its
+    # lengths) is left to the reference check: fusion_check draws no lengths.
+    if a.mode == "fwd" and not getattr(a, "key_lengths", None) and \
+            len({sizes[l] for l in letters} | ({a.hkv} if "h" in letters else set())) <= 1:
         # fusion_check gives every dynamic size one value: the program's own.
         dyn = sizes[letters[0]] if letters else 6
         func = program.split("func.func @main")[0]

@@ -65,13 +65,34 @@ def default_scale(d):
 
 
 def attention(q, k, v, scale=None, causal=False, bias=None, mask=None,
-              window=None, softcap=None, alibi=None, sinks=None):
+              window=None, softcap=None, alibi=None, sinks=None,
+              key_lengths=None):
     """Returns (O, LSE) in float64. `softcap` c rewrites each scaled score s
     to c tanh(s / c); `alibi` (one slope per query head) adds
     slope[h] (j - i); `sinks` (one logit per query head) join every row's
-    softmax."""
+    softmax. `key_lengths` [B]: sequence b is attention over its first
+    key_lengths[b] keys alone (clamped to [0, N]), each computed on its own
+    (the bias and mask cut to those keys)."""
     if scale is None:
         scale = default_scale(q.shape[-1])
+    if key_lengths is not None:
+        b, hq, m, _ = q.shape
+        n = k.shape[2]
+        o = np.zeros(q.shape[:3] + (v.shape[3],))
+        lse = np.zeros(q.shape[:3])
+        for i in range(b):
+            length = min(max(int(key_lengths[i]), 0), n)
+
+            def cut(t):
+                if t is None:
+                    return None
+                full = np.broadcast_to(t, (b, hq, m, n))
+                return full[i:i + 1, :, :, :length]
+            o[i:i + 1], lse[i:i + 1] = attention(
+                q[i:i + 1], k[i:i + 1, :, :length], v[i:i + 1, :, :length],
+                scale, causal, cut(bias), cut(mask), window, softcap, alibi,
+                sinks)
+        return o, lse
     s = _scores(q, k, scale, causal, bias, mask, window, softcap, alibi)
     p, lse, _ = _softmax(s, sinks)
     group = q.shape[1] // k.shape[1]

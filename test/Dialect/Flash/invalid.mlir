@@ -18,7 +18,7 @@ func.func @rank5(%q: tensor<1x1x2x8x16xf32>) -> tensor<1x1x2x8x16xf32> {
 
 func.func @unranked(%q: tensor<*xf32>, %k: tensor<8x16xf32>) -> tensor<8x16xf32> {
   // expected-error @+1 {{operand #0 must be ranked tensor of any type values}}
-  %o = "flash.attention"(%q, %k, %k) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>}> ({}) : (tensor<*xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %o = "flash.attention"(%q, %k, %k) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>}> ({}) : (tensor<*xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
   return %o : tensor<8x16xf32>
 }
 
@@ -419,4 +419,28 @@ func.func @backward_sinks_gradient_type(%q: tensor<1x2x16x32xf32>, %lse: tensor<
   // expected-error @+1 {{expects grad_sinks of the type of sinks, 'tensor<2xbf16>', got 'tensor<2xf32>'}}
   %dq, %dk, %dv, %ds = flash.attention_backward %q, %q, %q, %q, %q, %lse sinks(%s : tensor<2xbf16>) : tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16xf32> -> tensor<2xf32>
   return
+}
+
+// -----
+
+func.func @key_lengths_per_head(%q: tensor<2x8x16x32xf32>, %l: tensor<8xi32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{expects key_lengths of shape [2] (one per batch entry) and element type i32 or i64, got 'tensor<8xi32>'}}
+  %o = flash.attention %q, %q, %q key_lengths(%l : tensor<8xi32>) : tensor<2x8x16x32xf32>, tensor<2x8x16x32xf32>, tensor<2x8x16x32xf32> -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @key_lengths_float(%q: tensor<2x8x16x32xf32>, %l: tensor<2xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{expects key_lengths of shape [2] (one per batch entry) and element type i32 or i64, got 'tensor<2xf32>'}}
+  %o = flash.attention %q, %q, %q key_lengths(%l : tensor<2xf32>) : tensor<2x8x16x32xf32>, tensor<2x8x16x32xf32>, tensor<2x8x16x32xf32> -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @key_lengths_rank3(%q: tensor<8x16x32xf32>, %l: tensor<1xi32>) -> tensor<8x16x32xf32> {
+  // expected-error @+1 {{takes key_lengths only in the rank-4 form (one length per batch entry)}}
+  %o = flash.attention %q, %q, %q key_lengths(%l : tensor<1xi32>) : tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x16x32xf32> -> tensor<8x16x32xf32>
+  return %o : tensor<8x16x32xf32>
 }

@@ -144,3 +144,14 @@ func.func @sinks(%q: tensor<2x8x128x64xbf16>, %k: tensor<2x2x256x64xbf16>, %m: t
   // CHECK: return %{{.*}}, %[[DS]]
   return %dk, %ds : tensor<2x2x256x64xbf16>, tensor<8xbf16>
 }
+
+// A ragged KV cache: each sequence's own key count (i32 or i64), with sinks
+// and a run-time scale beside it.
+// CHECK-LABEL: func @key_lengths
+// CHECK: flash.attention %{{.*}}, %{{.*}}, %{{.*}} key_lengths(%{{.*}} : tensor<?xi32>) {causal, window = 64 : i64} : tensor<?x8x1x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x8x1x64xbf16>, tensor<?x8x1xf32>
+// CHECK: flash.attention %{{.*}}, %{{.*}}, %{{.*}} sinks(%{{.*}} : tensor<8xf32>) key_lengths(%{{.*}} : tensor<4xi64>) runtime_scale(%{{.*}}) : tensor<4x8x1x64xbf16>
+func.func @key_lengths(%q: tensor<?x8x1x64xbf16>, %k: tensor<?x2x?x64xbf16>, %l: tensor<?xi32>, %q4: tensor<4x8x1x64xbf16>, %k4: tensor<4x2x?x64xbf16>, %s: tensor<8xf32>, %l4: tensor<4xi64>, %c: f32) -> (tensor<?x8x1x64xbf16>, tensor<4x8x1x64xbf16>) {
+  %o, %lse = flash.attention %q, %k, %k key_lengths(%l : tensor<?xi32>) {causal, window = 64 : i64} : tensor<?x8x1x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x8x1x64xbf16>, tensor<?x8x1xf32>
+  %o4 = flash.attention %q4, %k4, %k4 sinks(%s : tensor<8xf32>) key_lengths(%l4 : tensor<4xi64>) runtime_scale(%c) : tensor<4x8x1x64xbf16>, tensor<4x2x?x64xbf16>, tensor<4x2x?x64xbf16> -> tensor<4x8x1x64xbf16>
+  return %o, %o4 : tensor<?x8x1x64xbf16>, tensor<4x8x1x64xbf16>
+}

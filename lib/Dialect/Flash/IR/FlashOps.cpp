@@ -522,6 +522,20 @@ LogicalResult AttentionOp::verify() {
   FailureOr<AttentionSizes> s = verifyAttention(*this, getOutput().getType());
   if (failed(s))
     return failure();
+  if (Value lengths = getKeyLengths()) {
+    if (s->rank != 4)
+      return emitOpError("takes key_lengths only in the rank-4 form (one "
+                         "length per batch entry)");
+    auto type = cast<RankedTensorType>(lengths.getType());
+    if (type.getRank() != 1 ||
+        !(type.getElementType().isSignlessInteger(32) ||
+          type.getElementType().isSignlessInteger(64)) ||
+        !compatible(type.getDimSize(0), s->batch))
+      return emitOpError("expects key_lengths of shape ")
+             << shapeString({s->batch})
+             << " (one per batch entry) and element type i32 or i64, got "
+             << type;
+  }
   if (getLse())
     return verifyShapedLike(*this, getLse().getType(), lseShape(*s),
                             Float32Type::get(getContext()), "an lse");
@@ -633,10 +647,11 @@ FailureOr<AttentionOp> mlir::flash::normalizeToRank4(RewriterBase &rewriter,
   Value v = expand(op.getValue());
   // Bias and mask broadcast right-aligned and sinks are [Hq], so they stay
   // as they are.
-  auto newOp = AttentionOp::create(rewriter, loc, resultTypes, q, k, v,
-                                   op.getBias(), op.getMask(), op.getSinks(),
-                                   op.getRuntimeScale(), op.getScaleAttr(),
-                                   op.getCausalAttr(), op.getWindowAttr());
+  // key_lengths needs the rank-4 form (the verifier says so): none here.
+  auto newOp = AttentionOp::create(
+      rewriter, loc, resultTypes, q, k, v, op.getBias(), op.getMask(),
+      op.getSinks(), /*key_lengths=*/Value(), op.getRuntimeScale(),
+      op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr());
   newOp.takeScoreModFrom(rewriter, op);
   replaceWithCollapsed(rewriter, op, newOp, count);
   return newOp;

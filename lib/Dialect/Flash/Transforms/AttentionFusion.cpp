@@ -504,9 +504,9 @@ static FailureOr<FusedAttention> buildFused(RewriterBase &rewriter,
   if (withLse)
     resultTypes.push_back(RankedTensorType::get(qType.getShape().drop_back(),
                                                 rewriter.getF32Type()));
-  auto fused = AttentionOp::create(rewriter, loc, resultTypes, *q, *k, *v, bias,
-                                   mask, /*sinks=*/Value(), runtimeScale,
-                                   scaleAttr, causal, window);
+  auto fused = AttentionOp::create(
+      rewriter, loc, resultTypes, *q, *k, *v, bias, mask, /*sinks=*/Value(),
+      /*key_lengths=*/Value(), runtimeScale, scaleAttr, causal, window);
   // A rejected op goes with the scale product built for it (constant, then
   // mul/div).
   auto discard = [&] {

@@ -59,6 +59,8 @@ struct GroupedProblem {
   Region *scoreMod = nullptr;
   /// The per-query-head sink logits [Hq] (null without).
   Value sinks = {};
+  /// The keys of each sequence [B] (null without: all N).
+  Value keyLengths = {};
 };
 
 class NaiveBuilder {
@@ -307,16 +309,30 @@ public:
       ins.push_back(v);
       maps.push_back(m);
     }
+    int lengthArg = -1;
+    if (p.keyLengths) {
+      lengthArg = ins.size();
+      ins.push_back(p.keyLengths);
+      maps.push_back(map(5, {0}));
+    }
     maps.push_back(identity(5));
-    Value diagonal, windowStart;
-    if (p.causal || p.window) {
-      Value n = getValueOrCreateConstantIndexOp(b, p.loc, p.keySeq);
-      Value m = getValueOrCreateConstantIndexOp(b, p.loc, p.querySeq);
-      diagonal = arith::SubIOp::create(b, p.loc, n, m);
+    Value keys = getValueOrCreateConstantIndexOp(b, p.loc, p.keySeq);
+    Value queries = getValueOrCreateConstantIndexOp(b, p.loc, p.querySeq);
+    // The diagonal N - M and the window's first key offset, at `nb` for
+    // sequences of `n` keys.
+    auto alignment = [&](OpBuilder &nb, Location loc,
+                         Value n) -> std::pair<Value, Value> {
+      Value diagonal = arith::SubIOp::create(nb, loc, n, queries);
+      Value windowStart;
       if (p.window)
         windowStart = arith::SubIOp::create(
-            b, p.loc, diagonal, buildClampedWindow(b, p.loc, *p.window, m, n));
-    }
+            nb, loc, diagonal,
+            buildClampedWindow(nb, loc, *p.window, queries, n));
+      return {diagonal, windowStart};
+    };
+    Value diagonal, windowStart;
+    if ((p.causal || p.window) && !p.keyLengths)
+      std::tie(diagonal, windowStart) = alignment(b, p.loc, keys);
     Value init = tensor::EmptyOp::create(b, p.loc, scoreSizes(), p.f32);
     return generic(
         ins, init, maps, SmallVector<IteratorType>(5, kPar),
@@ -334,6 +350,15 @@ public:
                     ? arith::OrIOp::create(nb, loc, masked, hidden).getResult()
                     : hidden;
           };
+          if (lengthArg >= 0) {
+            // Sequence b's keys [0, N_b); causal and window aligned to N_b.
+            Value length = clampedKeyLength(nb, loc, a[lengthArg], keys);
+            orMask(arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::sge,
+                                         linalg::IndexOp::create(nb, loc, 4),
+                                         length));
+            if (p.causal || p.window)
+              std::tie(diagonal, windowStart) = alignment(nb, loc, length);
+          }
           if (p.causal || p.window) {
             Value qi = linalg::IndexOp::create(nb, loc, 3);
             Value kj = linalg::IndexOp::create(nb, loc, 4);
@@ -436,8 +461,10 @@ template <typename OpTy> GroupedProblem makeProblem(OpBuilder &b, OpTy op) {
                    op.getWindow(),
                    op.getBias(),
                    op.getMask()};
-  if constexpr (std::is_same_v<OpTy, AttentionOp>)
+  if constexpr (std::is_same_v<OpTy, AttentionOp>) {
     p.runtimeScale = op.getRuntimeScale();
+    p.keyLengths = op.getKeyLengths();
+  }
   if (op.hasScoreMod())
     p.scoreMod = &op.getScoreMod();
   p.sinks = op.getSinks();
@@ -530,7 +557,29 @@ LogicalResult mlir::flash::decomposeAttention(RewriterBase &rewriter,
   pvIters.push_back(kRed);
   SmallVector<OpFoldResult> outSizes = nb.rowSizes();
   outSizes.push_back(rewriter.getIndexAttr(p.valueDim));
-  Value out5 = nb.contract(probs, nb.map(6, {0, 1, 2, 3, 5}), op.getValue(),
+  Value value = op.getValue();
+  if (p.keyLengths) {
+    // Values past a sequence's keys do not reach O (P is 0 there, but
+    // 0 x NaN would).
+    Value keys = getValueOrCreateConstantIndexOp(rewriter, p.loc, p.keySeq);
+    value = nb.generic(
+        {value, p.keyLengths},
+        tensor::EmptyOp::create(rewriter, p.loc,
+                                tensor::getMixedSizes(rewriter, p.loc, value),
+                                op.getValue().getType().getElementType()),
+        {nb.identity(4), nb.map(4, {0}), nb.identity(4)},
+        SmallVector<IteratorType>(4, kPar),
+        [&](OpBuilder &b, Location loc, ValueRange a) -> Value {
+          Value length = clampedKeyLength(b, loc, a[1], keys);
+          Value inside =
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                    linalg::IndexOp::create(b, loc, 2), length);
+          Value zero =
+              arith::ConstantOp::create(b, loc, b.getZeroAttr(a[0].getType()));
+          return arith::SelectOp::create(b, loc, inside, a[0], zero);
+        });
+  }
+  Value out5 = nb.contract(probs, nb.map(6, {0, 1, 2, 3, 5}), value,
                            nb.map(6, {0, 1, 5, 4}), outSizes,
                            nb.map(6, {0, 1, 2, 3, 4}), pvIters);
   SmallVector<Value> results = {

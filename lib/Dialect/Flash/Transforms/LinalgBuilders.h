@@ -61,6 +61,17 @@ inline Value negInfF32(OpBuilder &b, Location loc) {
       b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
 }
 
+/// A sequence's key count from its key_lengths element (i32 or i64), as an
+/// index clamped to [0, keys].
+inline Value clampedKeyLength(OpBuilder &b, Location loc, Value length,
+                              Value keys) {
+  Value n =
+      arith::IndexCastOp::create(b, loc, b.getIndexType(), length).getResult();
+  n = arith::MaxSIOp::create(b, loc, n,
+                             arith::ConstantIndexOp::create(b, loc, 0));
+  return arith::MinSIOp::create(b, loc, n, keys);
+}
+
 /// The sliding window `window` clamped to M + N, as the reference clamps it:
 /// a wider window hides nothing more, and clamped, the window edge
 /// `i + (N - M) - window` cannot overflow (window = INT64_MAX did). M + N of

@@ -444,6 +444,17 @@ SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
   batchIdx = ivs[0];
   headIdx = ivs[1];
   kvHeadIdx = b.createOrFold<arith::DivUIOp>(loc, headIdx, group);
+  if (Value lengths = op.getKeyLengths()) {
+    // This sequence's keys: the loops, the masks and the causal diagonal
+    // (and window) end at N_b; keys past it are never loaded.
+    keySeq = clampedKeyLength(
+        b, loc, tensor::ExtractOp::create(b, loc, lengths, batchIdx),
+        dim(op.getKey(), 2));
+    diagonal = sub(keySeq, querySeq);
+    if (std::optional<int64_t> window = op.getWindow())
+      windowStart =
+          sub(diagonal, buildClampedWindow(b, loc, *window, querySeq, keySeq));
+  }
   Value queryBlock = ivs[2];
   if (splitting) {
     // The splits of a query block are adjacent iterations.

@@ -76,6 +76,13 @@ def Flash_AttentionOp : Flash_Op<"attention",
       row: `O = sum_j exp(s_j) V_j / (exp(sink_h) + sum_j exp(s_j))`, and the
       LSE includes the sink. The sink is not scaled, biased, modified or
       masked.
+    - `key_lengths` (a KV cache of ragged sequences, FlashAttention's
+      `cache_seqlens`): an i32 or i64 tensor `[B]` (rank-4 form only);
+      sequence `b` has `N_b = key_lengths[b]` keys, the first `N_b` of K and
+      V (clamped to `[0, N]`): keys from `N_b` on are hidden, and `causal`
+      and `window` are aligned to its own last key (query `i` sees key `j`
+      iff `j <= i + N_b - M`, and with a window `j >= i + N_b - M - W`).
+      K and V past `N_b` are never read.
 
     A row whose scores are all masked produces `O = 0` and `LSE = -inf`
     (`LSE = sink` with sinks).
@@ -115,6 +122,7 @@ def Flash_AttentionOp : Flash_Op<"attention",
     Optional<AnyRankedTensor>:$bias,
     Optional<AnyRankedTensor>:$mask,
     Optional<AnyRankedTensor>:$sinks,
+    Optional<AnyRankedTensor>:$key_lengths,
     Optional<F32>:$runtime_scale,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
@@ -131,6 +139,7 @@ def Flash_AttentionOp : Flash_Op<"attention",
     (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`key_lengths` `(` $key_lengths^ `:` type($key_lengths) `)`)?
     (`runtime_scale` `(` $runtime_scale^ `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     `->` type($output) (`,` type($lse)^)?

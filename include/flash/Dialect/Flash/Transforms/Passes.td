@@ -169,7 +169,8 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
 
     Only key blocks that a query block can see are visited (causal and
     sliding window are block-sparse), and only blocks that straddle a mask
-    boundary or the ragged end of N pay for masking. Fully masked rows keep
+    boundary or the ragged end of N pay for masking. With `key_lengths` each
+    sequence's loops, masks and diagonal end at its own N_b. Fully masked rows keep
     m = -inf (guarded to 0 inside exp2) and end with O = 0, LSE = -inf.
     The largest tensor in the result is Br x max(Bc, D, Dv): nothing of size
     M x N is left.
