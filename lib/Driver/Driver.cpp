@@ -102,8 +102,9 @@ flash::compileAttentionKernels(ModuleOp module, StringRef outputDir,
                           "kernels; give the scale as a constant");
     if (op.getKeyLengths())
       return op.emitError(
-          "flash-compile: key_lengths (ragged KV caches) is not built into GPU "
-          "kernels yet; the CPU pipeline runs it");
+          "flash-compile: key_lengths and block_table (ragged and paged KV "
+          "caches) are not built into GPU kernels yet; the CPU pipeline runs "
+          "them");
   }
   auto checkScoreMod = [](Operation *op, Region &scoreMod) -> LogicalResult {
     std::string why;

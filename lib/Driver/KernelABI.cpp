@@ -205,7 +205,8 @@ driver::buildKernelModule(AttentionOp op, StringRef name,
                        auto kernelOp = AttentionOp::create(
                            b, op.getLoc(), types, arg("q"), arg("k"), arg("v"),
                            arg("bias"), arg("mask"), arg("sinks"),
-                           /*key_lengths=*/Value(), /*runtime_scale=*/Value(),
+                           /*key_lengths=*/Value(), /*block_table=*/Value(),
+                           /*runtime_scale=*/Value(),
                            b.getF32FloatAttr(op.getEffectiveScale()),
                            op.getCausalAttr(), op.getWindowAttr());
                        cloneScoreMod(b, op.getScoreMod(),

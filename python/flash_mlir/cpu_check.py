@@ -206,6 +206,34 @@ def attrs_text(args):
     return (" {" + ", ".join(attrs) + "}") if attrs else ""
 
 
+def make_pages(args, rng, ops, full, dyn):
+    """--paged P: K and V as a shuffled pool of pages [num_pages, Hkv, P, D]
+    (three spare pages no sequence names) and a block table [B, N / P]. What
+    the op must never read is poisoned: the rows past a sequence's length
+    and the unused pages are NaN, and the table's entries past its last
+    page name page 2^30."""
+    ps, (b, hkv, n, _) = args.paged, full["k"].shape
+    if "key_lengths" not in full or args.rank != 4 or ps < 1 or n % ps:
+        raise SystemExit("cpu_check: --paged needs --key-lengths, rank 4 and N "
+                         "a multiple of the page size")
+    per = n // ps
+    pool_pages = b * per + 3
+    table = rng.permutation(pool_pages)[:b * per].reshape(b, per).astype(np.int32)
+    lengths = np.clip(full["key_lengths"].astype(np.int64), 0, n)
+    for name in ("k", "v"):
+        dense = full[name]
+        pool = np.full((pool_pages, hkv, ps, dense.shape[3]), np.nan, dtype=np.float32)
+        for i in range(b):
+            for slot in range(-(-int(lengths[i]) // ps)):
+                rows = dense[i, :, slot * ps:(slot + 1) * ps].copy()
+                rows[:, max(int(lengths[i]) - slot * ps, 0):] = np.nan
+                pool[table[i, slot]] = rows
+        ops[name] = Operand(name, pool, args.dtype, [None, "h", None, None], dyn)
+    for i in range(b):
+        table[i, -(-int(lengths[i]) // ps):] = 2**30
+    ops["block_table"] = Operand("block_table", table, "i32", ["b", None], dyn)
+
+
 def build_program(args, ops):
     """ops: dict of Operands (q, k, v, [do], [bias], [mask])."""
     q, k, v = ops["q"], ops["k"], ops["v"]
@@ -225,6 +253,8 @@ def build_program(args, ops):
         opt += f" sinks(%sinks : {ops['sinks'].type})"
     if "key_lengths" in ops:
         opt += f" key_lengths(%key_lengths : {ops['key_lengths'].type})"
+    if "block_table" in ops:
+        opt += f" block_table(%block_table : {ops['block_table'].type})"
     if runtime_scale(args):
         opt += " runtime_scale(%scale)"
     mod = score_mod_text(args, ops)
@@ -417,6 +447,8 @@ def make_inputs(args, rng):
         x = x.astype(np.int32 if et == "i32" else np.int64)
         ops["key_lengths"] = Operand("key_lengths", x, et, ["b"], dyn)
         full["key_lengths"] = x
+    if getattr(args, "paged", None):
+        make_pages(args, rng, ops, full, dyn)
     if args.mask:
         shape = parse_shape(args.mask)
         x = rng.random(shape) < 0.8
@@ -462,6 +494,9 @@ def main(argv=None):
                    help="key_lengths [B]: each sequence's own key count (a ragged "
                         "KV cache); edges: 0, N, 1, then random; random: all random")
     p.add_argument("--key-lengths-dtype", choices=["i32", "i64"], default="i32")
+    p.add_argument("--paged", type=int, metavar="PAGE_SIZE",
+                   help="with --key-lengths: K and V as pages of PAGE_SIZE keys "
+                        "behind a block_table (N a multiple of it)")
     p.add_argument("--mask", help="i1 mask shape, broadcastable to [B,Hq,M,N]")
     p.add_argument("--masked-row", action="store_true",
                    help="make query row 0 of the mask fully masked")

@@ -873,6 +873,11 @@ def _draw_diff_case(rng):
     if a.rank != 4 or a.mode != "fwd":
         a.key_lengths = None
     a.labels.append(f"diff-key-lengths:{a.key_lengths is not None}")
+    # With a ragged cache, half the time paged (a page size dividing N).
+    a.paged = None
+    if a.key_lengths and rng.random() < 0.5:
+        a.paged = rng.choice([p for p in (1, 2, 4, 8, 16) if a.n % p == 0])
+    a.labels.append(f"diff-paged:{a.paged is not None}")
     return a
 
 
@@ -887,6 +892,8 @@ def describe(a):
         parts.append(f"--sinks --sinks-dtype {a.sinks_dtype}")
     if getattr(a, "key_lengths", None):
         parts.append(f"--key-lengths {a.key_lengths}")
+    if getattr(a, "paged", None):
+        parts.append(f"--paged {a.paged}")
     for key in ("scale", "window", "bias", "mask"):
         if getattr(a, key) is not None:
             parts.append(f"--{key} {getattr(a, key)}")

@@ -18,7 +18,7 @@ func.func @rank5(%q: tensor<1x1x2x8x16xf32>) -> tensor<1x1x2x8x16xf32> {
 
 func.func @unranked(%q: tensor<*xf32>, %k: tensor<8x16xf32>) -> tensor<8x16xf32> {
   // expected-error @+1 {{operand #0 must be ranked tensor of any type values}}
-  %o = "flash.attention"(%q, %k, %k) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>}> ({}) : (tensor<*xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %o = "flash.attention"(%q, %k, %k) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0>}> ({}) : (tensor<*xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
   return %o : tensor<8x16xf32>
 }
 
@@ -443,4 +443,36 @@ func.func @key_lengths_rank3(%q: tensor<8x16x32xf32>, %l: tensor<1xi32>) -> tens
   // expected-error @+1 {{takes key_lengths only in the rank-4 form (one length per batch entry)}}
   %o = flash.attention %q, %q, %q key_lengths(%l : tensor<1xi32>) : tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x16x32xf32> -> tensor<8x16x32xf32>
   return %o : tensor<8x16x32xf32>
+}
+
+// -----
+
+func.func @block_table_without_lengths(%q: tensor<2x8x1x32xf32>, %k: tensor<9x2x16x32xf32>, %t: tensor<2x4xi32>) -> tensor<2x8x1x32xf32> {
+  // expected-error @+1 {{takes a block_table only with key_lengths (the keys of each sequence)}}
+  %o = flash.attention %q, %k, %k block_table(%t : tensor<2x4xi32>) : tensor<2x8x1x32xf32>, tensor<9x2x16x32xf32>, tensor<9x2x16x32xf32> -> tensor<2x8x1x32xf32>
+  return %o : tensor<2x8x1x32xf32>
+}
+
+// -----
+
+func.func @block_table_i64(%q: tensor<2x8x1x32xf32>, %k: tensor<9x2x16x32xf32>, %l: tensor<2xi32>, %t: tensor<2x4xi64>) -> tensor<2x8x1x32xf32> {
+  // expected-error @+1 {{expects a block_table of rank 2 [B, P] and element type i32, got 'tensor<2x4xi64>'}}
+  %o = flash.attention %q, %k, %k key_lengths(%l : tensor<2xi32>) block_table(%t : tensor<2x4xi64>) : tensor<2x8x1x32xf32>, tensor<9x2x16x32xf32>, tensor<9x2x16x32xf32> -> tensor<2x8x1x32xf32>
+  return %o : tensor<2x8x1x32xf32>
+}
+
+// -----
+
+func.func @block_table_rows(%q: tensor<2x8x1x32xf32>, %k: tensor<9x2x16x32xf32>, %l: tensor<2xi32>, %t: tensor<3x4xi32>) -> tensor<2x8x1x32xf32> {
+  // expected-error @+1 {{expects a block_table row per batch entry, got 'tensor<3x4xi32>' for query 'tensor<2x8x1x32xf32>'}}
+  %o = flash.attention %q, %k, %k key_lengths(%l : tensor<2xi32>) block_table(%t : tensor<3x4xi32>) : tensor<2x8x1x32xf32>, tensor<9x2x16x32xf32>, tensor<9x2x16x32xf32> -> tensor<2x8x1x32xf32>
+  return %o : tensor<2x8x1x32xf32>
+}
+
+// -----
+
+func.func @block_table_mask(%q: tensor<2x8x1x32xf32>, %k: tensor<9x2x16x32xf32>, %l: tensor<2xi32>, %t: tensor<2x4xi32>, %m: tensor<1x16xi1>) -> tensor<2x8x1x32xf32> {
+  // expected-error @+1 {{expects a mask broadcastable to the scores [2, 8, 1, 64], got 'tensor<1x16xi1>'}}
+  %o = flash.attention %q, %k, %k mask(%m : tensor<1x16xi1>) key_lengths(%l : tensor<2xi32>) block_table(%t : tensor<2x4xi32>) : tensor<2x8x1x32xf32>, tensor<9x2x16x32xf32>, tensor<9x2x16x32xf32> -> tensor<2x8x1x32xf32>
+  return %o : tensor<2x8x1x32xf32>
 }

@@ -155,3 +155,14 @@ func.func @key_lengths(%q: tensor<?x8x1x64xbf16>, %k: tensor<?x2x?x64xbf16>, %l:
   %o4 = flash.attention %q4, %k4, %k4 sinks(%s : tensor<8xf32>) key_lengths(%l4 : tensor<4xi64>) runtime_scale(%c) : tensor<4x8x1x64xbf16>, tensor<4x2x?x64xbf16>, tensor<4x2x?x64xbf16> -> tensor<4x8x1x64xbf16>
   return %o, %o4 : tensor<?x8x1x64xbf16>, tensor<4x8x1x64xbf16>
 }
+
+// A paged KV cache: K and V are pages [num_pages, Hkv, page_size, D]; a
+// block table row per sequence names its pages (N = P x page_size).
+// CHECK-LABEL: func @paged
+// CHECK: flash.attention %{{.*}}, %{{.*}}, %{{.*}} key_lengths(%{{.*}} : tensor<?xi32>) block_table(%{{.*}} : tensor<?x8xi32>) {causal} : tensor<?x8x1x64xbf16>, tensor<?x2x16x64xbf16>, tensor<?x2x16x64xbf16> -> tensor<?x8x1x64xbf16>
+func.func @paged(%q: tensor<?x8x1x64xbf16>, %pages: tensor<?x2x16x64xbf16>, %l: tensor<?xi32>, %t: tensor<?x8xi32>, %m: tensor<1x128xi1>) -> (tensor<?x8x1x64xbf16>, tensor<?x8x1x64xbf16>) {
+  %o = flash.attention %q, %pages, %pages key_lengths(%l : tensor<?xi32>) block_table(%t : tensor<?x8xi32>) {causal} : tensor<?x8x1x64xbf16>, tensor<?x2x16x64xbf16>, tensor<?x2x16x64xbf16> -> tensor<?x8x1x64xbf16>
+  // The mask broadcasts to N = 8 x 16 keys.
+  %o2 = flash.attention %q, %pages, %pages mask(%m : tensor<1x128xi1>) key_lengths(%l : tensor<?xi32>) block_table(%t : tensor<?x8xi32>) : tensor<?x8x1x64xbf16>, tensor<?x2x16x64xbf16>, tensor<?x2x16x64xbf16> -> tensor<?x8x1x64xbf16>
+  return %o, %o2 : tensor<?x8x1x64xbf16>, tensor<?x8x1x64xbf16>
+}

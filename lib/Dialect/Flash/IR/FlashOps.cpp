@@ -17,6 +17,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <type_traits>
 
 using namespace mlir;
 using namespace mlir::flash;
@@ -85,9 +86,13 @@ static LogicalResult verifyGroups(Operation *op, const AttentionSizes &s) {
   return success();
 }
 
+/// With `pages` (a block table [B, P]), K and V are pages [num_pages, Hkv,
+/// page_size, D]: their leading dimension is no batch and N is P x
+/// page_size.
 static FailureOr<AttentionSizes> verifyQKV(Operation *op, RankedTensorType q,
                                            RankedTensorType k,
-                                           RankedTensorType v) {
+                                           RankedTensorType v,
+                                           RankedTensorType pages = {}) {
   int64_t rank = q.getRank();
   if (rank < 2 || rank > 4 || k.getRank() != rank || v.getRank() != rank)
     return op->emitOpError("expects query, key and value of equal rank 2, 3 "
@@ -131,13 +136,25 @@ static FailureOr<AttentionSizes> verifyQKV(Operation *op, RankedTensorType q,
   // and V batch 3 are inconsistent although each pair is compatible.
   refine(s.kvHeads, dimFromEnd(v, 2));
   refine(s.keySeq, dimFromEnd(v, 1));
-  for (RankedTensorType kv : {k, v})
-    if (!compatible(s.batch, dimFromEnd(kv, 3)))
-      return op->emitOpError("expects query, key and value of the same batch "
-                             "size, got ")
-             << q << ", " << k << " and " << v;
-  refine(s.batch, dimFromEnd(k, 3));
-  refine(s.batch, dimFromEnd(v, 3));
+  if (pages) {
+    int64_t pageSize = s.keySeq, perSequence = pages.getDimSize(1);
+    s.keySeq =
+        ShapedType::isDynamic(pageSize) || ShapedType::isDynamic(perSequence)
+            ? ShapedType::kDynamic
+            : pageSize * perSequence;
+    if (!compatible(s.batch, pages.getDimSize(0)))
+      return op->emitOpError("expects a block_table row per batch entry, got ")
+             << pages << " for query " << q;
+    refine(s.batch, pages.getDimSize(0));
+  } else {
+    for (RankedTensorType kv : {k, v})
+      if (!compatible(s.batch, dimFromEnd(kv, 3)))
+        return op->emitOpError("expects query, key and value of the same "
+                               "batch size, got ")
+               << q << ", " << k << " and " << v;
+    refine(s.batch, dimFromEnd(k, 3));
+    refine(s.batch, dimFromEnd(v, 3));
+  }
   if (failed(verifyGroups(op, s)))
     return failure();
   return s;
@@ -236,9 +253,24 @@ template <typename OpTy> static float effectiveScale(OpTy op) {
 /// problem sizes for the op-specific rest.
 template <typename OpTy>
 static FailureOr<AttentionSizes> verifyAttention(OpTy op, Type outputType) {
+  RankedTensorType pages;
+  if constexpr (std::is_same_v<OpTy, AttentionOp>) {
+    if (Value table = op.getBlockTable()) {
+      pages = cast<RankedTensorType>(table.getType());
+      if (pages.getRank() != 2 || !pages.getElementType().isSignlessInteger(32))
+        return op->emitOpError("expects a block_table of rank 2 [B, P] and "
+                               "element type i32, got ")
+               << pages;
+      if (!op.getKeyLengths())
+        return op->emitOpError("takes a block_table only with key_lengths "
+                               "(the keys of each sequence)");
+      if (op.getQuery().getType().getRank() != 4)
+        return op->emitOpError("takes a block_table only in the rank-4 form");
+    }
+  }
   FailureOr<AttentionSizes> s =
       verifyQKV(op, op.getQuery().getType(), op.getKey().getType(),
-                op.getValue().getType());
+                op.getValue().getType(), pages);
   if (failed(s))
     return failure();
   // The output O (and dO) carries B, Hq and M too; what it knows binds the
@@ -650,8 +682,9 @@ FailureOr<AttentionOp> mlir::flash::normalizeToRank4(RewriterBase &rewriter,
   // key_lengths needs the rank-4 form (the verifier says so): none here.
   auto newOp = AttentionOp::create(
       rewriter, loc, resultTypes, q, k, v, op.getBias(), op.getMask(),
-      op.getSinks(), /*key_lengths=*/Value(), op.getRuntimeScale(),
-      op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr());
+      op.getSinks(), /*key_lengths=*/Value(), /*block_table=*/Value(),
+      op.getRuntimeScale(), op.getScaleAttr(), op.getCausalAttr(),
+      op.getWindowAttr());
   newOp.takeScoreModFrom(rewriter, op);
   replaceWithCollapsed(rewriter, op, newOp, count);
   return newOp;

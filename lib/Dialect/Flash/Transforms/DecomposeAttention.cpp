@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Rewrite/FrozenRewritePatternSet.h"
@@ -489,6 +490,67 @@ template <typename OpTy> GroupedProblem makeProblem(OpBuilder &b, OpTy op) {
 }
 } // namespace
 
+/// A paged K or V, pages [num_pages, Hkv, page_size, W], as the dense
+/// [B, Hkv, P page_size, W] of `table` [B, P]: key j of sequence b is row
+/// j % page_size of page table[b, j / page_size]. Keys past the sequence's
+/// length read nothing (neither the table nor a page) and are 0.
+static Value gatherPages(OpBuilder &b, Location loc, Value pages, Value table,
+                         Value lengths) {
+  auto type = cast<RankedTensorType>(pages.getType());
+  auto tableType = cast<RankedTensorType>(table.getType());
+  OpFoldResult batch = tensor::getMixedSize(b, loc, table, 0);
+  OpFoldResult heads = tensor::getMixedSize(b, loc, pages, 1);
+  Value pageSize = tensor::DimOp::create(b, loc, pages, 2);
+  Value perSequence = tensor::DimOp::create(b, loc, table, 1);
+  Value keys = arith::MulIOp::create(b, loc, perSequence, pageSize);
+  int64_t staticKeys = type.isDynamicDim(2) || tableType.isDynamicDim(1)
+                           ? ShapedType::kDynamic
+                           : type.getDimSize(2) * tableType.getDimSize(1);
+  OpFoldResult keySize = ShapedType::isDynamic(staticKeys)
+                             ? OpFoldResult(keys)
+                             : OpFoldResult(b.getIndexAttr(staticKeys));
+  SmallVector<OpFoldResult> sizes = {batch, heads, keySize,
+                                     b.getIndexAttr(type.getDimSize(3))};
+  Value init = tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
+  MLIRContext *ctx = b.getContext();
+  return buildGeneric(
+      b, loc, {lengths}, init,
+      {dimsMap(ctx, 4, {0}), AffineMap::getMultiDimIdentityMap(4, ctx)},
+      SmallVector<IteratorType>(4, kPar),
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value seq = linalg::IndexOp::create(nb, nl, 0);
+        Value head = linalg::IndexOp::create(nb, nl, 1);
+        Value key = linalg::IndexOp::create(nb, nl, 2);
+        Value col = linalg::IndexOp::create(nb, nl, 3);
+        Value inside =
+            arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, key,
+                                  clampedKeyLength(nb, nl, a[0], keys));
+        auto load = scf::IfOp::create(nb, nl, type.getElementType(), inside,
+                                      /*withElseRegion=*/true);
+        {
+          OpBuilder::InsertionGuard guard(nb);
+          nb.setInsertionPointToStart(load.thenBlock());
+          Value slot = arith::DivUIOp::create(nb, nl, key, pageSize);
+          Value page = arith::IndexCastOp::create(
+              nb, nl, nb.getIndexType(),
+              tensor::ExtractOp::create(nb, nl, table, ValueRange{seq, slot}));
+          Value row = arith::RemUIOp::create(nb, nl, key, pageSize);
+          scf::YieldOp::create(
+              nb, nl,
+              tensor::ExtractOp::create(nb, nl, pages,
+                                        ValueRange{page, head, row, col})
+                  .getResult());
+          nb.setInsertionPointToStart(load.elseBlock());
+          scf::YieldOp::create(
+              nb, nl,
+              arith::ConstantOp::create(nb, nl,
+                                        nb.getZeroAttr(type.getElementType()))
+                  .getResult());
+        }
+        return load.getResult(0);
+      });
+}
+
 LogicalResult mlir::flash::decomposeAttention(RewriterBase &rewriter,
                                               AttentionOp op) {
   FailureOr<AttentionOp> normalized = normalizeToRank4(rewriter, op);
@@ -497,11 +559,19 @@ LogicalResult mlir::flash::decomposeAttention(RewriterBase &rewriter,
   op = *normalized;
   rewriter.setInsertionPoint(op);
   GroupedProblem p = makeProblem(rewriter, op);
+  Value key = op.getKey(), value = op.getValue();
+  if (Value table = op.getBlockTable()) {
+    // The pages as dense K and V of P x page_size keys per sequence.
+    key = gatherPages(rewriter, p.loc, key, table, op.getKeyLengths());
+    value = gatherPages(rewriter, p.loc, value, table, op.getKeyLengths());
+    p.batch = tensor::getMixedSize(rewriter, p.loc, op.getQuery(), 0);
+    p.keySeq = tensor::getMixedSize(rewriter, p.loc, key, 2);
+  }
   NaiveBuilder nb(rewriter, p);
   Type elementType = op.getQuery().getType().getElementType();
 
   Value q5 = nb.expandHeads(op.getQuery(), 1);
-  Value scores = nb.maskedScores(nb.rawScores(q5, op.getKey()));
+  Value scores = nb.maskedScores(nb.rawScores(q5, key));
   Value rowMax =
       nb.rowReduce(scores, -std::numeric_limits<double>::infinity(), true);
   Value sinks;
@@ -557,7 +627,6 @@ LogicalResult mlir::flash::decomposeAttention(RewriterBase &rewriter,
   pvIters.push_back(kRed);
   SmallVector<OpFoldResult> outSizes = nb.rowSizes();
   outSizes.push_back(rewriter.getIndexAttr(p.valueDim));
-  Value value = op.getValue();
   if (p.keyLengths) {
     // Values past a sequence's keys do not reach O (P is 0 there, but
     // 0 x NaN would).
@@ -566,7 +635,7 @@ LogicalResult mlir::flash::decomposeAttention(RewriterBase &rewriter,
         {value, p.keyLengths},
         tensor::EmptyOp::create(rewriter, p.loc,
                                 tensor::getMixedSizes(rewriter, p.loc, value),
-                                op.getValue().getType().getElementType()),
+                                elementType),
         {nb.identity(4), nb.map(4, {0}), nb.identity(4)},
         SmallVector<IteratorType>(4, kPar),
         [&](OpBuilder &b, Location loc, ValueRange a) -> Value {

@@ -184,8 +184,8 @@ struct FoldCollapsedBatch : OpRewritePattern<AttentionOp> {
     auto fused = AttentionOp::create(
         rewriter, op.getLoc(), types, sources[0], sources[1], sources[2],
         op.getBias(), op.getMask(), op.getSinks(), /*key_lengths=*/Value(),
-        op.getRuntimeScale(), op.getScaleAttr(), op.getCausalAttr(),
-        op.getWindowAttr());
+        /*block_table=*/Value(), op.getRuntimeScale(), op.getScaleAttr(),
+        op.getCausalAttr(), op.getWindowAttr());
     fused.takeScoreModFrom(rewriter, op);
     if (fused.hasScoreMod())
       rebaseHeadIndex(rewriter, fused, sources[0]);

@@ -31,6 +31,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <numeric>
 
 namespace mlir::flash {
 #define GEN_PASS_DEF_FLASHTILEATTENTIONPASS
@@ -87,6 +88,26 @@ private:
   /// seen by one Br x Bc score tile, and its map from the tile's (i, j).
   std::pair<Value, AffineMap> scoreOperandTile(Value operand, Value n0,
                                                Value cols);
+
+  /// O rows = acc [rows, Dv] times a factor per row, in `outType`.
+  Value scaledRows(Value acc, Value factor, int64_t rowCount, Type outType) {
+    return generic({acc, factor}, empty({rowCount, valueDim}, outType),
+                   {id(2), map(2, {0}), id(2)}, {kPar, kPar},
+                   [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                     Value o = arith::MulFOp::create(nb, nl, a[0], a[1]);
+                     if (outType != f32)
+                       o = arith::TruncFOp::create(nb, nl, outType, o);
+                     return o;
+                   });
+  }
+
+  /// The most keys a sequence has: N, or P pages of page_size keys.
+  Value maxKeysOf() {
+    Value keys = dim(op.getKey(), 2);
+    if (Value table = op.getBlockTable())
+      keys = mul(dim(table, 1), keys);
+    return keys;
+  }
 
   /// exp2(x - rowRef) in a body, with a row that is still fully masked
   /// (rowRef = -inf) taken relative to 0, so that it stays 0 instead of NaN.
@@ -168,12 +189,24 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
   Value keyStart = mul(kb, idx(bc));
   Value cols = min(idx(bc), sub(keySeq, keyStart));
   Value k = op.getKey(), v = op.getValue();
+  // Where the block's rows are: the sequence's own K and V, or with a block
+  // table rows of the page that holds them (Bc divides the page size, so a
+  // block never straddles two pages).
+  OpFoldResult source = batchIdx, row = keyStart;
+  if (Value table = op.getBlockTable()) {
+    Value pageSize = dim(k, 2);
+    Value slot = b.createOrFold<arith::DivUIOp>(loc, keyStart, pageSize);
+    source = b.createOrFold<arith::IndexCastOp>(
+        loc, b.getIndexType(),
+        tensor::ExtractOp::create(b, loc, table, ValueRange{batchIdx, slot}));
+    row = b.createOrFold<arith::RemUIOp>(loc, keyStart, pageSize);
+  }
   Value keyTile = paddedTile(
-      k, {batchIdx, kvHeadIdx, keyStart, b.getIndexAttr(0)},
+      k, {source, kvHeadIdx, row, b.getIndexAttr(0)},
       {b.getIndexAttr(1), b.getIndexAttr(1), cols, b.getIndexAttr(headDim)},
       {ShapedType::kDynamic, headDim}, {bc, headDim});
   Value valueTile = paddedTile(
-      v, {batchIdx, kvHeadIdx, keyStart, b.getIndexAttr(0)},
+      v, {source, kvHeadIdx, row, b.getIndexAttr(0)},
       {b.getIndexAttr(1), b.getIndexAttr(1), cols, b.getIndexAttr(valueDim)},
       {ShapedType::kDynamic, valueDim}, {bc, valueDim});
 
@@ -387,7 +420,7 @@ SmallVector<Value> AttentionTiler::build() {
   batch = dim(q, 0);
   heads = dim(q, 1);
   querySeq = dim(q, 2);
-  keySeq = dim(k, 2);
+  keySeq = maxKeysOf();
   group = b.createOrFold<arith::DivUIOp>(loc, heads, dim(k, 1));
   queryBlocks = ceilDiv(querySeq, br);
 
@@ -449,7 +482,7 @@ SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
     // (and window) end at N_b; keys past it are never loaded.
     keySeq = clampedKeyLength(
         b, loc, tensor::ExtractOp::create(b, loc, lengths, batchIdx),
-        dim(op.getKey(), 2));
+        maxKeysOf());
     diagonal = sub(keySeq, querySeq);
     if (std::optional<int64_t> window = op.getWindow())
       windowStart =
@@ -594,16 +627,7 @@ SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
       });
   // A split's partial O stays in f32.
   Type outType = splitting ? f32 : elementType;
-  Value outTile =
-      generic({acc, inverse}, empty({br, valueDim}, outType),
-              {id(2), map(2, {0}), id(2)}, {kPar, kPar},
-              [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                Value o = arith::MulFOp::create(nb, nl, a[0], a[1]);
-                if (outType != f32)
-                  o = arith::TruncFOp::create(nb, nl, outType, o);
-                return o;
-              });
-  SmallVector<Value> tiles = {outTile};
+  SmallVector<Value> tiles = {scaledRows(acc, inverse, br, outType)};
   if (op.getLse() || splitting) {
     tiles.push_back(
         generic({m, l}, empty({br}, f32), {id(1), id(1), id(1)}, {kPar},
@@ -805,14 +829,7 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
         return arith::SelectOp::create(nb, nl, none, zero, rcp);
       });
   SmallVector<Value> tiles = {
-      generic({acc, inverse}, empty({kMergeRows, valueDim}, elementType),
-              {id(2), map(2, {0}), id(2)}, {kPar, kPar},
-              [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                Value o = arith::MulFOp::create(nb, nl, a[0], a[1]);
-                if (elementType != f32)
-                  o = arith::TruncFOp::create(nb, nl, elementType, o);
-                return o;
-              })};
+      scaledRows(acc, inverse, kMergeRows, elementType)};
   if (op.getLse())
     tiles.push_back(generic(
         {total, rowMax}, empty({kMergeRows}, f32), {id(1), id(1), id(1)},
@@ -864,6 +881,16 @@ LogicalResult mlir::flash::tileAttention(RewriterBase &rewriter, AttentionOp op,
   if (splits.partialOut && op.getQuery().getType().getRank() != 4)
     return op.emitOpError("takes partial results for its key splits only in "
                           "the rank-4 form");
+  if (op.getBlockTable() && blockCols > 0) {
+    // A key block lies within one page: Bc divides the page size.
+    int64_t pageSize = op.getKey().getType().getDimSize(2);
+    if (ShapedType::isDynamic(pageSize))
+      return op.emitOpError("cannot be tiled with a block_table whose pages "
+                            "have a dynamic size: the key blocks must divide "
+                            "it");
+    if (pageSize > 0)
+      blockCols = std::gcd(blockCols, pageSize);
+  }
   return replaceWithTiles<AttentionTiler>(rewriter, op, blockRows, blockCols,
                                           causalRowsFromEnd, splits);
 }

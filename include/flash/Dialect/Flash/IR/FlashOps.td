@@ -83,6 +83,13 @@ def Flash_AttentionOp : Flash_Op<"attention",
       and `window` are aligned to its own last key (query `i` sees key `j`
       iff `j <= i + N_b - M`, and with a window `j >= i + N_b - M - W`).
       K and V past `N_b` are never read.
+    - `block_table` (a paged KV cache, vLLM's and FlashAttention's
+      `block_table`; needs `key_lengths`): an i32 tensor `[B, P]`; K and V
+      are then pages `[num_pages, Hkv, page_size, D]` (`Dv`), and key `j` of
+      sequence `b` is row `j % page_size` of page `block_table[b, j /
+      page_size]`: the sequences' keys are `N = P * page_size` long at most
+      (`bias` and `mask` broadcast to that `N`). Entries for keys past
+      `N_b` are never read.
 
     A row whose scores are all masked produces `O = 0` and `LSE = -inf`
     (`LSE = sink` with sinks).
@@ -123,6 +130,7 @@ def Flash_AttentionOp : Flash_Op<"attention",
     Optional<AnyRankedTensor>:$mask,
     Optional<AnyRankedTensor>:$sinks,
     Optional<AnyRankedTensor>:$key_lengths,
+    Optional<AnyRankedTensor>:$block_table,
     Optional<F32>:$runtime_scale,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
@@ -140,6 +148,7 @@ def Flash_AttentionOp : Flash_Op<"attention",
     (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     (`key_lengths` `(` $key_lengths^ `:` type($key_lengths) `)`)?
+    (`block_table` `(` $block_table^ `:` type($block_table) `)`)?
     (`runtime_scale` `(` $runtime_scale^ `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     `->` type($output) (`,` type($lse)^)?

@@ -47,6 +47,7 @@ def FlashDecomposeAttentionPass : Pass<"flash-decompose-attention"> {
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect"
   ];
 }
