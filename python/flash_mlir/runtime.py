@@ -167,8 +167,9 @@ class Launch:
         self._arguments()
 
     def grid(self, tensors):
-        shapes = {name: t.shape for name, t in tensors.items()}
-        return [validate.grid_size(g, shapes) for g in self.entry["grid"]]
+        def shape_of(name):
+            return tensors[name].shape
+        return [validate.grid_size(g, shape_of) for g in self.entry["grid"]]
 
     def resident_ctas(self):
         """How many CTAs of this launch the GPU holds at once."""
@@ -358,9 +359,9 @@ class Kernel:
         workspaces = {}
         if self.manifest.get("key_splits") and splits is None:
             splits = self.splits(tensors)
-        shapes = {name: t.shape for name, t in tensors.items()}
         for w in self.manifest.get("workspace", []):
-            shape = validate.workspace_shape(w, shapes, splits or 1)
+            shape = validate.workspace_shape(
+                w, {w["like"]: tensors[w["like"]].shape}, splits or 1)
             tensors[w["name"]] = torch.empty(shape, dtype=torch.float32,
                                              device=tensors["q"].device)
             workspaces[w["name"]] = tensors[w["name"]]

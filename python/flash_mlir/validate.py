@@ -423,18 +423,19 @@ def workspace_shape(entry, shapes, splits=1):
     return shape
 
 
-def grid_size(g, shapes):
+def grid_size(g, shape_of):
     """One grid dimension of a manifest launch (flash-compile's
     describeGridDim): a constant, a tensor size (divided by `ceil_div`,
-    rounding up), or the product of two of those."""
+    rounding up), or the product of two of those. `shape_of(name)` is the
+    shape of a parameter."""
     if "const" in g:
         return int(g["const"])
     if "product" in g:
         size = 1
         for factor in g["product"]:
-            size *= grid_size(factor, shapes)
+            size *= grid_size(factor, shape_of)
         return size
-    size = shapes[g["tensor"]][g["dim"]]
+    size = shape_of(g["tensor"])[g["dim"]]
     if "ceil_div" in g:
         size = -(-size // g["ceil_div"])
     return int(size)

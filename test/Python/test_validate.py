@@ -376,9 +376,10 @@ class KeySplits(unittest.TestCase):
         shapes = {"q": (2, 32, 300, 128), "o_split": (7, 2, 32, 300, 128)}
         split = {"product": [{"tensor": "q", "dim": 2, "ceil_div": 128},
                              {"tensor": "o_split", "dim": 0}]}
-        self.assertEqual(grid_size(split, shapes), 21)
-        self.assertEqual(grid_size({"const": 4}, shapes), 4)
-        self.assertEqual(grid_size({"tensor": "q", "dim": 1}, shapes), 32)
+        shape_of = shapes.__getitem__
+        self.assertEqual(grid_size(split, shape_of), 21)
+        self.assertEqual(grid_size({"const": 4}, shape_of), 4)
+        self.assertEqual(grid_size({"tensor": "q", "dim": 1}, shape_of), 32)
 
     def test_wants_key_splits(self):
         self.assertTrue(wants_key_splits(1, 8, 4, 8192, 132))

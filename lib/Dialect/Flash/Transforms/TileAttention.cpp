@@ -42,6 +42,21 @@ using namespace mlir;
 using namespace mlir::flash;
 using namespace mlir::flash::detail;
 
+/// The sink joined to a row with running max `mRow` and sum `lRow` (in the
+/// units `expRel` takes: exp(x - ref) there, a ref of -inf taken as 0):
+/// m_f = max(m, sink), l_f = l e(m - m_f) + e(sink - m_f). Returns
+/// (e(m - m_f), m_f, l_f): O's factor is e(m - m_f) / l_f.
+static std::array<Value, 3>
+foldSink(OpBuilder &b, Location loc, Value mRow, Value lRow, Value sink,
+         function_ref<Value(OpBuilder &, Location, Value, Value)> expRel) {
+  Value mFinal = arith::MaximumFOp::create(b, loc, mRow, sink);
+  Value alpha = expRel(b, loc, mRow, mFinal);
+  Value lFinal =
+      arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, lRow, alpha),
+                            expRel(b, loc, sink, mFinal));
+  return {alpha, mFinal, lFinal};
+}
+
 namespace {
 constexpr double kLog2e = 1.4426950408889634;
 /// Split-KV's merge: rows per iteration, and splits read at once (a chunk of
@@ -101,12 +116,13 @@ private:
                    });
   }
 
-  /// The most keys a sequence has: N, or P pages of page_size keys.
-  Value maxKeysOf() {
-    Value keys = dim(op.getKey(), 2);
-    if (Value table = op.getBlockTable())
-      keys = mul(dim(table, 1), keys);
-    return keys;
+  /// The causal diagonal N - M and the window's first key offset for the
+  /// keys `keySeq`.
+  void alignToKeys() {
+    diagonal = sub(keySeq, querySeq);
+    if (std::optional<int64_t> window = op.getWindow())
+      windowStart =
+          sub(diagonal, buildClampedWindow(b, loc, *window, querySeq, keySeq));
   }
 
   /// exp2(x - rowRef) in a body, with a row that is still fully masked
@@ -147,8 +163,9 @@ private:
   // its part of the result.
   Value batchIdx, headIdx, kvHeadIdx, rowStart, rows, ownRows, keySeq, diagonal;
   Value queryTile;
-  // The op's sizes: batch, query heads, M, Hq / Hkv, ceil(M / Br).
-  Value batch, heads, querySeq, group, queryBlocks;
+  // The op's sizes: batch, query heads, M, Hq / Hkv, ceil(M / Br), and the
+  // most keys a sequence has.
+  Value batch, heads, querySeq, group, queryBlocks, maxKeys;
 };
 } // namespace
 
@@ -420,7 +437,11 @@ SmallVector<Value> AttentionTiler::build() {
   batch = dim(q, 0);
   heads = dim(q, 1);
   querySeq = dim(q, 2);
-  keySeq = maxKeysOf();
+  // The most keys a sequence has: N, or P pages of page_size keys.
+  maxKeys = dim(k, 2);
+  if (Value table = op.getBlockTable())
+    maxKeys = mul(dim(table, 1), maxKeys);
+  keySeq = maxKeys;
   group = b.createOrFold<arith::DivUIOp>(loc, heads, dim(k, 1));
   queryBlocks = ceilDiv(querySeq, br);
 
@@ -435,11 +456,10 @@ SmallVector<Value> AttentionTiler::build() {
         dynamicSizes.push_back(size);
     outs.push_back(tensor::EmptyOp::create(b, loc, type, dynamicSizes));
   }
-  diagonal = sub(keySeq, querySeq);
   scoreModIndices.init(b, loc, op.getScoreMod(), querySeq, keySeq);
-  if (std::optional<int64_t> window = op.getWindow())
-    windowStart =
-        sub(diagonal, buildClampedWindow(b, loc, *window, querySeq, keySeq));
+  // With key_lengths each sequence aligns to its own keys (buildKeyNest).
+  if (!op.getKeyLengths())
+    alignToKeys();
 
   if (!splits.enabled())
     return buildKeyNest(outs);
@@ -481,12 +501,8 @@ SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
     // This sequence's keys: the loops, the masks and the causal diagonal
     // (and window) end at N_b; keys past it are never loaded.
     keySeq = clampedKeyLength(
-        b, loc, tensor::ExtractOp::create(b, loc, lengths, batchIdx),
-        maxKeysOf());
-    diagonal = sub(keySeq, querySeq);
-    if (std::optional<int64_t> window = op.getWindow())
-      windowStart =
-          sub(diagonal, buildClampedWindow(b, loc, *window, querySeq, keySeq));
+        b, loc, tensor::ExtractOp::create(b, loc, lengths, batchIdx), maxKeys);
+    alignToKeys();
   }
   Value queryBlock = ivs[2];
   if (splitting) {
@@ -594,12 +610,10 @@ SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
           nb, nl, sink,
           arith::ConstantOp::create(
               nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e))));
-    Value mFinal = arith::MaximumFOp::create(nb, nl, mRow, sink);
-    Value alpha = expRelative(nb, nl, mRow, mFinal);
-    Value lFinal = arith::AddFOp::create(
-        nb, nl, arith::MulFOp::create(nb, nl, lRow, alpha),
-        expRelative(nb, nl, sink, mFinal));
-    return {alpha, mFinal, lFinal};
+    return foldSink(nb, nl, mRow, lRow, sink,
+                    [&](OpBuilder &eb, Location el, Value x, Value ref) {
+                      return expRelative(eb, el, x, ref);
+                    });
   };
 
   // O = acc · (1 / l) (0 for a fully masked row): one reciprocal per row,
@@ -811,12 +825,7 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
       return {one, mRow, lRow};
     Value sink =
         extendToF32(nb, nl, tensor::ExtractOp::create(nb, nl, sinks, ivs[1]));
-    Value mFinal = arith::MaximumFOp::create(nb, nl, mRow, sink);
-    Value alpha = expFrom(nb, nl, mRow, mFinal);
-    Value lFinal = arith::AddFOp::create(
-        nb, nl, arith::MulFOp::create(nb, nl, lRow, alpha),
-        expFrom(nb, nl, sink, mFinal));
-    return {alpha, mFinal, lFinal};
+    return foldSink(nb, nl, mRow, lRow, sink, expFrom);
   };
   Value inverse = generic(
       {total, rowMax}, empty({kMergeRows}, f32), {id(1), id(1), id(1)}, {kPar},
