@@ -21,6 +21,7 @@ function, then "cpu_check: N failure(s)".
 """
 
 import argparse
+import functools
 import os
 import re
 import shlex
@@ -234,6 +235,55 @@ def make_pages(args, rng, ops, full, dyn):
     ops["block_table"] = Operand("block_table", table, "i32", ["b", None], dyn)
 
 
+def varlen_lengths(args):
+    """--varlen's query lengths and the keys' (--varlen-keys, else the
+    same), as lists of ints."""
+    def parse(text):
+        return [int(x) for x in text.split(",")] if text else []
+    queries = parse(args.varlen)
+    keys = parse(args.varlen_keys) if args.varlen_keys is not None else queries
+    if len(keys) != len(queries) or min(queries + keys, default=0) < 0:
+        raise SystemExit("cpu_check: --varlen and --varlen-keys need as many "
+                         "non-negative lengths")
+    return queries, keys
+
+
+def make_packed(args, rng, ops, full, dyn):
+    """--varlen: cu_seqlens_q and cu_seqlens_k [S + 1] over the packed rows
+    of Q and K/V (B = 1), --pad-rows more rows after the last sequence. What
+    the op must never read is NaN: the query and key rows past the last
+    sequence (dO's too), and with key_lengths (seqused_k) each sequence's
+    keys past its count."""
+    queries, keys = varlen_lengths(args)
+    et = args.varlen_dtype
+    for name, lengths in (("cu_seqlens_q", queries), ("cu_seqlens_k", keys)):
+        cu = np.concatenate([[0], np.cumsum(lengths)]).astype(
+            np.int32 if et == "i32" else np.int64)
+        ops[name] = Operand(name, cu, et, ["s"], dyn)
+        full[name] = cu
+    if "key_lengths" in full:
+        # One count per sequence (seqused_k): edges 0, all, 1, then random.
+        used = rng.integers(0, np.array(keys) + 1)
+        if args.key_lengths == "edges":
+            edges = [0, keys[1] if len(keys) > 1 else 0, 1][:len(keys)]
+            used[:len(edges)] = np.minimum(edges, keys[:len(edges)])
+        used = used.astype(full["key_lengths"].dtype)
+        ops["key_lengths"] = Operand("key_lengths", used, ops["key_lengths"].et,
+                                     ["s"], dyn)
+        full["key_lengths"] = used
+    rank_lead = 4 - args.rank
+    cu_q, cu_k = full["cu_seqlens_q"], full["cu_seqlens_k"]
+    for name in [n for n in ("q", "do") if n in full]:
+        full[name][:, :, cu_q[-1]:] = np.nan
+    for name in ("k", "v"):
+        full[name][:, :, cu_k[-1]:] = np.nan
+        if "key_lengths" in full:
+            for s, used in enumerate(full["key_lengths"]):
+                full[name][:, :, cu_k[s] + used:cu_k[s + 1]] = np.nan
+    for name in [n for n in ("q", "k", "v", "do") if n in full]:
+        ops[name].value = full[name].reshape(full[name].shape[rank_lead:])
+
+
 def build_program(args, ops):
     """ops: dict of Operands (q, k, v, [do], [bias], [mask])."""
     q, k, v = ops["q"], ops["k"], ops["v"]
@@ -255,6 +305,11 @@ def build_program(args, ops):
         opt += f" key_lengths(%key_lengths : {ops['key_lengths'].type})"
     if "block_table" in ops:
         opt += f" block_table(%block_table : {ops['block_table'].type})"
+    packed = ""
+    for name in ("cu_seqlens_q", "cu_seqlens_k"):
+        if name in ops:
+            packed += f" {name}(%{name} : {ops[name].type})"
+    opt += packed
     if runtime_scale(args):
         opt += " runtime_scale(%scale)"
     mod = score_mod_text(args, ops)
@@ -449,6 +504,8 @@ def make_inputs(args, rng):
         full["key_lengths"] = x
     if getattr(args, "paged", None):
         make_pages(args, rng, ops, full, dyn)
+    if getattr(args, "varlen", None) is not None:
+        make_packed(args, rng, ops, full, dyn)
     if args.mask:
         shape = parse_shape(args.mask)
         x = rng.random(shape) < 0.8
@@ -497,6 +554,14 @@ def main(argv=None):
     p.add_argument("--paged", type=int, metavar="PAGE_SIZE",
                    help="with --key-lengths: K and V as pages of PAGE_SIZE keys "
                         "behind a block_table (N a multiple of it)")
+    p.add_argument("--varlen", metavar="LENGTHS",
+                   help="packed variable-length sequences (cu_seqlens), e.g. "
+                        "5,0,17: each sequence's query rows (M and N follow)")
+    p.add_argument("--varlen-keys", metavar="LENGTHS",
+                   help="with --varlen: each sequence's keys (default: its queries)")
+    p.add_argument("--pad-rows", type=int, default=3,
+                   help="with --varlen: query and key rows past the last sequence")
+    p.add_argument("--varlen-dtype", choices=["i32", "i64"], default="i32")
     p.add_argument("--mask", help="i1 mask shape, broadcastable to [B,Hq,M,N]")
     p.add_argument("--masked-row", action="store_true",
                    help="make query row 0 of the mask fully masked")
@@ -543,6 +608,13 @@ def main(argv=None):
         args.passes = f'--flash-cpu-pipeline="{opts}"'
     if args.n is None:
         args.n = args.m
+    if args.varlen is not None:
+        queries, keys = varlen_lengths(args)
+        if args.b != 1 or args.paged or args.bias or args.mask:
+            p.error("--varlen packs one batch (--b 1), without --paged, --bias "
+                    "or --mask")
+        args.m = sum(queries) + args.pad_rows
+        args.n = sum(keys) + args.pad_rows
     if args.runtime_scale and args.mode != "fwd":
         p.error("--runtime-scale is for the forward (flash.attention_backward "
                 "takes a constant scale)")
@@ -568,12 +640,16 @@ def main(argv=None):
         if args.mode != "fwd":
             raise SystemExit("cpu_check: key_lengths has no backward")
         common["key_lengths"] = full["key_lengths"]
-    o_ref, lse_ref = reference.attention(full["q"], full["k"], full["v"], **common)
+    forward, backward = reference.attention, reference.attention_backward
+    if args.varlen is not None:
+        packed = dict(cu_seqlens_q=full["cu_seqlens_q"], cu_seqlens_k=full["cu_seqlens_k"])
+        forward = functools.partial(reference.attention_varlen, **packed)
+        backward = functools.partial(reference.attention_backward_varlen, **packed)
+    o_ref, lse_ref = forward(full["q"], full["k"], full["v"], **common)
     if args.mode == "fwd":
         want = {"o": o_ref, "lse": lse_ref}
     else:
-        grads = reference.attention_backward(full["q"], full["k"], full["v"],
-                                             full["do"], o=o_ref, **common)
+        grads = backward(full["q"], full["k"], full["v"], full["do"], o=o_ref, **common)
         want = dict(zip(["dq", "dk", "dv", "dsinks"], grads))
 
     if not args.no_tile:

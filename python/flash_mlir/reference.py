@@ -136,3 +136,51 @@ def attention_backward(q, k, v, do, scale=None, causal=False, bias=None,
         dsinks = -(p_sink * di[..., 0]).sum(axis=(0, 2))
         return dq, dk, dv, dsinks
     return dq, dk, dv
+
+
+def _spans(cu, tokens):
+    """(first, end) of each sequence of the offsets `cu`, clamped to
+    [0, tokens]."""
+    cu = np.clip(np.asarray(cu, dtype=np.int64), 0, tokens)
+    return [(int(cu[s]), max(int(cu[s + 1]), int(cu[s])))
+            for s in range(len(cu) - 1)]
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, key_lengths=None,
+                     sinks=None, **kw):
+    """attention() of packed variable-length sequences: Q [1, Hq, Tq, D],
+    K/V [1, Hkv, Tk, D/Dv]; sequence s is rows [cu_q[s], cu_q[s + 1]) of Q
+    against rows [cu_k[s], cu_k[s + 1]) of K and V (the first
+    key_lengths[s] of them when given), computed on its own. Rows in no
+    sequence give O = 0 and LSE = -inf (the sink with sinks)."""
+    _, hq, tq, _ = q.shape
+    o = np.zeros((1, hq, tq, v.shape[3]))
+    lse = np.full((1, hq, tq), -np.inf)
+    if sinks is not None:
+        lse[:] = sinks.astype(np.float64)[None, :, None]
+    for s, ((q0, q1), (k0, k1)) in enumerate(zip(_spans(cu_seqlens_q, tq),
+                                                  _spans(cu_seqlens_k, k.shape[2]))):
+        if key_lengths is not None:
+            k1 = k0 + min(max(int(key_lengths[s]), 0), k1 - k0)
+        o[:, :, q0:q1], lse[:, :, q0:q1] = attention(
+            q[:, :, q0:q1], k[:, :, k0:k1], v[:, :, k0:k1], sinks=sinks, **kw)
+    return o, lse
+
+
+def attention_backward_varlen(q, k, v, do, cu_seqlens_q, cu_seqlens_k, o=None,
+                              sinks=None, **kw):
+    """attention_backward() of packed sequences (attention_varlen's layout):
+    each sequence on its own; the rows in no sequence get zero gradients."""
+    tq, tk = q.shape[2], k.shape[2]
+    dq, dk, dv = (np.zeros(t.shape) for t in (q, k, v))
+    dsinks = np.zeros(q.shape[1]) if sinks is not None else None
+    for (q0, q1), (k0, k1) in zip(_spans(cu_seqlens_q, tq), _spans(cu_seqlens_k, tk)):
+        grads = attention_backward(
+            q[:, :, q0:q1], k[:, :, k0:k1], v[:, :, k0:k1], do[:, :, q0:q1],
+            o=None if o is None else o[:, :, q0:q1], sinks=sinks, **kw)
+        dq[:, :, q0:q1], dk[:, :, k0:k1], dv[:, :, k0:k1] = grads[:3]
+        if sinks is not None:
+            dsinks += grads[3]
+    if sinks is not None:
+        return dq, dk, dv, dsinks
+    return dq, dk, dv

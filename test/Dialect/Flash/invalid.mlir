@@ -18,7 +18,7 @@ func.func @rank5(%q: tensor<1x1x2x8x16xf32>) -> tensor<1x1x2x8x16xf32> {
 
 func.func @unranked(%q: tensor<*xf32>, %k: tensor<8x16xf32>) -> tensor<8x16xf32> {
   // expected-error @+1 {{operand #0 must be ranked tensor of any type values}}
-  %o = "flash.attention"(%q, %k, %k) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0>}> ({}) : (tensor<*xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %o = "flash.attention"(%q, %k, %k) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>}> ({}) : (tensor<*xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
   return %o : tensor<8x16xf32>
 }
 
@@ -220,7 +220,7 @@ func.func @backward_mask(%q: tensor<1x2x8x16xf16>, %lse: tensor<1x2x8xf32>, %m: 
 
 func.func @backward_result_type(%q: tensor<1x2x8x16xf16>, %lse: tensor<1x2x8xf32>) {
   // expected-error @+1 {{failed to verify that all of {query, grad_query} have same type}}
-  %r:3 = "flash.attention_backward"(%q, %q, %q, %q, %q, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0>}> ({}) : (tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>)
+  %r:3 = "flash.attention_backward"(%q, %q, %q, %q, %q, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0>}> ({}) : (tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>)
   return
 }
 
@@ -440,7 +440,7 @@ func.func @key_lengths_float(%q: tensor<2x8x16x32xf32>, %l: tensor<2xf32>) -> te
 // -----
 
 func.func @key_lengths_rank3(%q: tensor<8x16x32xf32>, %l: tensor<1xi32>) -> tensor<8x16x32xf32> {
-  // expected-error @+1 {{takes key_lengths only in the rank-4 form (one length per batch entry)}}
+  // expected-error @+1 {{takes key_lengths only in the rank-4 form (one length per batch entry) or with cu_seqlens}}
   %o = flash.attention %q, %q, %q key_lengths(%l : tensor<1xi32>) : tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x16x32xf32> -> tensor<8x16x32xf32>
   return %o : tensor<8x16x32xf32>
 }
@@ -475,4 +475,76 @@ func.func @block_table_mask(%q: tensor<2x8x1x32xf32>, %k: tensor<9x2x16x32xf32>,
   // expected-error @+1 {{expects a mask broadcastable to the scores [2, 8, 1, 64], got 'tensor<1x16xi1>'}}
   %o = flash.attention %q, %k, %k mask(%m : tensor<1x16xi1>) key_lengths(%l : tensor<2xi32>) block_table(%t : tensor<2x4xi32>) : tensor<2x8x1x32xf32>, tensor<9x2x16x32xf32>, tensor<9x2x16x32xf32> -> tensor<2x8x1x32xf32>
   return %o : tensor<2x8x1x32xf32>
+}
+
+// -----
+
+func.func @varlen_one_offsets(%q: tensor<8x40x32xf32>, %c: tensor<4xi32>) -> tensor<8x40x32xf32> {
+  // expected-error @+1 {{takes cu_seqlens_q and cu_seqlens_k together}}
+  %o = flash.attention %q, %q, %q cu_seqlens_q(%c : tensor<4xi32>) : tensor<8x40x32xf32>, tensor<8x40x32xf32>, tensor<8x40x32xf32> -> tensor<8x40x32xf32>
+  return %o : tensor<8x40x32xf32>
+}
+
+// -----
+
+func.func @varlen_float_offsets(%q: tensor<8x40x32xf32>, %c: tensor<4xi32>, %f: tensor<4xf32>) -> tensor<8x40x32xf32> {
+  // expected-error @+1 {{expects cu_seqlens_k of shape [S + 1] (cumulative offsets of S sequences) and element type i32 or i64, got 'tensor<4xf32>'}}
+  %o = flash.attention %q, %q, %q cu_seqlens_q(%c : tensor<4xi32>) cu_seqlens_k(%f : tensor<4xf32>) : tensor<8x40x32xf32>, tensor<8x40x32xf32>, tensor<8x40x32xf32> -> tensor<8x40x32xf32>
+  return %o : tensor<8x40x32xf32>
+}
+
+// -----
+
+func.func @varlen_no_offsets(%q: tensor<8x40x32xf32>, %c: tensor<0xi32>) -> tensor<8x40x32xf32> {
+  // expected-error @+1 {{expects cu_seqlens_q of shape [S + 1] (cumulative offsets of S sequences) and element type i32 or i64, got 'tensor<0xi32>'}}
+  %o = flash.attention %q, %q, %q cu_seqlens_q(%c : tensor<0xi32>) cu_seqlens_k(%c : tensor<0xi32>) : tensor<8x40x32xf32>, tensor<8x40x32xf32>, tensor<8x40x32xf32> -> tensor<8x40x32xf32>
+  return %o : tensor<8x40x32xf32>
+}
+
+// -----
+
+func.func @varlen_sizes(%q: tensor<8x40x32xf32>, %c: tensor<4xi32>, %d: tensor<5xi64>) -> tensor<8x40x32xf32> {
+  // expected-error @+1 {{expects cu_seqlens_q and cu_seqlens_k of one size (S + 1 offsets), got 'tensor<4xi32>' and 'tensor<5xi64>'}}
+  %o = flash.attention %q, %q, %q cu_seqlens_q(%c : tensor<4xi32>) cu_seqlens_k(%d : tensor<5xi64>) : tensor<8x40x32xf32>, tensor<8x40x32xf32>, tensor<8x40x32xf32> -> tensor<8x40x32xf32>
+  return %o : tensor<8x40x32xf32>
+}
+
+// -----
+
+func.func @varlen_batch(%q: tensor<?x8x40x32xf32>, %c: tensor<4xi32>) -> tensor<?x8x40x32xf32> {
+  // expected-error @+1 {{expects a batch of size 1 with cu_seqlens (the sequences are packed along the tokens), got [?]}}
+  %o = flash.attention %q, %q, %q cu_seqlens_q(%c : tensor<4xi32>) cu_seqlens_k(%c : tensor<4xi32>) : tensor<?x8x40x32xf32>, tensor<?x8x40x32xf32>, tensor<?x8x40x32xf32> -> tensor<?x8x40x32xf32>
+  return %o : tensor<?x8x40x32xf32>
+}
+
+// -----
+
+func.func @varlen_bias(%q: tensor<8x40x32xf32>, %c: tensor<4xi32>, %b: tensor<40x40xf32>) -> tensor<8x40x32xf32> {
+  // expected-error @+1 {{takes no bias or mask with cu_seqlens (a score_mod sees each sequence's own positions)}}
+  %o = flash.attention %q, %q, %q bias(%b : tensor<40x40xf32>) cu_seqlens_q(%c : tensor<4xi32>) cu_seqlens_k(%c : tensor<4xi32>) : tensor<8x40x32xf32>, tensor<8x40x32xf32>, tensor<8x40x32xf32> -> tensor<8x40x32xf32>
+  return %o : tensor<8x40x32xf32>
+}
+
+// -----
+
+func.func @varlen_block_table(%q: tensor<1x8x40x32xf32>, %k: tensor<9x2x16x32xf32>, %l: tensor<1xi32>, %t: tensor<1x4xi32>, %c: tensor<2xi32>) -> tensor<1x8x40x32xf32> {
+  // expected-error @+1 {{does not take a block_table with cu_seqlens yet}}
+  %o = flash.attention %q, %k, %k key_lengths(%l : tensor<1xi32>) block_table(%t : tensor<1x4xi32>) cu_seqlens_q(%c : tensor<2xi32>) cu_seqlens_k(%c : tensor<2xi32>) : tensor<1x8x40x32xf32>, tensor<9x2x16x32xf32>, tensor<9x2x16x32xf32> -> tensor<1x8x40x32xf32>
+  return %o : tensor<1x8x40x32xf32>
+}
+
+// -----
+
+func.func @varlen_key_lengths(%q: tensor<8x40x32xf32>, %c: tensor<4xi32>, %l: tensor<4xi32>) -> tensor<8x40x32xf32> {
+  // expected-error @+1 {{expects key_lengths of shape [3] (one per sequence) and element type i32 or i64, got 'tensor<4xi32>'}}
+  %o = flash.attention %q, %q, %q key_lengths(%l : tensor<4xi32>) cu_seqlens_q(%c : tensor<4xi32>) cu_seqlens_k(%c : tensor<4xi32>) : tensor<8x40x32xf32>, tensor<8x40x32xf32>, tensor<8x40x32xf32> -> tensor<8x40x32xf32>
+  return %o : tensor<8x40x32xf32>
+}
+
+// -----
+
+func.func @varlen_backward_batch(%q: tensor<2x8x40x32xf16>, %lse: tensor<2x8x40xf32>, %c: tensor<3xi32>) -> tensor<2x8x40x32xf16> {
+  // expected-error @+1 {{expects a batch of size 1 with cu_seqlens (the sequences are packed along the tokens), got [2]}}
+  %dq, %dk, %dv = flash.attention_backward %q, %q, %q, %q, %q, %lse cu_seqlens_q(%c : tensor<3xi32>) cu_seqlens_k(%c : tensor<3xi32>) : tensor<2x8x40x32xf16>, tensor<2x8x40x32xf16>, tensor<2x8x40x32xf16>, tensor<2x8x40x32xf16>, tensor<2x8x40xf32>
+  return %dq : tensor<2x8x40x32xf16>
 }

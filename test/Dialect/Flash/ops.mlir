@@ -166,3 +166,14 @@ func.func @paged(%q: tensor<?x8x1x64xbf16>, %pages: tensor<?x2x16x64xbf16>, %l: 
   %o2 = flash.attention %q, %pages, %pages mask(%m : tensor<1x128xi1>) key_lengths(%l : tensor<?xi32>) block_table(%t : tensor<?x8xi32>) : tensor<?x8x1x64xbf16>, tensor<?x2x16x64xbf16>, tensor<?x2x16x64xbf16> -> tensor<?x8x1x64xbf16>
   return %o, %o2 : tensor<?x8x1x64xbf16>, tensor<?x8x1x64xbf16>
 }
+
+// CHECK-LABEL: func @varlen
+// CHECK: flash.attention %{{.*}}, %{{.*}}, %{{.*}} cu_seqlens_q(%{{.*}} : tensor<?xi32>) cu_seqlens_k(%{{.*}} : tensor<?xi32>) {causal} : tensor<8x?x64xbf16>, tensor<2x?x64xbf16>, tensor<2x?x64xbf16> -> tensor<8x?x64xbf16>, tensor<8x?xf32>
+// CHECK: flash.attention %{{.*}}, %{{.*}}, %{{.*}} sinks(%{{.*}} : tensor<8xf32>) key_lengths(%{{.*}} : tensor<3xi64>) cu_seqlens_q(%{{.*}} : tensor<4xi64>) cu_seqlens_k(%{{.*}} : tensor<4xi32>) : tensor<1x8x?x64xbf16>
+// CHECK: flash.attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} cu_seqlens_q(%{{.*}} : tensor<?xi32>) cu_seqlens_k(%{{.*}} : tensor<?xi32>) {causal} : tensor<8x?x64xbf16>
+func.func @varlen(%q: tensor<8x?x64xbf16>, %k: tensor<2x?x64xbf16>, %cq: tensor<?xi32>, %ck: tensor<?xi32>, %q4: tensor<1x8x?x64xbf16>, %k4: tensor<1x2x?x64xbf16>, %s: tensor<8xf32>, %used: tensor<3xi64>, %cq4: tensor<4xi64>, %ck4: tensor<4xi32>) -> (tensor<8x?x64xbf16>, tensor<1x8x?x64xbf16>) {
+  %o, %lse = flash.attention %q, %k, %k cu_seqlens_q(%cq : tensor<?xi32>) cu_seqlens_k(%ck : tensor<?xi32>) {causal} : tensor<8x?x64xbf16>, tensor<2x?x64xbf16>, tensor<2x?x64xbf16> -> tensor<8x?x64xbf16>, tensor<8x?xf32>
+  %o4 = flash.attention %q4, %k4, %k4 sinks(%s : tensor<8xf32>) key_lengths(%used : tensor<3xi64>) cu_seqlens_q(%cq4 : tensor<4xi64>) cu_seqlens_k(%ck4 : tensor<4xi32>) : tensor<1x8x?x64xbf16>, tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16> -> tensor<1x8x?x64xbf16>
+  %dq, %dk, %dv = flash.attention_backward %q, %k, %k, %o, %o, %lse cu_seqlens_q(%cq : tensor<?xi32>) cu_seqlens_k(%ck : tensor<?xi32>) {causal} : tensor<8x?x64xbf16>, tensor<2x?x64xbf16>, tensor<2x?x64xbf16>, tensor<8x?x64xbf16>, tensor<8x?xf32>
+  return %o, %o4 : tensor<8x?x64xbf16>, tensor<1x8x?x64xbf16>
+}

@@ -237,6 +237,54 @@ static LogicalResult verifyShapedLike(Operation *op, Type type,
   return success();
 }
 
+static bool isIndexInteger(Type t) {
+  return t.isSignlessInteger(32) || t.isSignlessInteger(64);
+}
+
+/// Packed variable-length sequences: cu_seqlens_q and cu_seqlens_k together,
+/// i32/i64 [S + 1] each, a batch of one, no bias, mask or block table.
+/// Returns S (dynamic if unknown) through `sequences`.
+template <typename OpTy>
+static LogicalResult verifyVarlen(OpTy op, const AttentionSizes &s,
+                                  int64_t &sequences) {
+  Value cuQ = op.getCuSeqlensQ(), cuK = op.getCuSeqlensK();
+  sequences = ShapedType::kDynamic;
+  if (!cuQ && !cuK)
+    return success();
+  if (!cuQ || !cuK)
+    return op->emitOpError("takes cu_seqlens_q and cu_seqlens_k together");
+  int64_t offsets = ShapedType::kDynamic;
+  for (auto [value, name] :
+       {std::pair(cuQ, "cu_seqlens_q"), std::pair(cuK, "cu_seqlens_k")}) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getRank() != 1 || !isIndexInteger(type.getElementType()) ||
+        type.getDimSize(0) == 0)
+      return op->emitOpError("expects ")
+             << name
+             << " of shape [S + 1] (cumulative offsets of S sequences) and "
+                "element type i32 or i64, got "
+             << type;
+    if (!compatible(offsets, type.getDimSize(0)))
+      return op->emitOpError("expects cu_seqlens_q and cu_seqlens_k of one "
+                             "size (S + 1 offsets), got ")
+             << cuQ.getType() << " and " << cuK.getType();
+    refine(offsets, type.getDimSize(0));
+  }
+  if (!ShapedType::isDynamic(offsets))
+    sequences = offsets - 1;
+  if (s.batch != 1)
+    return op->emitOpError("expects a batch of size 1 with cu_seqlens (the "
+                           "sequences are packed along the tokens), got ")
+           << shapeString({s.batch});
+  if (op.getBias() || op.getMask())
+    return op->emitOpError("takes no bias or mask with cu_seqlens (a "
+                           "score_mod sees each sequence's own positions)");
+  if constexpr (std::is_same_v<OpTy, AttentionOp>)
+    if (op.getBlockTable())
+      return op->emitOpError("does not take a block_table with cu_seqlens yet");
+  return success();
+}
+
 /// 1/sqrt(D) unless the op has a `scale` attribute; 1 for D = 0, whose
 /// scores are all 0 (1/sqrt(0) = inf would make them NaN).
 template <typename OpTy> static float effectiveScale(OpTy op) {
@@ -554,19 +602,21 @@ LogicalResult AttentionOp::verify() {
   FailureOr<AttentionSizes> s = verifyAttention(*this, getOutput().getType());
   if (failed(s))
     return failure();
+  int64_t sequences;
+  if (failed(verifyVarlen(*this, *s, sequences)))
+    return failure();
   if (Value lengths = getKeyLengths()) {
-    if (s->rank != 4)
+    if (s->rank != 4 && !isVarlen())
       return emitOpError("takes key_lengths only in the rank-4 form (one "
-                         "length per batch entry)");
+                         "length per batch entry) or with cu_seqlens");
     auto type = cast<RankedTensorType>(lengths.getType());
-    if (type.getRank() != 1 ||
-        !(type.getElementType().isSignlessInteger(32) ||
-          type.getElementType().isSignlessInteger(64)) ||
-        !compatible(type.getDimSize(0), s->batch))
+    int64_t want = isVarlen() ? sequences : s->batch;
+    if (type.getRank() != 1 || !isIndexInteger(type.getElementType()) ||
+        !compatible(type.getDimSize(0), want))
       return emitOpError("expects key_lengths of shape ")
-             << shapeString({s->batch})
-             << " (one per batch entry) and element type i32 or i64, got "
-             << type;
+             << shapeString({want})
+             << (isVarlen() ? " (one per sequence)" : " (one per batch entry)")
+             << " and element type i32 or i64, got " << type;
   }
   if (getLse())
     return verifyShapedLike(*this, getLse().getType(), lseShape(*s),
@@ -591,6 +641,9 @@ LogicalResult AttentionBackwardOp::verify() {
                              "derivative rule for it");
   FailureOr<AttentionSizes> s = verifyAttention(*this, getOutput().getType());
   if (failed(s))
+    return failure();
+  int64_t sequences;
+  if (failed(verifyVarlen(*this, *s, sequences)))
     return failure();
   if (static_cast<bool>(getSinks()) != static_cast<bool>(getGradSinks()))
     return emitOpError("returns grad_sinks exactly when it takes sinks");
@@ -679,12 +732,13 @@ FailureOr<AttentionOp> mlir::flash::normalizeToRank4(RewriterBase &rewriter,
   Value v = expand(op.getValue());
   // Bias and mask broadcast right-aligned and sinks are [Hq], so they stay
   // as they are.
-  // key_lengths needs the rank-4 form (the verifier says so): none here.
+  // Below rank 4, key_lengths comes only with cu_seqlens (one per sequence,
+  // unchanged) and there is no block_table (the verifier says so).
   auto newOp = AttentionOp::create(
       rewriter, loc, resultTypes, q, k, v, op.getBias(), op.getMask(),
-      op.getSinks(), /*key_lengths=*/Value(), /*block_table=*/Value(),
-      op.getRuntimeScale(), op.getScaleAttr(), op.getCausalAttr(),
-      op.getWindowAttr());
+      op.getSinks(), op.getKeyLengths(), /*block_table=*/Value(),
+      op.getCuSeqlensQ(), op.getCuSeqlensK(), op.getRuntimeScale(),
+      op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr());
   newOp.takeScoreModFrom(rewriter, op);
   replaceWithCollapsed(rewriter, op, newOp, count);
   return newOp;
@@ -713,8 +767,8 @@ mlir::flash::normalizeToRank4(RewriterBase &rewriter, AttentionBackwardOp op) {
     resultTypes.push_back(gradSinks.getType());
   auto newOp = AttentionBackwardOp::create(
       rewriter, loc, resultTypes, q, k, v, o, gradO, lse, op.getBias(),
-      op.getMask(), op.getSinks(), op.getScaleAttr(), op.getCausalAttr(),
-      op.getWindowAttr());
+      op.getMask(), op.getSinks(), op.getCuSeqlensQ(), op.getCuSeqlensK(),
+      op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr());
   newOp.takeScoreModFrom(rewriter, op);
   replaceWithCollapsed(rewriter, op, newOp, count);
   return newOp;

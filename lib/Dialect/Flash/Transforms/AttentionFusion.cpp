@@ -506,8 +506,9 @@ static FailureOr<FusedAttention> buildFused(RewriterBase &rewriter,
                                                 rewriter.getF32Type()));
   auto fused = AttentionOp::create(
       rewriter, loc, resultTypes, *q, *k, *v, bias, mask, /*sinks=*/Value(),
-      /*key_lengths=*/Value(), /*block_table=*/Value(), runtimeScale, scaleAttr,
-      causal, window);
+      /*key_lengths=*/Value(), /*block_table=*/Value(),
+      /*cu_seqlens_q=*/Value(), /*cu_seqlens_k=*/Value(), runtimeScale,
+      scaleAttr, causal, window);
   // A rejected op goes with the scale product built for it (constant, then
   // mul/div).
   auto discard = [&] {

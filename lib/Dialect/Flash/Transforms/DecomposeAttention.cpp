@@ -16,6 +16,7 @@
 
 #include "LinalgBuilders.h"
 #include "SizeChecks.h"
+#include "TileBuilders.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -41,6 +42,17 @@ using namespace mlir::flash::detail;
 
 namespace {
 
+/// Packed variable-length sequences (cu_seqlens), as index tensors the
+/// bodies read: for each sequence s < S and one more entry S (the rows past
+/// the last sequence, with no keys) where its queries and keys start and
+/// how many there are, and the sequence of each query and key row (S for a
+/// row in none).
+struct VarlenTables {
+  Value sequences;
+  Value queryStart, queryCount, keyStart, keyCount;
+  Value queryOwner, keyOwner;
+};
+
 /// Sizes and options of one rank-4 attention problem in the grouped space.
 struct GroupedProblem {
   Location loc;
@@ -62,6 +74,15 @@ struct GroupedProblem {
   Value sinks = {};
   /// The keys of each sequence [B] (null without: all N).
   Value keyLengths = {};
+  /// With cu_seqlens (B = 1 then).
+  std::optional<VarlenTables> varlen = {};
+};
+
+/// Where a query row of sequence `sq` and a key row of sequence `sk` (S for
+/// none) meet, inside a body: whether they are of one sequence, which, their
+/// positions within it and its query and key counts.
+struct SequencePair {
+  Value same, sequence, i, j, queries, keys;
 };
 
 class NaiveBuilder {
@@ -275,6 +296,45 @@ public:
             linalg::IndexOp::create(nb, loc, 4)};
   }
 
+  SequencePair sequencePair(OpBuilder &nb, Location loc, Value sq, Value sk,
+                            Value t, Value u) {
+    const VarlenTables &v = *p.varlen;
+    auto at = [&](Value table) -> Value {
+      return tensor::ExtractOp::create(nb, loc, table, sq);
+    };
+    Value same = arith::AndIOp::create(
+        nb, loc,
+        arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::eq, sq, sk),
+        arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult, sq,
+                              v.sequences));
+    return {same,
+            sq,
+            arith::SubIOp::create(nb, loc, t, at(v.queryStart)),
+            arith::SubIOp::create(nb, loc, u, at(v.keyStart)),
+            at(v.queryCount),
+            at(v.keyCount)};
+  }
+
+  /// `value` (tokens along dimension 2) with the rows that are in no
+  /// sequence (`owner` [T] is S there) set to `fill`, so that the results
+  /// never read them.
+  Value keepSequenceRows(Value value, Value owner, TypedAttr fill) {
+    auto type = cast<RankedTensorType>(value.getType());
+    unsigned rank = type.getRank();
+    Value init = tensor::EmptyOp::create(b, p.loc,
+                                         tensor::getMixedSizes(b, p.loc, value),
+                                         type.getElementType());
+    return generic(
+        {value, owner}, init, {identity(rank), map(rank, {2}), identity(rank)},
+        SmallVector<IteratorType>(rank, kPar),
+        [&](OpBuilder &nb, Location loc, ValueRange a) -> Value {
+          Value inside = arith::CmpIOp::create(
+              nb, loc, arith::CmpIPredicate::ult, a[1], p.varlen->sequences);
+          Value other = arith::ConstantOp::create(nb, loc, fill);
+          return arith::SelectOp::create(nb, loc, inside, a[0], other);
+        });
+  }
+
   /// Q Kᵀ over the grouped score space, unscaled.
   Value rawScores(Value q5, Value k) {
     SmallVector<IteratorType> iters(5, kPar);
@@ -310,40 +370,39 @@ public:
       ins.push_back(v);
       maps.push_back(m);
     }
-    int lengthArg = -1;
+    int lengthArg = -1, ownerArg = -1;
     if (p.keyLengths) {
       lengthArg = ins.size();
       ins.push_back(p.keyLengths);
       maps.push_back(map(5, {0}));
     }
+    if (p.varlen) {
+      ownerArg = ins.size();
+      ins.append({p.varlen->queryOwner, p.varlen->keyOwner});
+      maps.append({map(5, {3}), map(5, {4})});
+    }
     maps.push_back(identity(5));
     Value keys = getValueOrCreateConstantIndexOp(b, p.loc, p.keySeq);
     Value queries = getValueOrCreateConstantIndexOp(b, p.loc, p.querySeq);
     // The diagonal N - M and the window's first key offset, at `nb` for
-    // sequences of `n` keys.
-    auto alignment = [&](OpBuilder &nb, Location loc,
+    // sequences of `m` queries and `n` keys.
+    auto alignment = [&](OpBuilder &nb, Location loc, Value m,
                          Value n) -> std::pair<Value, Value> {
-      Value diagonal = arith::SubIOp::create(nb, loc, n, queries);
+      Value diagonal = arith::SubIOp::create(nb, loc, n, m);
       Value windowStart;
       if (p.window)
         windowStart = arith::SubIOp::create(
-            nb, loc, diagonal,
-            buildClampedWindow(nb, loc, *p.window, queries, n));
+            nb, loc, diagonal, buildClampedWindow(nb, loc, *p.window, m, n));
       return {diagonal, windowStart};
     };
     Value diagonal, windowStart;
-    if ((p.causal || p.window) && !p.keyLengths)
-      std::tie(diagonal, windowStart) = alignment(b, p.loc, keys);
+    if ((p.causal || p.window) && !p.keyLengths && !p.varlen)
+      std::tie(diagonal, windowStart) = alignment(b, p.loc, queries, keys);
     Value init = tensor::EmptyOp::create(b, p.loc, scoreSizes(), p.f32);
     return generic(
         ins, init, maps, SmallVector<IteratorType>(5, kPar),
         [&](OpBuilder &nb, Location loc, ValueRange a) -> Value {
           Value v = arith::MulFOp::create(nb, loc, a[0], scaleValue(nb, loc));
-          if (p.scoreMod)
-            v = buildScoreMod(nb, *p.scoreMod, v, scoreIndices(nb, loc));
-          if (biasArg >= 0)
-            v = arith::AddFOp::create(nb, loc, v,
-                                      extendToF32(nb, loc, a[biasArg]));
           Value masked;
           auto orMask = [&](Value hidden) {
             masked =
@@ -351,18 +410,46 @@ public:
                     ? arith::OrIOp::create(nb, loc, masked, hidden).getResult()
                     : hidden;
           };
+          SmallVector<Value> indices = scoreIndices(nb, loc);
+          Value qi = indices[2], kj = indices[3];
+          if (ownerArg >= 0) {
+            // Only the query's own sequence; positions within it, causal and
+            // window aligned to its last key. The score_mod sees (sequence,
+            // h, i, j) and runs only on pairs of one sequence.
+            SequencePair pair =
+                sequencePair(nb, loc, a[ownerArg], a[ownerArg + 1], qi, kj);
+            Value one =
+                arith::ConstantOp::create(nb, loc, nb.getBoolAttr(true));
+            orMask(arith::XOrIOp::create(nb, loc, pair.same, one));
+            indices = {pair.sequence, indices[1], pair.i, pair.j};
+            qi = pair.i;
+            kj = pair.j;
+            if (p.causal || p.window)
+              std::tie(diagonal, windowStart) =
+                  alignment(nb, loc, pair.queries, pair.keys);
+            if (p.scoreMod)
+              v = buildIfElse(
+                  nb, loc, pair.same,
+                  [&](OpBuilder &tb, Location tl) {
+                    return buildScoreMod(tb, *p.scoreMod, v, indices);
+                  },
+                  v);
+          } else if (p.scoreMod) {
+            v = buildScoreMod(nb, *p.scoreMod, v, indices);
+          }
+          if (biasArg >= 0)
+            v = arith::AddFOp::create(nb, loc, v,
+                                      extendToF32(nb, loc, a[biasArg]));
           if (lengthArg >= 0) {
             // Sequence b's keys [0, N_b); causal and window aligned to N_b.
-            Value length = clampedKeyLength(nb, loc, a[lengthArg], keys);
-            orMask(arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::sge,
-                                         linalg::IndexOp::create(nb, loc, 4),
+            Value length = clampedIndexValue(nb, loc, a[lengthArg], keys);
+            orMask(arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::sge, kj,
                                          length));
             if (p.causal || p.window)
-              std::tie(diagonal, windowStart) = alignment(nb, loc, length);
+              std::tie(diagonal, windowStart) =
+                  alignment(nb, loc, queries, length);
           }
           if (p.causal || p.window) {
-            Value qi = linalg::IndexOp::create(nb, loc, 3);
-            Value kj = linalg::IndexOp::create(nb, loc, 4);
             if (p.causal) {
               Value last = arith::AddIOp::create(nb, loc, qi, diagonal);
               orMask(arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::sgt,
@@ -464,7 +551,9 @@ template <typename OpTy> GroupedProblem makeProblem(OpBuilder &b, OpTy op) {
                    op.getMask()};
   if constexpr (std::is_same_v<OpTy, AttentionOp>) {
     p.runtimeScale = op.getRuntimeScale();
-    p.keyLengths = op.getKeyLengths();
+    // With cu_seqlens the lengths are per sequence (VarlenTables).
+    if (!op.isVarlen())
+      p.keyLengths = op.getKeyLengths();
   }
   if (op.hasScoreMod())
     p.scoreMod = &op.getScoreMod();
@@ -489,6 +578,112 @@ template <typename OpTy> GroupedProblem makeProblem(OpBuilder &b, OpTy op) {
   return p;
 }
 } // namespace
+
+/// The tables of packed sequences cut by the offsets `cuQ` and `cuK`
+/// ([S + 1], each clamped to the tokens), the keys of sequence s limited to
+/// `used[s]` when given.
+static VarlenTables buildVarlenTables(OpBuilder &b, const GroupedProblem &p,
+                                      Value cuQ, Value cuK, Value used) {
+  Location loc = p.loc;
+  MLIRContext *ctx = b.getContext();
+  Type indexType = b.getIndexType();
+  auto cst = [&](OpBuilder &nb, Location nl, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(nb, nl, v);
+  };
+  Value offsets = tensor::DimOp::create(b, loc, cuQ, 0);
+  VarlenTables t;
+  t.sequences = arith::SubIOp::create(b, loc, offsets, cst(b, loc, 1));
+  Value queries = getValueOrCreateConstantIndexOp(b, loc, p.querySeq);
+  Value keys = getValueOrCreateConstantIndexOp(b, loc, p.keySeq);
+
+  // A table [S + 1] of each sequence's first row or row count
+  // (buildPackedSpan) in `cu`'s tokens.
+  auto table = [&](Value cu, Value tokens, bool restRows, bool first,
+                   Value used = {}) {
+    Value init = tensor::EmptyOp::create(
+        b, loc, ArrayRef<OpFoldResult>{offsets}, indexType);
+    return buildGeneric(
+        b, loc, ValueRange{}, init, {AffineMap::getMultiDimIdentityMap(1, ctx)},
+        {kPar}, [&](OpBuilder &nb, Location nl, ValueRange) -> Value {
+          Value s = linalg::IndexOp::create(nb, nl, 0);
+          PackedSpan span =
+              buildPackedSpan(nb, nl, cu, tokens, s, t.sequences, restRows);
+          if (first)
+            return span.first;
+          if (!used)
+            return span.count;
+          // used[s] exists for s < S only.
+          Value real = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult,
+                                             s, t.sequences);
+          return buildIfElse(
+              nb, nl, real,
+              [&](OpBuilder &tb, Location tl) -> Value {
+                return clampedIndexValue(
+                    tb, tl, tensor::ExtractOp::create(tb, tl, used, s),
+                    span.count);
+              },
+              span.count);
+        });
+  };
+  t.queryStart = table(cuQ, queries, /*restRows=*/true, /*first=*/true);
+  t.queryCount = table(cuQ, queries, /*restRows=*/true, /*first=*/false);
+  t.keyStart = table(cuK, keys, /*restRows=*/false, /*first=*/true);
+  t.keyCount = table(cuK, keys, /*restRows=*/false, /*first=*/false, used);
+
+  // The sequence of each row t of `tokens`: c = #{1 <= s <= S : offsets[s]
+  // <= t}, kept if the row lies in [start[c], start[c] + count[c]).
+  auto owners = [&](Value cu, OpFoldResult tokens, Value starts,
+                    Value counts) -> Value {
+    Value bound = getValueOrCreateConstantIndexOp(b, loc, tokens);
+    Value zeros = linalg::FillOp::create(
+                      b, loc, ValueRange{cst(b, loc, 0)},
+                      ValueRange{tensor::EmptyOp::create(
+                          b, loc, ArrayRef<OpFoldResult>{tokens}, indexType)})
+                      .getResult(0);
+    Value before = buildGeneric(
+        b, loc, {cu}, zeros, {dimsMap(ctx, 2, {1}), dimsMap(ctx, 2, {0})},
+        {kPar, kRed}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value end = clampedIndexValue(nb, nl, a[0], bound);
+          Value row = linalg::IndexOp::create(nb, nl, 0);
+          Value past = arith::AndIOp::create(
+              nb, nl,
+              arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sle, end,
+                                    row),
+              arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ne,
+                                    linalg::IndexOp::create(nb, nl, 1),
+                                    cst(nb, nl, 0)));
+          return arith::AddIOp::create(nb, nl, a[1],
+                                       arith::SelectOp::create(nb, nl, past,
+                                                               cst(nb, nl, 1),
+                                                               cst(nb, nl, 0)));
+        });
+    Value init = tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{tokens},
+                                         indexType);
+    AffineMap id = AffineMap::getMultiDimIdentityMap(1, ctx);
+    return buildGeneric(
+        b, loc, {before}, init, {id, id}, {kPar},
+        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value c = a[0], row = linalg::IndexOp::create(nb, nl, 0);
+          Value first = tensor::ExtractOp::create(nb, nl, starts, c);
+          Value end = arith::AddIOp::create(
+              nb, nl, first, tensor::ExtractOp::create(nb, nl, counts, c));
+          Value inside = arith::AndIOp::create(
+              nb, nl,
+              arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, row,
+                                    first),
+              arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, row,
+                                    end));
+          inside = arith::AndIOp::create(
+              nb, nl, inside,
+              arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, c,
+                                    t.sequences));
+          return arith::SelectOp::create(nb, nl, inside, c, t.sequences);
+        });
+  };
+  t.queryOwner = owners(cuQ, p.querySeq, t.queryStart, t.queryCount);
+  t.keyOwner = owners(cuK, p.keySeq, t.keyStart, t.keyCount);
+  return t;
+}
 
 /// A paged K or V, pages [num_pages, Hkv, page_size, W], as the dense
 /// [B, Hkv, P page_size, W] of `table` [B, P]: key j of sequence b is row
@@ -524,7 +719,7 @@ static Value gatherPages(OpBuilder &b, Location loc, Value pages, Value table,
         Value col = linalg::IndexOp::create(nb, nl, 3);
         Value inside =
             arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, key,
-                                  clampedKeyLength(nb, nl, a[0], keys));
+                                  clampedIndexValue(nb, nl, a[0], keys));
         auto load = scf::IfOp::create(nb, nl, type.getElementType(), inside,
                                       /*withElseRegion=*/true);
         {
@@ -567,6 +762,9 @@ LogicalResult mlir::flash::decomposeAttention(RewriterBase &rewriter,
     p.batch = tensor::getMixedSize(rewriter, p.loc, op.getQuery(), 0);
     p.keySeq = tensor::getMixedSize(rewriter, p.loc, key, 2);
   }
+  if (op.isVarlen())
+    p.varlen = buildVarlenTables(rewriter, p, op.getCuSeqlensQ(),
+                                 op.getCuSeqlensK(), op.getKeyLengths());
   NaiveBuilder nb(rewriter, p);
   Type elementType = op.getQuery().getType().getElementType();
 
@@ -627,6 +825,9 @@ LogicalResult mlir::flash::decomposeAttention(RewriterBase &rewriter,
   pvIters.push_back(kRed);
   SmallVector<OpFoldResult> outSizes = nb.rowSizes();
   outSizes.push_back(rewriter.getIndexAttr(p.valueDim));
+  if (p.varlen)
+    value = nb.keepSequenceRows(value, p.varlen->keyOwner,
+                                rewriter.getZeroAttr(elementType));
   if (p.keyLengths) {
     // Values past a sequence's keys do not reach O (P is 0 there, but
     // 0 x NaN would).
@@ -639,7 +840,7 @@ LogicalResult mlir::flash::decomposeAttention(RewriterBase &rewriter,
         {nb.identity(4), nb.map(4, {0}), nb.identity(4)},
         SmallVector<IteratorType>(4, kPar),
         [&](OpBuilder &b, Location loc, ValueRange a) -> Value {
-          Value length = clampedKeyLength(b, loc, a[1], keys);
+          Value length = clampedIndexValue(b, loc, a[1], keys);
           Value inside =
               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                     linalg::IndexOp::create(b, loc, 2), length);
@@ -686,14 +887,32 @@ LogicalResult mlir::flash::decomposeAttentionBackward(RewriterBase &rewriter,
   op = *normalized;
   rewriter.setInsertionPoint(op);
   GroupedProblem p = makeProblem(rewriter, op);
+  if (op.isVarlen())
+    p.varlen = buildVarlenTables(rewriter, p, op.getCuSeqlensQ(),
+                                 op.getCuSeqlensK(), /*used=*/Value());
   NaiveBuilder nb(rewriter, p);
   Type elementType = op.getQuery().getType().getElementType();
 
-  Value q5 = nb.expandHeads(op.getQuery(), 1);
-  Value o5 = nb.expandHeads(op.getOutput(), 1);
-  Value do5 = nb.expandHeads(op.getGradOutput(), 1);
-  Value lse5 = nb.expandHeads(op.getLse(), 1);
-  Value k = op.getKey(), v = op.getValue();
+  Value q = op.getQuery(), o = op.getOutput(), gradO = op.getGradOutput();
+  Value lse = op.getLse(), k = op.getKey(), v = op.getValue();
+  if (p.varlen) {
+    // Rows in no sequence are not read: as zeros (an LSE of -inf), each
+    // such query's and key's products are 0.
+    TypedAttr zero = rewriter.getZeroAttr(elementType);
+    Value queryOwner = p.varlen->queryOwner, keyOwner = p.varlen->keyOwner;
+    q = nb.keepSequenceRows(q, queryOwner, zero);
+    o = nb.keepSequenceRows(o, queryOwner, zero);
+    gradO = nb.keepSequenceRows(gradO, queryOwner, zero);
+    lse = nb.keepSequenceRows(
+        lse, queryOwner,
+        rewriter.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+    k = nb.keepSequenceRows(k, keyOwner, zero);
+    v = nb.keepSequenceRows(v, keyOwner, zero);
+  }
+  Value q5 = nb.expandHeads(q, 1);
+  Value o5 = nb.expandHeads(o, 1);
+  Value do5 = nb.expandHeads(gradO, 1);
+  Value lse5 = nb.expandHeads(lse, 1);
 
   // P recomputed from the saved log-sum-exp; fully masked rows give P = 0.
   Value raw = nb.rawScores(q5, k);
@@ -730,6 +949,10 @@ LogicalResult mlir::flash::decomposeAttentionBackward(RewriterBase &rewriter,
   if (op.hasScoreMod()) {
     dsIns.push_back(raw);
     dsMaps.push_back(nb.identity(5));
+    if (p.varlen) {
+      dsIns.append({p.varlen->queryOwner, p.varlen->keyOwner});
+      dsMaps.append({nb.map(5, {3}), nb.map(5, {4})});
+    }
   }
   dsMaps.push_back(nb.identity(5));
   Value gradS = nb.generic(
@@ -740,9 +963,21 @@ LogicalResult mlir::flash::decomposeAttentionBackward(RewriterBase &rewriter,
         if (!op.hasScoreMod())
           return ds;
         Value scaled = arith::MulFOp::create(b, loc, a[3], nb.scaleValue(b, loc));
-        Value slope = op.buildScoreModDerivative(b, scaled,
-                                                 nb.scoreIndices(b, loc));
-        return arith::MulFOp::create(b, loc, ds, slope);
+        SmallVector<Value> indices = nb.scoreIndices(b, loc);
+        if (!p.varlen)
+          return arith::MulFOp::create(
+              b, loc, ds, op.buildScoreModDerivative(b, scaled, indices));
+        // Within one sequence only, at its positions (dS is 0 elsewhere).
+        SequencePair pair =
+            nb.sequencePair(b, loc, a[4], a[5], indices[2], indices[3]);
+        return buildIfElse(
+            b, loc, pair.same,
+            [&](OpBuilder &tb, Location tl) -> Value {
+              Value slope = op.buildScoreModDerivative(
+                  tb, scaled, {pair.sequence, indices[1], pair.i, pair.j});
+              return arith::MulFOp::create(tb, tl, ds, slope);
+            },
+            ds);
       });
   // dQ[b,hk,g,m,d] = scale sum_n dS K
   SmallVector<OpFoldResult> dqSizes = nb.rowSizes();

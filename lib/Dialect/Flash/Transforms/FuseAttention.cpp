@@ -148,7 +148,8 @@ struct FoldCollapsedBatch : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &rewriter) const override {
-    if (op.getQuery().getType().getRank() != 3)
+    // A rank-3 op with cu_seqlens packs one batch's sequences: no B*H.
+    if (op.getQuery().getType().getRank() != 3 || op.isVarlen())
       return failure();
     SmallVector<Value> sources;
     for (Value v : {op.getQuery(), op.getKey(), op.getValue()}) {
@@ -184,7 +185,8 @@ struct FoldCollapsedBatch : OpRewritePattern<AttentionOp> {
     auto fused = AttentionOp::create(
         rewriter, op.getLoc(), types, sources[0], sources[1], sources[2],
         op.getBias(), op.getMask(), op.getSinks(), /*key_lengths=*/Value(),
-        /*block_table=*/Value(), op.getRuntimeScale(), op.getScaleAttr(),
+        /*block_table=*/Value(), /*cu_seqlens_q=*/Value(),
+        /*cu_seqlens_k=*/Value(), op.getRuntimeScale(), op.getScaleAttr(),
         op.getCausalAttr(), op.getWindowAttr());
     fused.takeScoreModFrom(rewriter, op);
     if (fused.hasScoreMod())

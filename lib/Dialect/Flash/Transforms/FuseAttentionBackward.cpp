@@ -158,7 +158,8 @@ LogicalResult buildBackward(RewriterBase &rewriter, const AttentionMatch &m,
       rewriter, loc,
       TypeRange{ops.query.getType(), ops.key.getType(), ops.value.getType()},
       ops.query, ops.key, ops.value, ops.output, *gradOut, ops.lse, ops.bias,
-      ops.mask, /*sinks=*/Value(), fused.getScaleAttr(), fused.getCausalAttr(),
+      ops.mask, /*sinks=*/Value(), /*cu_seqlens_q=*/Value(),
+      /*cu_seqlens_k=*/Value(), fused.getScaleAttr(), fused.getCausalAttr(),
       fused.getWindowAttr());
   // The graph's dS is c · vf · dx (dx the softmax input's gradient), its K
   // operand kf · K: dS K = c · vf · kf / scale · dQ.

@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
@@ -61,15 +62,31 @@ inline Value negInfF32(OpBuilder &b, Location loc) {
       b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
 }
 
-/// A sequence's key count from its key_lengths element (i32 or i64), as an
-/// index clamped to [0, keys].
-inline Value clampedKeyLength(OpBuilder &b, Location loc, Value length,
-                              Value keys) {
+/// An i32 or i64 element (a key count of key_lengths, an offset of
+/// cu_seqlens) as an index clamped to [0, bound].
+inline Value clampedIndexValue(OpBuilder &b, Location loc, Value value,
+                               Value bound) {
   Value n =
-      arith::IndexCastOp::create(b, loc, b.getIndexType(), length).getResult();
+      arith::IndexCastOp::create(b, loc, b.getIndexType(), value).getResult();
   n = arith::MaxSIOp::create(b, loc, n,
                              arith::ConstantIndexOp::create(b, loc, 0));
-  return arith::MinSIOp::create(b, loc, n, keys);
+  return arith::MinSIOp::create(b, loc, n, bound);
+}
+
+/// `then` built in the then-block of an scf.if on `cond` that yields
+/// `otherwise` else: for values that may only be computed where `cond`
+/// holds (a score_mod that reads tensors at the pair's indices).
+inline Value buildIfElse(OpBuilder &b, Location loc, Value cond,
+                         function_ref<Value(OpBuilder &, Location)> then,
+                         Value otherwise) {
+  auto op = scf::IfOp::create(b, loc, TypeRange{otherwise.getType()}, cond,
+                              /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(op.thenBlock());
+  scf::YieldOp::create(b, loc, then(b, loc));
+  b.setInsertionPointToStart(op.elseBlock());
+  scf::YieldOp::create(b, loc, otherwise);
+  return op.getResult(0);
 }
 
 /// The sliding window `window` clamped to M + N, as the reference clamps it:

@@ -24,6 +24,17 @@ Value mlir::flash::detail::buildSinkGradient(OpBuilder &b, Location loc,
   Value init = buildFilled(b, loc, tensor::getMixedSizes(b, loc, sinks),
                            b.getF32Type(), 0.0);
   auto dims = [&](ArrayRef<unsigned> d) { return dimsMap(ctx, 3, d); };
+  // Packed sequences: the rows past the last one are in no sequence (and
+  // their LSE and D are not read).
+  Value rowsEnd;
+  if (Value offsets = op.getCuSeqlensQ()) {
+    Value last =
+        arith::SubIOp::create(b, loc, tensor::DimOp::create(b, loc, offsets, 0),
+                              arith::ConstantIndexOp::create(b, loc, 1));
+    rowsEnd = clampedIndexValue(
+        b, loc, tensor::ExtractOp::create(b, loc, offsets, last),
+        tensor::DimOp::create(b, loc, op.getLse(), 2));
+  }
   Value sum = buildGeneric(
       b, loc, {sinks, op.getLse(), rowDot}, init,
       {dims({1}), dims({0, 1, 2}), dims({0, 1, 2}), dims({1})},
@@ -37,6 +48,13 @@ Value mlir::flash::detail::buildSinkGradient(OpBuilder &b, Location loc,
             arith::SubFOp::create(nb, nl, extendToF32(nb, nl, a[0]), a[1]));
         Value term = arith::SelectOp::create(
             nb, nl, none, zero, arith::MulFOp::create(nb, nl, prob, a[2]));
+        if (rowsEnd)
+          term = arith::SelectOp::create(
+              nb, nl,
+              arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt,
+                                    linalg::IndexOp::create(nb, nl, 2),
+                                    rowsEnd),
+              term, zero);
         return arith::SubFOp::create(nb, nl, a[3], term);
       });
   Type elementType = type.getElementType();

@@ -116,6 +116,19 @@ private:
                    });
   }
 
+  /// The most rows of a packed sequence (the rows past the last one
+  /// included): the query blocks every sequence gets.
+  Value mostPackedRows();
+
+  /// A row of this iteration's sequence as a row of the operands: with
+  /// cu_seqlens offset by where the sequence starts.
+  Value queryRow(Value local) {
+    return queryOffset ? add(queryOffset, local) : local;
+  }
+  Value keyRow(Value local) {
+    return keyOffset ? add(keyOffset, local) : local;
+  }
+
   /// The causal diagonal N - M and the window's first key offset for the
   /// keys `keySeq`.
   void alignToKeys() {
@@ -160,12 +173,17 @@ private:
   Value windowStart;
   // Per query block, set inside the forall: the rows it computes
   // [rowStart, rowStart + rows) and, of those, the first `ownRows` that are
-  // its part of the result.
-  Value batchIdx, headIdx, kvHeadIdx, rowStart, rows, ownRows, keySeq, diagonal;
+  // its part of the result; its sequence's query and key counts.
+  Value batchIdx, headIdx, kvHeadIdx, rowStart, rows, ownRows, querySeq, keySeq,
+      diagonal;
   Value queryTile;
-  // The op's sizes: batch, query heads, M, Hq / Hkv, ceil(M / Br), and the
-  // most keys a sequence has.
-  Value batch, heads, querySeq, group, queryBlocks, maxKeys;
+  // With cu_seqlens: the sequence (S for the rows past the last one) and
+  // where its queries and keys start in the packed tokens.
+  Value sequenceIdx, queryOffset, keyOffset;
+  // The op's sizes: batch, query heads, M, Hq / Hkv, query blocks (ceil(M /
+  // Br), with cu_seqlens those of the longest sequence), the most keys a
+  // sequence has, and with cu_seqlens the number of sequences S.
+  Value batch, heads, totalQueries, group, queryBlocks, maxKeys, sequences;
 };
 } // namespace
 
@@ -209,7 +227,7 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
   // Where the block's rows are: the sequence's own K and V, or with a block
   // table rows of the page that holds them (Bc divides the page size, so a
   // block never straddles two pages).
-  OpFoldResult source = batchIdx, row = keyStart;
+  OpFoldResult source = batchIdx, row = keyRow(keyStart);
   if (Value table = op.getBlockTable()) {
     Value pageSize = dim(k, 2);
     Value slot = b.createOrFold<arith::DivUIOp>(loc, keyStart, pageSize);
@@ -302,8 +320,9 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
             s = arith::MulFOp::create(nb, nl, s, natural);
             s = op.buildScoreMod(
                 nb, s,
-                scoreModIndices.indices(nb, nl, batchIdx, headIdx,
-                                        queryIndex(), keyIndex()));
+                scoreModIndices.indices(nb, nl,
+                                        sequenceIdx ? sequenceIdx : batchIdx,
+                                        headIdx, queryIndex(), keyIndex()));
             Value log2e = arith::ConstantOp::create(
                 nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e)));
             s = arith::MulFOp::create(nb, nl, s, log2e);
@@ -436,17 +455,22 @@ SmallVector<Value> AttentionTiler::build() {
             b, loc, b.getF32FloatAttr(static_cast<float>(kLog2e))));
   batch = dim(q, 0);
   heads = dim(q, 1);
-  querySeq = dim(q, 2);
+  totalQueries = querySeq = dim(q, 2);
   // The most keys a sequence has: N, or P pages of page_size keys.
   maxKeys = dim(k, 2);
   if (Value table = op.getBlockTable())
     maxKeys = mul(dim(table, 1), maxKeys);
   keySeq = maxKeys;
   group = b.createOrFold<arith::DivUIOp>(loc, heads, dim(k, 1));
-  queryBlocks = ceilDiv(querySeq, br);
+  if (op.isVarlen()) {
+    sequences = sub(dim(op.getCuSeqlensQ(), 0), idx(1));
+    queryBlocks = ceilDiv(mostPackedRows(), br);
+  } else {
+    queryBlocks = ceilDiv(totalQueries, br);
+  }
 
   // Results: O [B, Hq, M, Dv] and LSE [B, Hq, M] share their leading sizes.
-  SmallVector<Value, 3> leading = {batch, heads, querySeq};
+  SmallVector<Value, 3> leading = {batch, heads, totalQueries};
   SmallVector<Value> outs;
   for (Value result : op->getResults()) {
     auto type = cast<RankedTensorType>(result.getType());
@@ -456,17 +480,19 @@ SmallVector<Value> AttentionTiler::build() {
         dynamicSizes.push_back(size);
     outs.push_back(tensor::EmptyOp::create(b, loc, type, dynamicSizes));
   }
-  scoreModIndices.init(b, loc, op.getScoreMod(), querySeq, keySeq);
-  // With key_lengths each sequence aligns to its own keys (buildKeyNest).
-  if (!op.getKeyLengths())
+  // With key_lengths or cu_seqlens each sequence aligns to its own keys
+  // and clamps its own indices (buildKeyNest).
+  if (!op.getKeyLengths() && !op.isVarlen()) {
+    scoreModIndices.init(b, loc, op.getScoreMod(), querySeq, keySeq);
     alignToKeys();
+  }
 
   if (!splits.enabled())
     return buildKeyNest(outs);
   Value partialOut = splits.partialOut, partialLse = splits.partialLse;
   if (!partialOut) {
     // [S, B, Hq, M, Dv] and [S, B, Hq, M] in f32, allocated here.
-    SmallVector<Value> sizes = {idx(splits.count), batch, heads, querySeq};
+    SmallVector<Value> sizes = {idx(splits.count), batch, heads, totalQueries};
     auto workspace = [&](StringRef tag, ArrayRef<Value> dims,
                          ArrayRef<int64_t> inner) {
       SmallVector<int64_t> shape(dims.size(), ShapedType::kDynamic);
@@ -484,12 +510,27 @@ SmallVector<Value> AttentionTiler::build() {
   return buildSplitCombine(partials[0], partials[1], outs);
 }
 
+Value AttentionTiler::mostPackedRows() {
+  auto loop = scf::ForOp::create(b, loc, idx(0), add(sequences, idx(1)), idx(1),
+                                 ValueRange{idx(0)});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  PackedSpan span =
+      buildPackedSpan(b, loc, op.getCuSeqlensQ(), totalQueries,
+                      loop.getInductionVar(), sequences, /*restRows=*/true);
+  scf::YieldOp::create(b, loc, max(loop.getRegionIterArgs()[0], span.count));
+  return loop.getResult(0);
+}
+
 SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
   Value q = op.getQuery();
   bool splitting = splits.enabled();
   Value iterations = splitting ? mul(queryBlocks, splitCount) : queryBlocks;
+  // With cu_seqlens one iteration per sequence and one for the rows past the
+  // last sequence (which see no keys: O = 0, LSE = -inf or the sink).
+  Value outer = op.isVarlen() ? add(sequences, idx(1)) : batch;
   auto forall = scf::ForallOp::create(
-      b, loc, ArrayRef<OpFoldResult>{batch, heads, iterations}, outs,
+      b, loc, ArrayRef<OpFoldResult>{outer, heads, iterations}, outs,
       std::nullopt);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forall.getTerminator());
@@ -497,12 +538,37 @@ SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
   batchIdx = ivs[0];
   headIdx = ivs[1];
   kvHeadIdx = b.createOrFold<arith::DivUIOp>(loc, headIdx, group);
+  if (op.isVarlen()) {
+    sequenceIdx = ivs[0];
+    batchIdx = idx(0);
+    PackedSpan queries =
+        buildPackedSpan(b, loc, op.getCuSeqlensQ(), totalQueries, sequenceIdx,
+                        sequences, /*restRows=*/true);
+    PackedSpan keys = buildPackedSpan(b, loc, op.getCuSeqlensK(), maxKeys,
+                                      sequenceIdx, sequences,
+                                      /*restRows=*/false);
+    queryOffset = queries.first;
+    querySeq = queries.count;
+    keyOffset = keys.first;
+    keySeq = keys.count;
+  }
   if (Value lengths = op.getKeyLengths()) {
     // This sequence's keys: the loops, the masks and the causal diagonal
-    // (and window) end at N_b; keys past it are never loaded.
-    keySeq = clampedKeyLength(
-        b, loc, tensor::ExtractOp::create(b, loc, lengths, batchIdx), maxKeys);
-    alignToKeys();
+    // (and window) end at N_b; keys past it are never loaded. With
+    // cu_seqlens at most the sequence's own keys (and none past the last).
+    auto lengthOf = [&](OpBuilder &nb, Location nl) -> Value {
+      return clampedIndexValue(
+          nb, nl,
+          tensor::ExtractOp::create(nb, nl, lengths,
+                                    sequenceIdx ? sequenceIdx : batchIdx),
+          keySeq);
+    };
+    keySeq = sequenceIdx ? buildIfElse(b, loc,
+                                       b.createOrFold<arith::CmpIOp>(
+                                           loc, arith::CmpIPredicate::ult,
+                                           sequenceIdx, sequences),
+                                       lengthOf, keySeq)
+                         : lengthOf(b, loc);
   }
   Value queryBlock = ivs[2];
   if (splitting) {
@@ -511,7 +577,9 @@ SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
     splitIdx = b.createOrFold<arith::RemUIOp>(loc, ivs[2], splitCount);
   }
   rowStart = mul(queryBlock, idx(br));
-  if (op.getCausal() && causalRowsFromEnd) {
+  // Packed sequences have blocks from their first row (their blocks past
+  // the end are empty).
+  if (op.getCausal() && causalRowsFromEnd && !op.isVarlen()) {
     // The block with fewer than Br rows is then the first, whose key loop is
     // the shortest, instead of the last, whose loop is the longest (at 4096
     // rows in blocks of 192 the last block's empty two thirds are 5.6% of
@@ -541,10 +609,23 @@ SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
     ownRows = sub(add(shifted, idx(br)), rowStart);
   } else {
     rows = min(idx(br), sub(querySeq, rowStart));
+    if (op.isVarlen()) {
+      // A block past its sequence's rows computes nothing: no keys.
+      rows = max(rows, idx(0));
+      keySeq = b.createOrFold<arith::SelectOp>(
+          loc,
+          b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, rows,
+                                        idx(0)),
+          keySeq, idx(0));
+    }
     ownRows = rows;
   }
+  if (op.getKeyLengths() || op.isVarlen()) {
+    alignToKeys();
+    scoreModIndices.init(b, loc, op.getScoreMod(), querySeq, keySeq);
+  }
   queryTile = paddedTile(
-      q, {batchIdx, headIdx, rowStart, b.getIndexAttr(0)},
+      q, {batchIdx, headIdx, queryRow(rowStart), b.getIndexAttr(0)},
       {b.getIndexAttr(1), b.getIndexAttr(1), rows, b.getIndexAttr(headDim)},
       {ShapedType::kDynamic, headDim}, {br, headDim});
 
@@ -679,10 +760,11 @@ SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
         b, loc, RankedTensorType::get(shape, type.getElementType()), tile,
         offsets, sizes, strides));
   }
+  Value firstRow = queryRow(rowStart);
   b.setInsertionPointToStart(forall.getTerminator().getBody());
   for (auto [part, shared] : llvm::zip(parts, forall.getRegionIterArgs())) {
     auto type = cast<RankedTensorType>(shared.getType());
-    SmallVector<OpFoldResult> offsets = {batchIdx, headIdx, rowStart};
+    SmallVector<OpFoldResult> offsets = {batchIdx, headIdx, firstRow};
     SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(1),
                                        ownRows};
     if (splitting) {
@@ -731,13 +813,13 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
                                                      ValueRange outs) {
   auto forall = scf::ForallOp::create(
       b, loc,
-      ArrayRef<OpFoldResult>{batch, heads, ceilDiv(querySeq, kMergeRows)}, outs,
-      std::nullopt);
+      ArrayRef<OpFoldResult>{batch, heads, ceilDiv(totalQueries, kMergeRows)},
+      outs, std::nullopt);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forall.getTerminator());
   SmallVector<Value> ivs = forall.getInductionVars();
   Value rowAt = mul(ivs[2], idx(kMergeRows));
-  Value rowCount = min(idx(kMergeRows), sub(querySeq, rowAt));
+  Value rowCount = min(idx(kMergeRows), sub(totalQueries, rowAt));
   constexpr double ninf = -std::numeric_limits<double>::infinity();
   // The LSE of splits [first, first + count): splits and rows past the end
   // read as -inf, so that they weigh nothing.

@@ -53,11 +53,25 @@ private:
   int64_t br, bc;
   ScoreModIndexClamp scoreModIndices;
 
+  /// A row of this iteration's sequence as a row of the operands: with
+  /// cu_seqlens offset by where the sequence starts.
+  Value queryRow(Value local) {
+    return queryOffset ? add(queryOffset, local) : local;
+  }
+  Value keyRow(Value local) {
+    return keyOffset ? add(keyOffset, local) : local;
+  }
+  /// The b of a score_mod: the sequence with cu_seqlens.
+  Value scoreModBatch() { return sequenceIdx ? sequenceIdx : batchIdx; }
+
   Value rowDot, querySeq, keySeq, diagonal, group;
   /// The window clamped to M + N (null without a window).
   Value windowSize;
   // Per (batch, KV head) and key block.
   Value batchIdx, kvHeadIdx, keyStart, cols, keyTile, valueTile;
+  // With cu_seqlens, per iteration: the sequence (S for the rows past the
+  // last one) and where its queries and keys start.
+  Value sequenceIdx, queryOffset, keyOffset;
 };
 } // namespace
 
@@ -71,7 +85,8 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
   Value rows = min(idx(br), sub(querySeq, rowStart));
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
   auto rowTile = [&](Value source, int64_t width) {
-    return buildPaddedTile(b, loc, source, {batchIdx, head, rowStart, zero},
+    return buildPaddedTile(b, loc, source,
+                           {batchIdx, head, queryRow(rowStart), zero},
                            {one, one, rows, b.getIndexAttr(width)},
                            {ShapedType::kDynamic, width}, {br, width});
   };
@@ -79,11 +94,11 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
   Value gradOutTile = rowTile(op.getGradOutput(), valueDim);
   // Rows past M get LSE = +inf, hence P = 0.
   Value lseTile = buildPaddedTile(
-      b, loc, op.getLse(), {batchIdx, head, rowStart}, {one, one, rows},
-      {ShapedType::kDynamic}, {br},
+      b, loc, op.getLse(), {batchIdx, head, queryRow(rowStart)},
+      {one, one, rows}, {ShapedType::kDynamic}, {br},
       b.getF32FloatAttr(std::numeric_limits<float>::infinity()));
   Value rowDotTile =
-      buildPaddedTile(b, loc, rowDot, {batchIdx, head, rowStart},
+      buildPaddedTile(b, loc, rowDot, {batchIdx, head, queryRow(rowStart)},
                       {one, one, rows}, {ShapedType::kDynamic}, {br});
 
   // S = scale Q Kᵀ + bias, masked; P = exp(S - LSE), 0 where masked and on
@@ -126,7 +141,9 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
         Value i, j;
         Value s = scaledScore(nb, nl, a[0], i, j);
         if (op.hasScoreMod())
-          s = op.buildScoreMod(nb, s, scoreModIndices.indices(nb, nl, batchIdx, head, i, j));
+          s = op.buildScoreMod(
+              nb, s,
+              scoreModIndices.indices(nb, nl, scoreModBatch(), head, i, j));
         if (biasArg >= 0)
           s = arith::AddFOp::create(nb, nl, s, extendToF32(nb, nl, a[biasArg]));
         Value lse = a[1];
@@ -162,7 +179,8 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
         Value i, j;
         Value s = scaledScore(nb, nl, a[3], i, j);
         Value slope = op.buildScoreModDerivative(
-            nb, s, scoreModIndices.indices(nb, nl, batchIdx, head, i, j));
+            nb, s,
+            scoreModIndices.indices(nb, nl, scoreModBatch(), head, i, j));
         return arith::MulFOp::create(nb, nl, ds, slope);
       });
   Value gradSRounded = rounded(gradS);
@@ -193,18 +211,25 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
 SmallVector<Value> BackwardTiler::build() {
   Value q = op.getQuery(), k = op.getKey();
   Value batch = dim(q, 0), heads = dim(q, 1), kvHeads = dim(k, 1);
-  querySeq = dim(q, 2);
-  keySeq = dim(k, 2);
-  diagonal = sub(keySeq, querySeq);
-  scoreModIndices.init(b, loc, op.getScoreMod(), querySeq, keySeq);
-  if (std::optional<int64_t> window = op.getWindow())
-    windowSize = buildClampedWindow(b, loc, *window, querySeq, keySeq);
+  Value totalQueries = dim(q, 2), totalKeys = dim(k, 2);
+  querySeq = totalQueries;
+  keySeq = totalKeys;
+  // The sequences' sizes and alignment, per (sequence, KV head) with
+  // cu_seqlens.
+  auto alignToKeys = [&] {
+    diagonal = sub(keySeq, querySeq);
+    scoreModIndices.init(b, loc, op.getScoreMod(), querySeq, keySeq);
+    if (std::optional<int64_t> window = op.getWindow())
+      windowSize = buildClampedWindow(b, loc, *window, querySeq, keySeq);
+  };
+  if (!op.isVarlen())
+    alignToKeys();
   group = b.createOrFold<arith::DivUIOp>(loc, heads, kvHeads);
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
 
   // D = rowsum(dO * O) in f32, [B, Hq, M].
   rowDot = generic({op.getGradOutput(), op.getOutput()},
-                   buildFilled(b, loc, {batch, heads, querySeq}, f32, 0.0),
+                   buildFilled(b, loc, {batch, heads, totalQueries}, f32, 0.0),
                    {id(4), id(4), map(4, {0, 1, 2})}, {kPar, kPar, kPar, kRed},
                    [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
                      Value p = arith::MulFOp::create(nb, nl,
@@ -231,20 +256,55 @@ SmallVector<Value> BackwardTiler::build() {
         dynamicSizes.push_back(dim(like, i));
     outs.push_back(tensor::EmptyOp::create(b, loc, type, dynamicSizes));
   }
+  // With cu_seqlens one iteration per sequence and one more for the query
+  // and key rows past the last sequence, whose gradients are 0.
+  Value sequences;
+  if (op.isVarlen())
+    sequences = sub(dim(op.getCuSeqlensQ(), 0), idx(1));
+  Value outer = op.isVarlen() ? add(sequences, idx(1)) : batch;
   auto forall = scf::ForallOp::create(
-      b, loc, ArrayRef<OpFoldResult>{batch, kvHeads}, outs, std::nullopt);
+      b, loc, ArrayRef<OpFoldResult>{outer, kvHeads}, outs, std::nullopt);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forall.getTerminator());
   batchIdx = forall.getInductionVars()[0];
   kvHeadIdx = forall.getInductionVars()[1];
+  // The key rows this iteration writes (with cu_seqlens, the rest's keys
+  // are written but see no query).
+  Value keysOut = keySeq;
+  if (op.isVarlen()) {
+    sequenceIdx = batchIdx;
+    batchIdx = idx(0);
+    PackedSpan queries =
+        buildPackedSpan(b, loc, op.getCuSeqlensQ(), totalQueries, sequenceIdx,
+                        sequences, /*restRows=*/true);
+    PackedSpan keys =
+        buildPackedSpan(b, loc, op.getCuSeqlensK(), totalKeys, sequenceIdx,
+                        sequences, /*restRows=*/true);
+    queryOffset = queries.first;
+    querySeq = queries.count;
+    keyOffset = keys.first;
+    keysOut = keys.count;
+    Value real = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::ult,
+                                               sequenceIdx, sequences);
+    keySeq = b.createOrFold<arith::SelectOp>(loc, real, keysOut, idx(0));
+    alignToKeys();
+  }
 
-  // Per (batch, KV head): dQ of the group in f32, dK and dV of all keys.
+  // Per (batch, KV head): dQ of the group in f32, dK and dV of all keys
+  // (zeros first where some are not computed).
   Value gradQ = zeros({group, querySeq, b.getIndexAttr(headDim)});
   auto keysType = [&](int64_t width) {
     return RankedTensorType::get({ShapedType::kDynamic, width}, elementType);
   };
-  Value gradKAll = tensor::EmptyOp::create(b, loc, keysType(headDim), keySeq);
-  Value gradVAll = tensor::EmptyOp::create(b, loc, keysType(valueDim), keySeq);
+  auto keyRowsInit = [&](int64_t width) -> Value {
+    Value init = tensor::EmptyOp::create(b, loc, keysType(width), keysOut);
+    if (!op.isVarlen())
+      return init;
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
+    return linalg::FillOp::create(b, loc, zero, init).getResult(0);
+  };
+  Value gradKAll = keyRowsInit(headDim);
+  Value gradVAll = keyRowsInit(valueDim);
   Value keyBlocks = ceilDiv(keySeq, bc);
   Value queryBlocks = ceilDiv(querySeq, br);
 
@@ -257,7 +317,7 @@ SmallVector<Value> BackwardTiler::build() {
     cols = min(idx(bc), sub(keySeq, keyStart));
     auto keyRows = [&](Value source, int64_t width) {
       return buildPaddedTile(b, loc, source,
-                             {batchIdx, kvHeadIdx, keyStart, zero},
+                             {batchIdx, kvHeadIdx, keyRow(keyStart), zero},
                              {one, one, cols, b.getIndexAttr(width)},
                              {ShapedType::kDynamic, width}, {bc, width});
     };
@@ -349,12 +409,14 @@ SmallVector<Value> BackwardTiler::build() {
     tensor::ParallelInsertSliceOp::create(b, loc, part, into, offsets, sizes,
                                           SmallVector<OpFoldResult>(4, one));
   };
-  insert(gradQDone, shared[0], {batchIdx, firstHead, zero, zero},
+  OpFoldResult queriesAt = queryOffset ? OpFoldResult(queryOffset) : zero;
+  OpFoldResult keysAt = keyOffset ? OpFoldResult(keyOffset) : zero;
+  insert(gradQDone, shared[0], {batchIdx, firstHead, queriesAt, zero},
          {one, group, querySeq, b.getIndexAttr(headDim)});
-  insert(keyLoop.getResult(1), shared[1], {batchIdx, kvHeadIdx, zero, zero},
-         {one, one, keySeq, b.getIndexAttr(headDim)});
-  insert(keyLoop.getResult(2), shared[2], {batchIdx, kvHeadIdx, zero, zero},
-         {one, one, keySeq, b.getIndexAttr(valueDim)});
+  insert(keyLoop.getResult(1), shared[1], {batchIdx, kvHeadIdx, keysAt, zero},
+         {one, one, keysOut, b.getIndexAttr(headDim)});
+  insert(keyLoop.getResult(2), shared[2], {batchIdx, kvHeadIdx, keysAt, zero},
+         {one, one, keysOut, b.getIndexAttr(valueDim)});
   SmallVector<Value> results(forall.getResults());
   if (gradSinks)
     results.push_back(gradSinks);

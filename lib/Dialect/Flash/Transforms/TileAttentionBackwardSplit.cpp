@@ -609,6 +609,10 @@ LogicalResult mlir::flash::tileAttentionBackwardSplit(
     RewriterBase &rewriter, AttentionBackwardOp op, int64_t blockRows,
     int64_t blockCols, int64_t kvBlockRows, int64_t kvBlockCols,
     bool deterministic, bool overlapProducts) {
+  if (op.isVarlen())
+    return op.emitOpError(
+        "cannot be tiled for a tensor-core target with cu_seqlens yet (the "
+        "dQ and dK/dV nests of packed sequences); target=cpu tiles it");
   return replaceWithTiles<SplitBackwardTiler>(
       rewriter, op, blockRows, blockCols, kvBlockRows, kvBlockCols,
       deterministic, overlapProducts);

@@ -67,6 +67,34 @@ private:
   Value lastQuery, lastKey;
 };
 
+/// Sequence `s` of packed variable-length sequences, whose `sequences` + 1
+/// offsets are `offsets` (cu_seqlens, clamped to [0, tokens]): its first
+/// row and row count. s = S stands for the rows past the last offset
+/// (`restRows`: tokens - offsets[S] of them; else none).
+struct PackedSpan {
+  Value first, count;
+};
+inline PackedSpan buildPackedSpan(OpBuilder &b, Location loc, Value offsets,
+                                  Value tokens, Value s, Value sequences,
+                                  bool restRows) {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value next = b.createOrFold<arith::MinUIOp>(
+      loc, b.createOrFold<arith::AddIOp>(loc, s, one), sequences);
+  auto at = [&](Value i) {
+    return clampedIndexValue(
+        b, loc, tensor::ExtractOp::create(b, loc, offsets, i), tokens);
+  };
+  Value first = at(s);
+  Value count = b.createOrFold<arith::MaxSIOp>(
+      loc, b.createOrFold<arith::SubIOp>(loc, at(next), first),
+      arith::ConstantIndexOp::create(b, loc, 0));
+  Value rest = restRows ? b.createOrFold<arith::SubIOp>(loc, tokens, first)
+                        : arith::ConstantIndexOp::create(b, loc, 0);
+  Value last = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, s,
+                                             sequences);
+  return {first, b.createOrFold<arith::SelectOp>(loc, last, rest, count)};
+}
+
 /// grad_sinks of a rank-4 backward op with sinks, from its LSE and the
 /// tiling's D = rowsum(dO O) [B, Hq, M] in f32 (SinkGradient.cpp).
 Value buildSinkGradient(OpBuilder &b, Location loc, AttentionBackwardOp op,

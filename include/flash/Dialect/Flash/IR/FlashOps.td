@@ -90,6 +90,23 @@ def Flash_AttentionOp : Flash_Op<"attention",
       page_size]`: the sequences' keys are `N = P * page_size` long at most
       (`bias` and `mask` broadcast to that `N`). Entries for keys past
       `N_b` are never read.
+    - `cu_seqlens_q` and `cu_seqlens_k` (variable-length batches,
+      FlashAttention's `flash_attn_varlen_func`): i32 or i64 tensors
+      `[S + 1]` of cumulative offsets that cut the packed tokens of Q
+      `[1, Hq, Tq, D]` and of K/V `[1, Hkv, Tk, D]` (or the rank-3 form
+      `[H, T, D]`) into `S` sequences: sequence `s` has the queries
+      `[cu_seqlens_q[s], cu_seqlens_q[s + 1])` and the keys
+      `[cu_seqlens_k[s], cu_seqlens_k[s + 1])`, and each query attends only
+      to its own sequence's keys, with `causal` and `window` aligned
+      bottom-right per sequence. With `key_lengths` (`[S]`, FlashAttention's
+      `seqused_k`) sequence `s` uses only the first `key_lengths[s]` of its
+      keys. The offsets start at 0 and do not decrease (rows before the
+      first offset are otherwise unspecified; every offset is clamped to the
+      tokens, so nothing outside the operands is read or written). Query
+      rows past the last sequence give `O = 0` and `LSE = -inf` (the sink
+      with sinks); keys in no sequence are never read. The `score_mod`
+      region sees `b = s` and the positions `i`, `j` within the sequence.
+      No `bias`, `mask` or `block_table` with them.
 
     A row whose scores are all masked produces `O = 0` and `LSE = -inf`
     (`LSE = sink` with sinks).
@@ -131,6 +148,8 @@ def Flash_AttentionOp : Flash_Op<"attention",
     Optional<AnyRankedTensor>:$sinks,
     Optional<AnyRankedTensor>:$key_lengths,
     Optional<AnyRankedTensor>:$block_table,
+    Optional<AnyRankedTensor>:$cu_seqlens_q,
+    Optional<AnyRankedTensor>:$cu_seqlens_k,
     Optional<F32>:$runtime_scale,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
@@ -149,6 +168,8 @@ def Flash_AttentionOp : Flash_Op<"attention",
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     (`key_lengths` `(` $key_lengths^ `:` type($key_lengths) `)`)?
     (`block_table` `(` $block_table^ `:` type($block_table) `)`)?
+    (`cu_seqlens_q` `(` $cu_seqlens_q^ `:` type($cu_seqlens_q) `)`)?
+    (`cu_seqlens_k` `(` $cu_seqlens_k^ `:` type($cu_seqlens_k) `)`)?
     (`runtime_scale` `(` $runtime_scale^ `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value)
     `->` type($output) (`,` type($lse)^)?
@@ -164,6 +185,8 @@ def Flash_AttentionOp : Flash_Op<"attention",
     ::mlir::Value buildScale(::mlir::OpBuilder &b);
     /// Moves `from`'s score_mod region (if any) into this op's.
     void takeScoreModFrom(::mlir::RewriterBase &rewriter, AttentionOp from);
+    /// Whether the op packs variable-length sequences (cu_seqlens).
+    bool isVarlen() { return static_cast<bool>(getCuSeqlensQ()); }
   }], scoreModDeclarations);
 
   let hasVerifier = 1;
@@ -210,6 +233,11 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     dQ, dK and dV do not depend on the sinks (the LSE carries them), so a
     backward without `sinks` gives the same three gradients.
 
+    With the forward's `cu_seqlens_q` and `cu_seqlens_k` (packed
+    variable-length sequences), each sequence is differentiated on its own:
+    dQ rows past the last sequence and dK/dV rows of keys in no sequence
+    are 0, and O, dO and the LSE of rows in no sequence are not read.
+
     Example:
 
     ```mlir
@@ -229,6 +257,8 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     Optional<AnyRankedTensor>:$bias,
     Optional<AnyRankedTensor>:$mask,
     Optional<AnyRankedTensor>:$sinks,
+    Optional<AnyRankedTensor>:$cu_seqlens_q,
+    Optional<AnyRankedTensor>:$cu_seqlens_k,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$window
@@ -246,6 +276,8 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`cu_seqlens_q` `(` $cu_seqlens_q^ `:` type($cu_seqlens_q) `)`)?
+    (`cu_seqlens_k` `(` $cu_seqlens_k^ `:` type($cu_seqlens_k) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `,`
     type($output) `,` type($lse) (`->` type($grad_sinks)^)?
     (`score_mod` $score_mod^)?
@@ -263,6 +295,8 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     /// Moves `from`'s score_mod region (if any) into this op's.
     void takeScoreModFrom(::mlir::RewriterBase &rewriter,
                           AttentionBackwardOp from);
+    /// Whether the op packs variable-length sequences (cu_seqlens).
+    bool isVarlen() { return static_cast<bool>(getCuSeqlensQ()); }
   }], scoreModDeclarations);
 
   let hasVerifier = 1;
