@@ -516,6 +516,21 @@ def make_inputs(args, rng):
     return ops, full
 
 
+def expected_results(args, full, common):
+    """The float64 reference's results by name (o, lse or dq, dk, dv,
+    dsinks) for the inputs `full` and the reference options `common`."""
+    forward, backward = reference.attention, reference.attention_backward
+    if getattr(args, "varlen", None) is not None:
+        packed = dict(cu_seqlens_q=full["cu_seqlens_q"], cu_seqlens_k=full["cu_seqlens_k"])
+        forward = functools.partial(reference.attention_varlen, **packed)
+        backward = functools.partial(reference.attention_backward_varlen, **packed)
+    o_ref, lse_ref = forward(full["q"], full["k"], full["v"], **common)
+    if args.mode == "fwd":
+        return {"o": o_ref, "lse": lse_ref}
+    grads = backward(full["q"], full["k"], full["v"], full["do"], o=o_ref, **common)
+    return dict(zip(["dq", "dk", "dv", "dsinks"], grads))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -640,17 +655,7 @@ def main(argv=None):
         if args.mode != "fwd":
             raise SystemExit("cpu_check: key_lengths has no backward")
         common["key_lengths"] = full["key_lengths"]
-    forward, backward = reference.attention, reference.attention_backward
-    if args.varlen is not None:
-        packed = dict(cu_seqlens_q=full["cu_seqlens_q"], cu_seqlens_k=full["cu_seqlens_k"])
-        forward = functools.partial(reference.attention_varlen, **packed)
-        backward = functools.partial(reference.attention_backward_varlen, **packed)
-    o_ref, lse_ref = forward(full["q"], full["k"], full["v"], **common)
-    if args.mode == "fwd":
-        want = {"o": o_ref, "lse": lse_ref}
-    else:
-        grads = backward(full["q"], full["k"], full["v"], full["do"], o=o_ref, **common)
-        want = dict(zip(["dq", "dk", "dv", "dsinks"], grads))
+    want = expected_results(args, full, common)
 
     if not args.no_tile:
         check_no_score_matrix(program, args)

@@ -878,6 +878,26 @@ def _draw_diff_case(rng):
     if a.key_lengths and rng.random() < 0.5:
         a.paged = rng.choice([p for p in (1, 2, 4, 8, 16) if a.n % p == 0])
     a.labels.append(f"diff-paged:{a.paged is not None}")
+    # Packed variable-length sequences (one batch, no bias, mask or pages;
+    # the backward on the CPU tiling), drawn after the pages.
+    a.varlen = None
+    if rng.random() < 0.2 and a.rank >= 3 and a.b == 1 and not (a.bias or a.mask or a.paged):
+        count = rng.choice([0, 1, 2, 3, 5])
+        queries = [rng.choice([0, 1, 2, 5, 8, 17]) for _ in range(count)]
+        # The backward keeps several keys per sequence (see above).
+        key_counts = [0, 1, 3, 8, 17, 33] if a.mode == "fwd" else [0, 8, 17, 33]
+        keys = [rng.choice(key_counts) for _ in range(count)]
+        a.varlen, a.varlen_keys = ",".join(map(str, queries)), ",".join(map(str, keys))
+        a.pad_rows = rng.choice([0, 1, 3])
+        a.varlen_dtype = rng.choice(["i32", "i64"])
+        a.m, a.n = sum(queries) + a.pad_rows, sum(keys) + a.pad_rows
+        a.masked_row = False
+        # The batch of packed sequences is a static 1; the offsets' size may
+        # be dynamic.
+        a.dynamic = a.dynamic.replace("b", "") + ("s" if rng.random() < 0.3 else "")
+        if a.mode != "fwd":
+            a.target = "cpu"
+    a.labels.append(f"diff-varlen:{a.varlen is not None}")
     return a
 
 
@@ -894,6 +914,9 @@ def describe(a):
         parts.append(f"--key-lengths {a.key_lengths}")
     if getattr(a, "paged", None):
         parts.append(f"--paged {a.paged}")
+    if getattr(a, "varlen", None) is not None:
+        parts.append(f"--varlen '{a.varlen}' --varlen-keys '{a.varlen_keys}' "
+                     f"--pad-rows {a.pad_rows} --varlen-dtype {a.varlen_dtype}")
     for key in ("scale", "window", "bias", "mask"):
         if getattr(a, key) is not None:
             parts.append(f"--{key} {getattr(a, key)}")
@@ -917,7 +940,7 @@ def diff_job(job):
     Returns (index, [(kind, status, detail)])."""
     index, seed, skip = job
     import numpy as np
-    from flash_mlir import cpu_check, fusion_check, reference
+    from flash_mlir import cpu_check, fusion_check
     _install_limits()
     a = make_diff_case(index, seed, skip)
     if skipped(a.labels, skip):
@@ -947,13 +970,7 @@ def diff_job(job):
                   mask=full.get("mask"), window=window, sinks=full.get("sinks"))
     if "key_lengths" in full:
         common["key_lengths"] = full["key_lengths"]
-    o_ref, lse_ref = reference.attention(full["q"], full["k"], full["v"], **common)
-    if a.mode == "fwd":
-        want = {"o": o_ref, "lse": lse_ref}
-    else:
-        grads = reference.attention_backward(full["q"], full["k"], full["v"], full["do"],
-                                             o=o_ref, **common)
-        want = dict(zip(["dq", "dk", "dv", "dsinks"], grads))
+    want = cpu_check.expected_results(a, full, common)
     try:
         got = cpu_check.parse_outputs(cpu_check.run_program(program, a.passes), results)
         msgs, ok = [], True
@@ -972,6 +989,7 @@ def diff_job(job):
     # A ragged cache's decomposed form (masks and a zeroed V from its
     # lengths) is left to the reference check: fusion_check draws no lengths.
     if a.mode == "fwd" and not getattr(a, "key_lengths", None) and \
+            getattr(a, "varlen", None) is None and \
             len({sizes[l] for l in letters} | ({a.hkv} if "h" in letters else set())) <= 1:
         # fusion_check gives every dynamic size one value: the program's own.
         dyn = sizes[letters[0]] if letters else 6
