@@ -878,8 +878,8 @@ def _draw_diff_case(rng):
     if a.key_lengths and rng.random() < 0.5:
         a.paged = rng.choice([p for p in (1, 2, 4, 8, 16) if a.n % p == 0])
     a.labels.append(f"diff-paged:{a.paged is not None}")
-    # Packed variable-length sequences (one batch, no bias, mask or pages;
-    # the backward on the CPU tiling), drawn after the pages.
+    # Packed variable-length sequences (one batch, no bias, mask or pages),
+    # drawn after the pages.
     a.varlen = None
     if rng.random() < 0.2 and a.rank >= 3 and a.b == 1 and not (a.bias or a.mask or a.paged):
         count = rng.choice([0, 1, 2, 3, 5])
@@ -895,8 +895,6 @@ def _draw_diff_case(rng):
         # The batch of packed sequences is a static 1; the offsets' size may
         # be dynamic.
         a.dynamic = a.dynamic.replace("b", "") + ("s" if rng.random() < 0.3 else "")
-        if a.mode != "fwd":
-            a.target = "cpu"
     a.labels.append(f"diff-varlen:{a.varlen is not None}")
     return a
 

@@ -410,20 +410,24 @@ public:
                     ? arith::OrIOp::create(nb, loc, masked, hidden).getResult()
                     : hidden;
           };
-          SmallVector<Value> indices = scoreIndices(nb, loc);
-          Value qi = indices[2], kj = indices[3];
+          // The pair's positions (i, j): within its sequence with cu_seqlens.
+          Value pairI, pairJ;
+          auto position = [&](Value pair, unsigned dim) -> Value {
+            return pair ? pair : linalg::IndexOp::create(nb, loc, dim);
+          };
           if (ownerArg >= 0) {
             // Only the query's own sequence; positions within it, causal and
             // window aligned to its last key. The score_mod sees (sequence,
             // h, i, j) and runs only on pairs of one sequence.
-            SequencePair pair =
-                sequencePair(nb, loc, a[ownerArg], a[ownerArg + 1], qi, kj);
+            SmallVector<Value> indices = scoreIndices(nb, loc);
+            SequencePair pair = sequencePair(
+                nb, loc, a[ownerArg], a[ownerArg + 1], indices[2], indices[3]);
             Value one =
                 arith::ConstantOp::create(nb, loc, nb.getBoolAttr(true));
             orMask(arith::XOrIOp::create(nb, loc, pair.same, one));
             indices = {pair.sequence, indices[1], pair.i, pair.j};
-            qi = pair.i;
-            kj = pair.j;
+            pairI = pair.i;
+            pairJ = pair.j;
             if (p.causal || p.window)
               std::tie(diagonal, windowStart) =
                   alignment(nb, loc, pair.queries, pair.keys);
@@ -435,7 +439,7 @@ public:
                   },
                   v);
           } else if (p.scoreMod) {
-            v = buildScoreMod(nb, *p.scoreMod, v, indices);
+            v = buildScoreMod(nb, *p.scoreMod, v, scoreIndices(nb, loc));
           }
           if (biasArg >= 0)
             v = arith::AddFOp::create(nb, loc, v,
@@ -443,13 +447,15 @@ public:
           if (lengthArg >= 0) {
             // Sequence b's keys [0, N_b); causal and window aligned to N_b.
             Value length = clampedIndexValue(nb, loc, a[lengthArg], keys);
-            orMask(arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::sge, kj,
-                                         length));
+            orMask(arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::sge,
+                                         position(pairJ, 4), length));
             if (p.causal || p.window)
               std::tie(diagonal, windowStart) =
                   alignment(nb, loc, queries, length);
           }
           if (p.causal || p.window) {
+            Value qi = position(pairI, 3);
+            Value kj = position(pairJ, 4);
             if (p.causal) {
               Value last = arith::AddIOp::create(nb, loc, qi, diagonal);
               orMask(arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::sgt,

@@ -116,10 +116,6 @@ private:
                    });
   }
 
-  /// The most rows of a packed sequence (the rows past the last one
-  /// included): the query blocks every sequence gets.
-  Value mostPackedRows();
-
   /// A row of this iteration's sequence as a row of the operands: with
   /// cu_seqlens offset by where the sequence starts.
   Value queryRow(Value local) {
@@ -464,7 +460,12 @@ SmallVector<Value> AttentionTiler::build() {
   group = b.createOrFold<arith::DivUIOp>(loc, heads, dim(k, 1));
   if (op.isVarlen()) {
     sequences = sub(dim(op.getCuSeqlensQ(), 0), idx(1));
-    queryBlocks = ceilDiv(mostPackedRows(), br);
+    // Every sequence gets the query blocks of the longest (the rows past
+    // the last one included).
+    queryBlocks =
+        ceilDiv(buildMostPackedRows(b, loc, op.getCuSeqlensQ(), totalQueries,
+                                    sequences, /*restRows=*/true),
+                br);
   } else {
     queryBlocks = ceilDiv(totalQueries, br);
   }
@@ -508,18 +509,6 @@ SmallVector<Value> AttentionTiler::build() {
   splitCount = dim(partialOut, 0);
   SmallVector<Value> partials = buildKeyNest({partialOut, partialLse});
   return buildSplitCombine(partials[0], partials[1], outs);
-}
-
-Value AttentionTiler::mostPackedRows() {
-  auto loop = scf::ForOp::create(b, loc, idx(0), add(sequences, idx(1)), idx(1),
-                                 ValueRange{idx(0)});
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  PackedSpan span =
-      buildPackedSpan(b, loc, op.getCuSeqlensQ(), totalQueries,
-                      loop.getInductionVar(), sequences, /*restRows=*/true);
-  scf::YieldOp::create(b, loc, max(loop.getRegionIterArgs()[0], span.count));
-  return loop.getResult(0);
 }
 
 SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {

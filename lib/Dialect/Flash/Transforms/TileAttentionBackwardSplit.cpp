@@ -79,20 +79,22 @@ private:
   Value queryRowTile(Value source, Value head, Value rowStart, Value rows,
                      int64_t width) {
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-    return buildPaddedTile(b, loc, source, {batchIdx, head, rowStart, zero},
+    return buildPaddedTile(b, loc, source,
+                           {batchIdx, head, queryRow(rowStart), zero},
                            {one, one, rows, b.getIndexAttr(width)},
                            {ShapedType::kDynamic, width}, {br, width});
   }
   Value rowVector(Value source, Value head, Value rowStart, Value rows,
                   float pad) {
     OpFoldResult one = b.getIndexAttr(1);
-    return buildPaddedTile(b, loc, source, {batchIdx, head, rowStart},
+    return buildPaddedTile(b, loc, source, {batchIdx, head, queryRow(rowStart)},
                            {one, one, rows}, {ShapedType::kDynamic}, {br},
                            b.getF32FloatAttr(pad));
   }
   Value keyRowTile(Value source, Value kvHead, int64_t width) {
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-    return buildPaddedTile(b, loc, source, {batchIdx, kvHead, keyStart, zero},
+    return buildPaddedTile(b, loc, source,
+                           {batchIdx, kvHead, keyRow(keyStart), zero},
                            {one, one, cols, b.getIndexAttr(width)},
                            {ShapedType::kDynamic, width}, {bc, width});
   }
@@ -139,12 +141,39 @@ private:
         nb, nl, rowStart, linalg::IndexOp::create(nb, nl, queryLoop));
     Value j = arith::AddIOp::create(
         nb, nl, keyStart, linalg::IndexOp::create(nb, nl, 1 - queryLoop));
-    return scoreModClamp.indices(nb, nl, batchIdx, head, i, j);
+    return scoreModClamp.indices(nb, nl, sequenceIdx ? sequenceIdx : batchIdx,
+                                 head, i, j);
+  }
+  /// Rows of this iteration's sequence as rows of the operands (with
+  /// cu_seqlens offset by where the sequence starts).
+  Value queryRow(Value local) {
+    return queryOffset ? add(queryOffset, local) : local;
+  }
+  Value keyRow(Value local) {
+    return keyOffset ? add(keyOffset, local) : local;
+  }
+  /// The parallel iteration's problem: batch `s`, or with cu_seqlens
+  /// sequence `s`'s queries and keys (the rows past the last sequence as
+  /// sequence S with `restQueries` or `restKeys`) and their alignment.
+  void enterProblem(Value s, bool restQueries, bool restKeys);
+  /// The causal diagonal N - M, the window and the score_mod's index bounds
+  /// of the problem's sizes.
+  void alignToKeys();
+  /// How many blocks of `rows` rows the longest sequence has (with the
+  /// rest), or all rows of `tokens` without cu_seqlens.
+  Value blocksOf(Value offsets, Value tokens, bool restRows, int64_t rows) {
+    if (!op.isVarlen())
+      return ceilDiv(tokens, rows);
+    return ceilDiv(
+        buildMostPackedRows(b, loc, offsets, tokens, sequences, restRows),
+        rows);
   }
   /// One parallel iteration of a nest over (batch, head, query block).
   struct QueryBlock {
     scf::ForallOp forall;
-    Value head, rowStart, rows;
+    /// The rows [rowStart, rowStart + rows) of the sequence, which are the
+    /// operands' rows from `firstRow`.
+    Value head, rowStart, rows, firstRow;
   };
   /// A forall over (batch, head, query block of `br` rows) with `outs`,
   /// `b` left before its terminator (the caller holds an insertion guard).
@@ -185,6 +214,12 @@ private:
   /// The atomic dK/dV nest builds dPᵀ right after Sᵀ.
   bool overlapProducts;
   Value querySeq, keySeq, diagonal, group, batch, heads, kvHeads;
+  // The op's M and N, and with cu_seqlens the number of sequences S and the
+  // size of the nests' first axis (S + 1; else B).
+  Value totalQueries, totalKeys, sequences, outer;
+  // With cu_seqlens, per parallel iteration: the sequence and where its
+  // queries and keys start.
+  Value sequenceIdx, queryOffset, keyOffset;
   /// The window clamped to M + N (null without a window).
   Value windowSize;
   // Of the current parallel iteration and key block.
@@ -333,7 +368,7 @@ Value SplitBackwardTiler::workspace(StringRef tag,
   if (width)
     shape.push_back(*width);
   Value t = tensor::EmptyOp::create(b, loc, RankedTensorType::get(shape, f32),
-                                    ValueRange{batch, heads, querySeq});
+                                    ValueRange{batch, heads, totalQueries});
   // It lives between the nests only; a kernel compiler gives it a buffer of
   // its own (flash-compile makes it a kernel parameter).
   t.getDefiningOp()->setAttr(kWorkspaceAttr, b.getStringAttr(tag));
@@ -401,16 +436,55 @@ Value SplitBackwardTiler::buildGradQueryFromAccumulator(Value accumulator) {
   return at.forall.getResult(0);
 }
 
+void SplitBackwardTiler::enterProblem(Value s, bool restQueries,
+                                      bool restKeys) {
+  batchIdx = s;
+  if (!op.isVarlen())
+    return;
+  sequenceIdx = s;
+  batchIdx = idx(0);
+  PackedSpan queries = buildPackedSpan(b, loc, op.getCuSeqlensQ(), totalQueries,
+                                       s, sequences, restQueries);
+  PackedSpan keys = buildPackedSpan(b, loc, op.getCuSeqlensK(), totalKeys, s,
+                                    sequences, restKeys);
+  queryOffset = queries.first;
+  querySeq = queries.count;
+  keyOffset = keys.first;
+  keySeq = keys.count;
+  alignToKeys();
+}
+
+void SplitBackwardTiler::alignToKeys() {
+  diagonal = sub(keySeq, querySeq);
+  scoreModClamp.init(b, loc, op.getScoreMod(), querySeq, keySeq);
+  if (std::optional<int64_t> window = op.getWindow())
+    windowSize = buildClampedWindow(b, loc, *window, querySeq, keySeq);
+}
+
 SplitBackwardTiler::QueryBlock
 SplitBackwardTiler::buildQueryBlockNest(ValueRange outs) {
   auto forall = scf::ForallOp::create(
-      b, loc, ArrayRef<OpFoldResult>{batch, heads, ceilDiv(querySeq, br)}, outs,
-      std::nullopt);
+      b, loc,
+      ArrayRef<OpFoldResult>{
+          outer, heads,
+          blocksOf(op.getCuSeqlensQ(), totalQueries, /*restRows=*/true, br)},
+      outs, std::nullopt);
   b.setInsertionPoint(forall.getTerminator());
-  batchIdx = forall.getInductionVars()[0];
+  enterProblem(forall.getInductionVars()[0], /*restQueries=*/true,
+               /*restKeys=*/false);
   Value rowStart = mul(forall.getInductionVars()[2], idx(br));
-  return {forall, forall.getInductionVars()[1], rowStart,
-          min(idx(br), sub(querySeq, rowStart))};
+  Value rows = min(idx(br), sub(querySeq, rowStart));
+  if (op.isVarlen()) {
+    // A block past its sequence's rows computes nothing: no keys.
+    rows = max(rows, idx(0));
+    keySeq = b.createOrFold<arith::SelectOp>(
+        loc,
+        b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, rows,
+                                      idx(0)),
+        keySeq, idx(0));
+  }
+  return {forall, forall.getInductionVars()[1], rowStart, rows,
+          queryRow(rowStart)};
 }
 
 void SplitBackwardTiler::insertRows(Value tile, Value into, QueryBlock at) {
@@ -418,7 +492,7 @@ void SplitBackwardTiler::insertRows(Value tile, Value into, QueryBlock at) {
   b.setInsertionPointToEnd(at.forall.getTerminator().getBody());
   OpFoldResult one = b.getIndexAttr(1);
   auto type = cast<RankedTensorType>(into.getType());
-  SmallVector<OpFoldResult> offsets = {batchIdx, at.head, at.rowStart},
+  SmallVector<OpFoldResult> offsets = {batchIdx, at.head, at.firstRow},
                             sizes = {one, one, at.rows};
   if (type.getRank() == 4) {
     offsets.push_back(b.getIndexAttr(0));
@@ -433,18 +507,30 @@ void SplitBackwardTiler::insertRows(Value tile, Value into, QueryBlock at) {
 SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
                                                          Value accumulator) {
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  Value keyBlocks = ceilDiv(keySeq, bc);
+  Value keyBlocks =
+      blocksOf(op.getCuSeqlensK(), totalKeys, /*restRows=*/true, bc);
   SmallVector<Value> outs = {emptyLike(op.getGradKey(), op.getKey()),
                              emptyLike(op.getGradValue(), op.getValue())};
   auto forall = scf::ForallOp::create(
-      b, loc, ArrayRef<OpFoldResult>{batch, kvHeads, keyBlocks}, outs,
+      b, loc, ArrayRef<OpFoldResult>{outer, kvHeads, keyBlocks}, outs,
       std::nullopt);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forall.getTerminator());
-  batchIdx = forall.getInductionVars()[0];
+  enterProblem(forall.getInductionVars()[0], /*restQueries=*/false,
+               /*restKeys=*/true);
   Value kvHead = forall.getInductionVars()[1];
   keyStart = mul(forall.getInductionVars()[2], idx(bc));
   cols = min(idx(bc), sub(keySeq, keyStart));
+  if (op.isVarlen()) {
+    // A block past its sequence's keys (and the keys past the last
+    // sequence) sees no query: its dK and dV rows are 0.
+    cols = max(cols, idx(0));
+    querySeq = b.createOrFold<arith::SelectOp>(
+        loc,
+        b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, cols,
+                                      idx(0)),
+        querySeq, idx(0));
+  }
   Value keyTile = keyRowTile(op.getKey(), kvHead, headDim);
   Value valueTile = keyRowTile(op.getValue(), kvHead, valueDim);
 
@@ -523,12 +609,12 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
         auto rowsType = memref::SubViewOp::inferRankReducedResultType(
             {ShapedType::kDynamic, headDim},
             cast<MemRefType>(accumulator.getType()),
-            ArrayRef<OpFoldResult>{batchIdx, head, rowStart, zero},
+            ArrayRef<OpFoldResult>{batchIdx, head, queryRow(rowStart), zero},
             ArrayRef<OpFoldResult>{one, one, rows, b.getIndexAttr(headDim)},
             SmallVector<OpFoldResult>(4, one));
         Value into = memref::SubViewOp::create(
             b, loc, cast<MemRefType>(rowsType), accumulator,
-            ArrayRef<OpFoldResult>{batchIdx, head, rowStart, zero},
+            ArrayRef<OpFoldResult>{batchIdx, head, queryRow(rowStart), zero},
             ArrayRef<OpFoldResult>{one, one, rows, b.getIndexAttr(headDim)},
             SmallVector<OpFoldResult>(4, one));
         AtomicAddOp::create(b, loc, valid, into);
@@ -542,6 +628,7 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
   Value gradV = finish(headLoop.getResult(1), 1.0f, {bc, valueDim});
 
   ValueRange shared = forall.getRegionIterArgs();
+  Value firstKey = keyRow(keyStart);
   SmallVector<Value> valid;
   for (auto [tile, width] :
        {std::pair(gradK, headDim), std::pair(gradV, valueDim)})
@@ -556,7 +643,7 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
                                    std::tuple(valid[1], valueDim, shared[1])}) {
     tensor::ParallelInsertSliceOp::create(
         b, loc, tile, into,
-        ArrayRef<OpFoldResult>{batchIdx, kvHead, keyStart, zero},
+        ArrayRef<OpFoldResult>{batchIdx, kvHead, firstKey, zero},
         ArrayRef<OpFoldResult>{one, one, cols, b.getIndexAttr(width)},
         SmallVector<OpFoldResult>(4, one));
   }
@@ -568,12 +655,17 @@ SmallVector<Value> SplitBackwardTiler::build() {
   batch = dim(q, 0);
   heads = dim(q, 1);
   kvHeads = dim(k, 1);
-  querySeq = dim(q, 2);
-  keySeq = dim(k, 2);
-  diagonal = sub(keySeq, querySeq);
-  scoreModClamp.init(b, loc, op.getScoreMod(), querySeq, keySeq);
-  if (std::optional<int64_t> window = op.getWindow())
-    windowSize = buildClampedWindow(b, loc, *window, querySeq, keySeq);
+  totalQueries = querySeq = dim(q, 2);
+  totalKeys = keySeq = dim(k, 2);
+  outer = batch;
+  if (op.isVarlen()) {
+    // One parallel iteration per sequence and one for the rows past the
+    // last sequence (whose gradients are 0).
+    sequences = sub(dim(op.getCuSeqlensQ(), 0), idx(1));
+    outer = add(sequences, idx(1));
+  } else {
+    alignToKeys();
+  }
   group = b.createOrFold<arith::DivUIOp>(loc, heads, kvHeads);
   if (!deterministic) {
     br = dqRows;
@@ -609,10 +701,6 @@ LogicalResult mlir::flash::tileAttentionBackwardSplit(
     RewriterBase &rewriter, AttentionBackwardOp op, int64_t blockRows,
     int64_t blockCols, int64_t kvBlockRows, int64_t kvBlockCols,
     bool deterministic, bool overlapProducts) {
-  if (op.isVarlen())
-    return op.emitOpError(
-        "cannot be tiled for a tensor-core target with cu_seqlens yet (the "
-        "dQ and dK/dV nests of packed sequences); target=cpu tiles it");
   return replaceWithTiles<SplitBackwardTiler>(
       rewriter, op, blockRows, blockCols, kvBlockRows, kvBlockCols,
       deterministic, overlapProducts);

@@ -95,6 +95,26 @@ inline PackedSpan buildPackedSpan(OpBuilder &b, Location loc, Value offsets,
   return {first, b.createOrFold<arith::SelectOp>(loc, last, rest, count)};
 }
 
+/// The most rows any of the packed sequences has (buildPackedSpan's counts
+/// over s = 0 ... S, with or without the rest): a scalar loop over the
+/// offsets, the parallel iterations a nest over those rows needs.
+inline Value buildMostPackedRows(OpBuilder &b, Location loc, Value offsets,
+                                 Value tokens, Value sequences, bool restRows) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = scf::ForOp::create(
+      b, loc, zero, b.createOrFold<arith::AddIOp>(loc, sequences, one), one,
+      ValueRange{zero});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  PackedSpan span = buildPackedSpan(
+      b, loc, offsets, tokens, loop.getInductionVar(), sequences, restRows);
+  scf::YieldOp::create(b, loc,
+                       b.createOrFold<arith::MaxSIOp>(
+                           loc, loop.getRegionIterArgs()[0], span.count));
+  return loop.getResult(0);
+}
+
 /// grad_sinks of a rank-4 backward op with sinks, from its LSE and the
 /// tiling's D = rowsum(dO O) [B, Hq, M] in f32 (SinkGradient.cpp).
 Value buildSinkGradient(OpBuilder &b, Location loc, AttentionBackwardOp op,
