@@ -597,16 +597,10 @@ SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
     rows = min(idx(br), sub(querySeq, rowStart));
     ownRows = sub(add(shifted, idx(br)), rowStart);
   } else {
-    rows = min(idx(br), sub(querySeq, rowStart));
-    if (op.isVarlen()) {
-      // A block past its sequence's rows computes nothing: no keys.
-      rows = max(rows, idx(0));
-      keySeq = b.createOrFold<arith::SelectOp>(
-          loc,
-          b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, rows,
-                                        idx(0)),
-          keySeq, idx(0));
-    }
+    // A packed sequence's block past its rows computes nothing: no keys.
+    rows = op.isVarlen()
+               ? buildPackedBlockRows(b, loc, br, rowStart, querySeq, keySeq)
+               : min(idx(br), sub(querySeq, rowStart));
     ownRows = rows;
   }
   if (op.getKeyLengths() || op.isVarlen()) {

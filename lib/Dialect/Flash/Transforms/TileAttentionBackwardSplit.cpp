@@ -473,16 +473,10 @@ SplitBackwardTiler::buildQueryBlockNest(ValueRange outs) {
   enterProblem(forall.getInductionVars()[0], /*restQueries=*/true,
                /*restKeys=*/false);
   Value rowStart = mul(forall.getInductionVars()[2], idx(br));
-  Value rows = min(idx(br), sub(querySeq, rowStart));
-  if (op.isVarlen()) {
-    // A block past its sequence's rows computes nothing: no keys.
-    rows = max(rows, idx(0));
-    keySeq = b.createOrFold<arith::SelectOp>(
-        loc,
-        b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, rows,
-                                      idx(0)),
-        keySeq, idx(0));
-  }
+  // A packed sequence's block past its rows computes nothing: no keys.
+  Value rows = op.isVarlen() ? buildPackedBlockRows(b, loc, br, rowStart,
+                                                    querySeq, keySeq)
+                             : min(idx(br), sub(querySeq, rowStart));
   return {forall, forall.getInductionVars()[1], rowStart, rows,
           queryRow(rowStart)};
 }
@@ -520,17 +514,11 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
                /*restKeys=*/true);
   Value kvHead = forall.getInductionVars()[1];
   keyStart = mul(forall.getInductionVars()[2], idx(bc));
-  cols = min(idx(bc), sub(keySeq, keyStart));
-  if (op.isVarlen()) {
-    // A block past its sequence's keys (and the keys past the last
-    // sequence) sees no query: its dK and dV rows are 0.
-    cols = max(cols, idx(0));
-    querySeq = b.createOrFold<arith::SelectOp>(
-        loc,
-        b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, cols,
-                                      idx(0)),
-        querySeq, idx(0));
-  }
+  // A block past its sequence's keys (and the keys past the last sequence)
+  // sees no query: its dK and dV rows are 0.
+  cols = op.isVarlen()
+             ? buildPackedBlockRows(b, loc, bc, keyStart, keySeq, querySeq)
+             : min(idx(bc), sub(keySeq, keyStart));
   Value keyTile = keyRowTile(op.getKey(), kvHead, headDim);
   Value valueTile = keyRowTile(op.getValue(), kvHead, valueDim);
 

@@ -95,6 +95,24 @@ inline PackedSpan buildPackedSpan(OpBuilder &b, Location loc, Value offsets,
   return {first, b.createOrFold<arith::SelectOp>(loc, last, rest, count)};
 }
 
+/// The rows of a block of `blockRows` from `start` in a packed sequence of
+/// `count` rows: 0 for a block past its end, whose `other` (the count of the
+/// other side, keys for a query block) becomes 0 too so that its loops are
+/// empty.
+inline Value buildPackedBlockRows(OpBuilder &b, Location loc, int64_t blockRows,
+                                  Value start, Value count, Value &other) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value rows = b.createOrFold<arith::MinSIOp>(
+      loc, arith::ConstantIndexOp::create(b, loc, blockRows),
+      b.createOrFold<arith::SubIOp>(loc, count, start));
+  rows = b.createOrFold<arith::MaxSIOp>(loc, rows, zero);
+  other = b.createOrFold<arith::SelectOp>(
+      loc,
+      b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, rows, zero),
+      other, zero);
+  return rows;
+}
+
 /// The most rows any of the packed sequences has (buildPackedSpan's counts
 /// over s = 0 ... S, with or without the rest): a scalar loop over the
 /// offsets, the parallel iterations a nest over those rows needs.
