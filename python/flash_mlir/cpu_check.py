@@ -284,6 +284,17 @@ def make_packed(args, rng, ops, full, dyn):
         ops[name].value = full[name].reshape(full[name].shape[rank_lead:])
 
 
+def packed_bounds(args, ops):
+    """--max-seqlen-args: the packed sequences' most query and key rows (the
+    rows past the last sequence counted as one more) as function arguments
+    tagged for the tiling, [(name, tag, value)]."""
+    if not getattr(args, "max_seqlen_args", None) or "cu_seqlens_q" not in ops:
+        return []
+    queries, keys = varlen_lengths(args)
+    return [("max_seqlen_q", "flash.max_seqlen_q", max(queries + [args.pad_rows])),
+            ("max_seqlen_k", "flash.max_seqlen_k", max(keys + [args.pad_rows]))]
+
+
 def build_program(args, ops):
     """ops: dict of Operands (q, k, v, [do], [bias], [mask])."""
     q, k, v = ops["q"], ops["k"], ops["v"]
@@ -318,6 +329,9 @@ def build_program(args, ops):
     sig = ", ".join(f"%{o.name}: {o.type}" for o in params)
     if runtime_scale(args):
         sig += ", %scale: f32"
+    bounds = packed_bounds(args, ops)
+    for name, tag, _ in bounds:
+        sig += f", %{name}: {args.max_seqlen_args} {{flash.{name}}}"
     fwd = (f"    %o, %lse = flash.attention %q, %k, %v{opt}{attrs_text(args)}\n"
            f"        : {qkv_types} -> {o_type}, {lse_type}{mod}")
     if args.mode == "fwd":
@@ -356,6 +370,10 @@ def build_program(args, ops):
         lines.append(f"    %scale = arith.constant {float_literal(scale)} : f32")
         call_args += ", %scale"
         call_types += ", f32"
+    for name, _, value in bounds:
+        lines.append(f"    %{name} = arith.constant {value} : {args.max_seqlen_args}")
+        call_args += f", %{name}"
+        call_types += f", {args.max_seqlen_args}"
     names = ", ".join(f"%{r[0]}" for r in results)
     lines.append(f"    {names} = call @attention({call_args}) : ({call_types}) -> ({result_types})")
     for name, shape, et, dyn_type in results:
@@ -577,6 +595,10 @@ def main(argv=None):
     p.add_argument("--pad-rows", type=int, default=3,
                    help="with --varlen: query and key rows past the last sequence")
     p.add_argument("--varlen-dtype", choices=["i32", "i64"], default="i32")
+    p.add_argument("--max-seqlen-args", choices=["index", "i32", "i64"],
+                   help="with --varlen: the most query and key rows of a sequence as "
+                        "function arguments tagged flash.max_seqlen_q/_k (of this type), "
+                        "which the tiling takes instead of computing them")
     p.add_argument("--mask", help="i1 mask shape, broadcastable to [B,Hq,M,N]")
     p.add_argument("--masked-row", action="store_true",
                    help="make query row 0 of the mask fully masked")

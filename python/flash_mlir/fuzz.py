@@ -895,6 +895,8 @@ def _draw_diff_case(rng):
         # The batch of packed sequences is a static 1; the offsets' size may
         # be dynamic.
         a.dynamic = a.dynamic.replace("b", "") + ("s" if rng.random() < 0.3 else "")
+        # The caller's bounds (max_seqlen_q/_k) as tagged arguments at times.
+        a.max_seqlen_args = rng.choice([None, None, "index", "i32", "i64"])
     a.labels.append(f"diff-varlen:{a.varlen is not None}")
     return a
 
@@ -915,6 +917,8 @@ def describe(a):
     if getattr(a, "varlen", None) is not None:
         parts.append(f"--varlen '{a.varlen}' --varlen-keys '{a.varlen_keys}' "
                      f"--pad-rows {a.pad_rows} --varlen-dtype {a.varlen_dtype}")
+        if getattr(a, "max_seqlen_args", None):
+            parts.append(f"--max-seqlen-args {a.max_seqlen_args}")
     for key in ("scale", "window", "bias", "mask"):
         if getattr(a, key) is not None:
             parts.append(f"--{key} {getattr(a, key)}")

@@ -34,5 +34,10 @@
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --varlen 12,3,7 --varlen-keys 12,8,20 --b 1 --hq 2 --d 16 --window 4 --softcap 3.0 --sinks --dtype bf16 --target sm_80 | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --varlen 10,0,6,33 --varlen-keys 4,5,30,20 --b 1 --hq 4 --hkv 2 --rank 3 --d 16 --alibi --causal --dynamic hmns --target sm_90a --nondeterministic | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --varlen 10,0,6,33 --varlen-keys 4,5,30,20 --b 1 --hq 4 --hkv 2 --d 16 --target sm_80 --nondeterministic --overlap-products --block-rows 8 --block-cols 16 | FileCheck %s
+// The bounds a caller knows (FlashAttention's max_seqlen_q/_k) as tagged
+// function arguments, which the tiling takes instead of its scalar loop.
+// RUN: %python -m flash_mlir.cpu_check --varlen 5,0,17,1,9 --varlen-keys 7,3,0,20,9 --b 1 --hq 4 --hkv 2 --d 16 --causal --block-rows 4 --block-cols 8 --max-seqlen-args index | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --varlen 5,0,17,1,9 --varlen-keys 7,3,0,20,9 --b 1 --hq 4 --hkv 2 --d 16 --causal --block-rows 4 --block-cols 8 --max-seqlen-args i32 --target sm_90a --pad-rows 30 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --varlen 5,0,17,1,9 --varlen-keys 7,3,0,20,9 --b 1 --hq 4 --hkv 2 --d 16 --max-seqlen-args i64 --target sm_80 --nondeterministic --sinks | FileCheck %s
 // CHECK: PASS
 // CHECK-NOT: FAIL

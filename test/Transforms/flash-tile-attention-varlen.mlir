@@ -42,3 +42,26 @@ func.func @varlen_backward(%q: tensor<1x4x?x64xf16>, %k: tensor<1x2x?x64xf16>, %
   %dq, %dk, %dv = flash.attention_backward %q, %k, %k, %o, %o, %lse cu_seqlens_q(%cq : tensor<4xi32>) cu_seqlens_k(%ck : tensor<4xi32>) {causal} : tensor<1x4x?x64xf16>, tensor<1x2x?x64xf16>, tensor<1x2x?x64xf16>, tensor<1x4x?x64xf16>, tensor<1x4x?xf32>
   return %dq : tensor<1x4x?x64xf16>
 }
+
+// -----
+
+// The caller's bound (FlashAttention's max_seqlen_q) gives the query blocks:
+// no loop over the offsets.
+// CHECK-LABEL: func @varlen_bounded
+// CHECK-SAME: %[[MAXQ:[a-z0-9]+]]: i32 {flash.max_seqlen_q}
+// CHECK-NOT: scf.for
+// CHECK: %[[ROWS:.*]] = arith.index_cast %[[MAXQ]] : i32 to index
+// CHECK: %[[BLOCKS:.*]] = arith.ceildivsi %[[ROWS]], %c64
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 8, %[[BLOCKS]])
+func.func @varlen_bounded(%q: tensor<8x?x64xf16>, %k: tensor<2x?x64xf16>, %cq: tensor<?xi32>, %ck: tensor<?xi32>, %maxq: i32 {flash.max_seqlen_q}) -> tensor<8x?x64xf16> {
+  %o = flash.attention %q, %k, %k cu_seqlens_q(%cq : tensor<?xi32>) cu_seqlens_k(%ck : tensor<?xi32>) : tensor<8x?x64xf16>, tensor<2x?x64xf16>, tensor<2x?x64xf16> -> tensor<8x?x64xf16>
+  return %o : tensor<8x?x64xf16>
+}
+
+// -----
+
+func.func @varlen_float_bound(%q: tensor<8x?x64xf16>, %k: tensor<2x?x64xf16>, %cq: tensor<?xi32>, %ck: tensor<?xi32>, %maxq: f32 {flash.max_seqlen_q}) -> tensor<8x?x64xf16> {
+  // expected-error @+1 {{takes the function argument tagged flash.max_seqlen_q as a bound on its packed sequences' rows, which must be an index or integer scalar, got 'f32'}}
+  %o = flash.attention %q, %k, %k cu_seqlens_q(%cq : tensor<?xi32>) cu_seqlens_k(%ck : tensor<?xi32>) : tensor<8x?x64xf16>, tensor<2x?x64xf16>, tensor<2x?x64xf16> -> tensor<8x?x64xf16>
+  return %o : tensor<8x?x64xf16>
+}

@@ -548,3 +548,10 @@ func.func @varlen_backward_batch(%q: tensor<2x8x40x32xf16>, %lse: tensor<2x8x40x
   %dq, %dk, %dv = flash.attention_backward %q, %q, %q, %q, %q, %lse cu_seqlens_q(%c : tensor<3xi32>) cu_seqlens_k(%c : tensor<3xi32>) : tensor<2x8x40x32xf16>, tensor<2x8x40x32xf16>, tensor<2x8x40x32xf16>, tensor<2x8x40x32xf16>, tensor<2x8x40xf32>
   return %dq : tensor<2x8x40x32xf16>
 }
+
+// -----
+
+// expected-error @+1 {{'flash.max_seqlen_q' of argument 1 must be a unit attribute}}
+func.func @max_seqlen_value(%q: tensor<8x40x32xf32>, %m: index {flash.max_seqlen_q = 3 : i64}) -> tensor<8x40x32xf32> {
+  return %q : tensor<8x40x32xf32>
+}

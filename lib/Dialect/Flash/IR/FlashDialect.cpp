@@ -33,6 +33,14 @@ LogicalResult FlashDialect::verifyRegionArgAttribute(Operation *op,
                              << argIndex << " must be a string";
     return success();
   }
+  if (attr.getName() == kMaxQueryRowsAttrName ||
+      attr.getName() == kMaxKeyRowsAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << attr.getName().getValue() << "' of argument " << argIndex
+             << " must be a unit attribute";
+    return success();
+  }
   if (attr.getName() == "flash.tensor_maps") {
     // --flash-map-tiles-to-gpu{tma-loads}'s tensor-map buffer: one
     // dictionary per map, each naming an argument of the same function.

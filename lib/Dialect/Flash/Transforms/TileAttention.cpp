@@ -69,11 +69,11 @@ constexpr double kLn2 = 0.6931471805599453;
 class AttentionTiler : TilerBase {
 public:
   AttentionTiler(OpBuilder &b, AttentionOp op, int64_t br, int64_t bc,
-                 bool causalRowsFromEnd, KeySplits splits)
+                 bool causalRowsFromEnd, KeySplits splits, PackedBounds bounds)
       : TilerBase(b, op.getLoc(), op.getQuery().getType(),
                   op.getValue().getType()),
         op(op), br(br), bc(bc), causalRowsFromEnd(causalRowsFromEnd),
-        splits(splits) {}
+        splits(splits), bounds(bounds) {}
 
   SmallVector<Value> build();
 
@@ -150,6 +150,7 @@ private:
   /// Under a causal mask, row blocks aligned to the last row.
   bool causalRowsFromEnd;
   KeySplits splits;
+  PackedBounds bounds;
   /// With key splits: how many (run time) and which one this iteration runs.
   Value splitCount, splitIdx;
 
@@ -463,8 +464,10 @@ SmallVector<Value> AttentionTiler::build() {
     // Every sequence gets the query blocks of the longest (the rows past
     // the last one included).
     queryBlocks =
-        ceilDiv(buildMostPackedRows(b, loc, op.getCuSeqlensQ(), totalQueries,
-                                    sequences, /*restRows=*/true),
+        ceilDiv(bounds.queries ? bounds.queries
+                               : buildMostPackedRows(b, loc, op.getCuSeqlensQ(),
+                                                     totalQueries, sequences,
+                                                     /*restRows=*/true),
                 br);
   } else {
     queryBlocks = ceilDiv(totalQueries, br);
@@ -951,7 +954,8 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
 LogicalResult mlir::flash::tileAttention(RewriterBase &rewriter, AttentionOp op,
                                          int64_t blockRows, int64_t blockCols,
                                          bool causalRowsFromEnd,
-                                         KeySplits splits) {
+                                         KeySplits splits,
+                                         PackedBounds bounds) {
   if (splits.partialOut && op.getQuery().getType().getRank() != 4)
     return op.emitOpError("takes partial results for its key splits only in "
                           "the rank-4 form");
@@ -966,7 +970,7 @@ LogicalResult mlir::flash::tileAttention(RewriterBase &rewriter, AttentionOp op,
       blockCols = std::gcd(blockCols, pageSize);
   }
   return replaceWithTiles<AttentionTiler>(rewriter, op, blockRows, blockCols,
-                                          causalRowsFromEnd, splits);
+                                          causalRowsFromEnd, splits, bounds);
 }
 
 namespace {
@@ -1036,9 +1040,10 @@ struct FlashTileAttentionPass
       if (report)
         emitReport(op, *tgt, tiles, d, dv, bytes);
       FailureOr<KeySplits> split = keySplitsOf(op);
-      if (failed(split) ||
+      FailureOr<PackedBounds> bounds = packedBoundsOf(op);
+      if (failed(split) || failed(bounds) ||
           failed(tileAttention(rewriter, op, tiles.blockRows, tiles.blockCols,
-                               causalRowsFromEnd, *split)))
+                               causalRowsFromEnd, *split, *bounds)))
         return signalPassFailure();
     }
     SmallVector<AttentionBackwardOp> backward;
@@ -1072,11 +1077,14 @@ struct FlashTileAttentionPass
         kvRows = kvBlockRows;
       if (kvBlockCols > 0)
         kvCols = kvBlockCols;
-      LogicalResult tiled =
-          tgt->tensorCores
-              ? tileAttentionBackwardSplit(rewriter, op, br, bc, kvRows, kvCols,
-                                           deterministic, overlapProducts)
-              : tileAttentionBackward(rewriter, op, br, bc);
+      FailureOr<PackedBounds> bounds = packedBoundsOf(op);
+      if (failed(bounds))
+        return signalPassFailure();
+      LogicalResult tiled = tgt->tensorCores
+                                ? tileAttentionBackwardSplit(
+                                      rewriter, op, br, bc, kvRows, kvCols,
+                                      deterministic, overlapProducts, *bounds)
+                                : tileAttentionBackward(rewriter, op, br, bc);
       if (failed(tiled))
         return signalPassFailure();
     }
@@ -1114,6 +1122,36 @@ struct FlashTileAttentionPass
       return failure();
     split.count = 0;
     return split;
+  }
+
+  /// The packed sequences' bounds the op's function passes (arguments
+  /// tagged kMaxQueryRowsAttr / kMaxKeyRowsAttr, index or integer scalars),
+  /// as index values created before the op; null where there is none.
+  FailureOr<PackedBounds> packedBoundsOf(Operation *op) {
+    PackedBounds bounds;
+    auto func = op->getParentOfType<FunctionOpInterface>();
+    if (!func || func.isExternal())
+      return bounds;
+    for (BlockArgument arg : func.getArguments()) {
+      for (auto [tag, into] : {std::pair(kMaxQueryRowsAttr, &bounds.queries),
+                               std::pair(kMaxKeyRowsAttr, &bounds.keys)}) {
+        if (!func.getArgAttr(arg.getArgNumber(), tag))
+          continue;
+        Type type = arg.getType();
+        if (!type.isIndex() && !type.isSignlessInteger()) {
+          op->emitOpError("takes the function argument tagged ")
+              << tag << " as a bound on its packed sequences' rows, which "
+              << "must be an index or integer scalar, got " << type;
+          return failure();
+        }
+        OpBuilder b(op);
+        *into = type.isIndex() ? Value(arg)
+                               : arith::IndexCastOp::create(
+                                     b, op->getLoc(), b.getIndexType(), arg)
+                                     .getResult();
+      }
+    }
+    return bounds;
   }
 
   void emitReport(AttentionOp op, const AttentionTarget &tgt,

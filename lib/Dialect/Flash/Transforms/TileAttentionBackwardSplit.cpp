@@ -60,12 +60,13 @@ public:
   /// key rows x `kvCols` queries per step.
   SplitBackwardTiler(OpBuilder &b, AttentionBackwardOp op, int64_t br,
                      int64_t bc, int64_t kvRows, int64_t kvCols,
-                     bool deterministic, bool overlapProducts)
+                     bool deterministic, bool overlapProducts,
+                     PackedBounds bounds)
       : TilerBase(b, op.getLoc(), op.getQuery().getType(),
                   op.getValue().getType()),
         op(op), dqRows(br), dqCols(bc), kvRows(kvRows), kvCols(kvCols), br(br),
-        bc(bc), deterministic(deterministic), overlapProducts(overlapProducts) {
-  }
+        bc(bc), deterministic(deterministic), overlapProducts(overlapProducts),
+        bounds(bounds) {}
 
   SmallVector<Value> build();
 
@@ -160,13 +161,15 @@ private:
   /// of the problem's sizes.
   void alignToKeys();
   /// How many blocks of `rows` rows the longest sequence has (with the
-  /// rest), or all rows of `tokens` without cu_seqlens.
-  Value blocksOf(Value offsets, Value tokens, bool restRows, int64_t rows) {
+  /// rest; `bound` where the caller gave it), or all rows of `tokens`
+  /// without cu_seqlens.
+  Value blocksOf(Value offsets, Value tokens, Value bound, int64_t rows) {
     if (!op.isVarlen())
       return ceilDiv(tokens, rows);
-    return ceilDiv(
-        buildMostPackedRows(b, loc, offsets, tokens, sequences, restRows),
-        rows);
+    return ceilDiv(bound ? bound
+                         : buildMostPackedRows(b, loc, offsets, tokens,
+                                               sequences, /*restRows=*/true),
+                   rows);
   }
   /// One parallel iteration of a nest over (batch, head, query block).
   struct QueryBlock {
@@ -213,6 +216,7 @@ private:
   bool deterministic;
   /// The atomic dK/dV nest builds dPᵀ right after Sᵀ.
   bool overlapProducts;
+  PackedBounds bounds;
   Value querySeq, keySeq, diagonal, group, batch, heads, kvHeads;
   // The op's M and N, and with cu_seqlens the number of sequences S and the
   // size of the nests' first axis (S + 1; else B).
@@ -467,7 +471,7 @@ SplitBackwardTiler::buildQueryBlockNest(ValueRange outs) {
       b, loc,
       ArrayRef<OpFoldResult>{
           outer, heads,
-          blocksOf(op.getCuSeqlensQ(), totalQueries, /*restRows=*/true, br)},
+          blocksOf(op.getCuSeqlensQ(), totalQueries, bounds.queries, br)},
       outs, std::nullopt);
   b.setInsertionPoint(forall.getTerminator());
   enterProblem(forall.getInductionVars()[0], /*restQueries=*/true,
@@ -501,8 +505,7 @@ void SplitBackwardTiler::insertRows(Value tile, Value into, QueryBlock at) {
 SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
                                                          Value accumulator) {
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  Value keyBlocks =
-      blocksOf(op.getCuSeqlensK(), totalKeys, /*restRows=*/true, bc);
+  Value keyBlocks = blocksOf(op.getCuSeqlensK(), totalKeys, bounds.keys, bc);
   SmallVector<Value> outs = {emptyLike(op.getGradKey(), op.getKey()),
                              emptyLike(op.getGradValue(), op.getValue())};
   auto forall = scf::ForallOp::create(
@@ -688,8 +691,8 @@ SmallVector<Value> SplitBackwardTiler::build() {
 LogicalResult mlir::flash::tileAttentionBackwardSplit(
     RewriterBase &rewriter, AttentionBackwardOp op, int64_t blockRows,
     int64_t blockCols, int64_t kvBlockRows, int64_t kvBlockCols,
-    bool deterministic, bool overlapProducts) {
+    bool deterministic, bool overlapProducts, PackedBounds bounds) {
   return replaceWithTiles<SplitBackwardTiler>(
       rewriter, op, blockRows, blockCols, kvBlockRows, kvBlockCols,
-      deterministic, overlapProducts);
+      deterministic, overlapProducts, bounds);
 }

@@ -39,6 +39,13 @@ def Flash_Dialect : Dialect {
     /// The attribute (a string, on an argument or a tensor.empty) naming a
     /// workspace of the tiled backward.
     static constexpr llvm::StringLiteral kWorkspaceAttrName = "flash.workspace";
+    /// The unit attributes on an index or integer argument that bound the
+    /// query and key rows of packed sequences (FlashAttention's max_seqlen_q
+    /// and max_seqlen_k) for the tiling.
+    static constexpr llvm::StringLiteral kMaxQueryRowsAttrName =
+        "flash.max_seqlen_q";
+    static constexpr llvm::StringLiteral kMaxKeyRowsAttrName =
+        "flash.max_seqlen_k";
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

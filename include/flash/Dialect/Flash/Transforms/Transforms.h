@@ -73,6 +73,22 @@ struct KeySplits {
   bool enabled() const { return count > 0 || partialOut; }
 };
 
+/// What a caller knows of packed sequences (cu_seqlens), FlashAttention's
+/// `max_seqlen_q` and `max_seqlen_k`: index values at least the most query
+/// and key rows of any sequence, the rows past the last sequence counted as
+/// one more (rows of a longer one are not computed). A null bound is
+/// computed from the offsets (a scalar loop, which a kernel's host side
+/// cannot run: flash-compile passes these as function arguments tagged
+/// kMaxQueryRowsAttr and kMaxKeyRowsAttr, which --flash-tile-attention
+/// reads).
+struct PackedBounds {
+  Value queries, keys;
+};
+constexpr llvm::StringLiteral kMaxQueryRowsAttr =
+    FlashDialect::kMaxQueryRowsAttrName;
+constexpr llvm::StringLiteral kMaxKeyRowsAttr =
+    FlashDialect::kMaxKeyRowsAttrName;
+
 /// Tiles one attention op into the FlashAttention-2 loop nest with Br x Bc
 /// tiles; the op is replaced. With `causalRowsFromEnd` a causal op's row
 /// blocks end at its last row (the partial block is the first). With
@@ -80,7 +96,7 @@ struct KeySplits {
 LogicalResult tileAttention(RewriterBase &rewriter, AttentionOp op,
                             int64_t blockRows, int64_t blockCols,
                             bool causalRowsFromEnd = false,
-                            KeySplits splits = {});
+                            KeySplits splits = {}, PackedBounds bounds = {});
 
 /// Tiles one attention backward op into the FlashAttention-2 backward loop
 /// nest (recompute P from the LSE per Br x Bc tile); the op is replaced.
@@ -106,7 +122,8 @@ constexpr llvm::StringLiteral kWorkspaceAttr = FlashDialect::kWorkspaceAttrName;
 LogicalResult tileAttentionBackwardSplit(
     RewriterBase &rewriter, AttentionBackwardOp op, int64_t blockRows,
     int64_t blockCols, int64_t kvBlockRows, int64_t kvBlockCols,
-    bool deterministic = true, bool overlapProducts = false);
+    bool deterministic = true, bool overlapProducts = false,
+    PackedBounds bounds = {});
 
 } // namespace mlir::flash
 
