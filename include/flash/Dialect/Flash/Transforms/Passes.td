@@ -234,6 +234,17 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
     of that function is then split into as many runs as their leading size
     (flash-compile's split-KV kernels; the runtime allocates them). Sinks
     join in the merge.
+
+    Packed variable-length sequences (`cu_seqlens_q`/`cu_seqlens_k`): the
+    batch axis of every nest above becomes the S sequences and one more
+    iteration for the rows past the last one (which see no keys; in the
+    dK/dV nest, the keys past the last one, which see no queries); each
+    iteration's rows and keys start at its offsets, and its blocks are those
+    of the longest sequence (blocks past its own end compute nothing). That
+    count comes from a scalar loop over the offsets, or from the function's
+    arguments tagged `flash.max_seqlen_q` and `flash.max_seqlen_k` (index
+    or integer; FlashAttention's `max_seqlen_q/_k`), which a kernel's host
+    side needs: a launch's grid cannot loop over device memory.
   }];
   let options = [
     Option<"target", "target", "::mlir::flash::TileTarget",
