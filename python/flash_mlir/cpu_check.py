@@ -173,7 +173,8 @@ def score_mod_text(args, ops):
     """The op's score_mod region for --softcap / --alibi (empty without)."""
     softcap = getattr(args, "softcap", None)
     alibi = "alibi" in ops
-    if softcap is None and not alibi:
+    batch_bias = "batch_bias" in ops
+    if softcap is None and not alibi and not batch_bias:
         return ""
     lines = [" score_mod {",
              "    ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):"]
@@ -192,6 +193,10 @@ def score_mod_text(args, ops):
                   "      %term = arith.mulf %slope, %relf : f32",
                   f"      %biased = arith.addf {value}, %term : f32"]
         value = "%biased"
+    if batch_bias:
+        lines += [f"      %bb = tensor.extract %batch_bias[%b] : {ops['batch_bias'].type}",
+                  f"      %shifted = arith.addf {value}, %bb : f32"]
+        value = "%shifted"
     lines += [f"      flash.yield {value} : f32", "    }"]
     return "\n".join(lines)
 
@@ -504,6 +509,13 @@ def make_inputs(args, rng):
         x = np.exp2(-8.0 * (np.arange(hq) + 1) / hq).astype(np.float32)
         ops["alibi"] = Operand("alibi", x, "f32", [None], dyn)
         full["alibi"] = x
+    if getattr(args, "batch_bias", False):
+        # score_mod: one shift per batch entry (per sequence with --varlen),
+        # read at the region's b: the LSE shows which one a row took.
+        count = len(varlen_lengths(args)[0]) if args.varlen is not None else b
+        x = quantize(rng.standard_normal(count) * 2.0, "f32")
+        ops["batch_bias"] = Operand("batch_bias", x, "f32", [None], dyn)
+        full["batch_bias"] = x
     if getattr(args, "sinks", False):
         # One logit per query head, some above every score of their rows.
         x = quantize(rng.standard_normal(hq) * 2.0 + 1.0, args.sinks_dtype)
@@ -574,6 +586,9 @@ def main(argv=None):
     p.add_argument("--alibi", action="store_true",
                    help="score_mod: add slope[h] (j - i), one f32 slope per query head "
                         "read from a tensor argument")
+    p.add_argument("--batch-bias", action="store_true",
+                   help="score_mod: add batch_bias[b], one f32 per batch entry (per "
+                        "sequence with --varlen) read from a tensor argument")
     p.add_argument("--bias", help="bias shape, e.g. 1x4x77x33 or 77x33")
     p.add_argument("--bias-dtype", choices=["f32", "f16", "bf16"], default="f32")
     p.add_argument("--sinks", action="store_true",
@@ -672,7 +687,7 @@ def main(argv=None):
     common = dict(scale=scale, causal=args.causal, bias=full.get("bias"),
                   mask=full.get("mask"), window=args.window)
     common.update(softcap=args.softcap, alibi=full.get("alibi"),
-                  sinks=full.get("sinks"))
+                  sinks=full.get("sinks"), batch_bias=full.get("batch_bias"))
     if "key_lengths" in full:
         if args.mode != "fwd":
             raise SystemExit("cpu_check: key_lengths has no backward")

@@ -9,7 +9,7 @@ import numpy as np
 
 
 def _scores(q, k, scale, causal, bias, mask, window=None, softcap=None,
-            alibi=None):
+            alibi=None, batch_bias=None):
     b, hq, m, d = q.shape
     hkv, n = k.shape[1], k.shape[2]
     group = hq // hkv
@@ -21,6 +21,8 @@ def _scores(q, k, scale, causal, bias, mask, window=None, softcap=None,
     if alibi is not None:
         rel = np.arange(n)[None, :] - np.arange(m)[:, None]
         s = s + alibi.astype(np.float64)[None, :, None, None] * rel
+    if batch_bias is not None:
+        s = s + batch_bias.astype(np.float64)[:, None, None, None]
     if bias is not None:
         s = s + np.broadcast_to(bias.astype(np.float64), s.shape)
     hidden = np.zeros(s.shape, dtype=bool)
@@ -66,7 +68,7 @@ def default_scale(d):
 
 def attention(q, k, v, scale=None, causal=False, bias=None, mask=None,
               window=None, softcap=None, alibi=None, sinks=None,
-              key_lengths=None):
+              key_lengths=None, batch_bias=None):
     """Returns (O, LSE) in float64. `softcap` c rewrites each scaled score s
     to c tanh(s / c); `alibi` (one slope per query head) adds
     slope[h] (j - i); `sinks` (one logit per query head) join every row's
@@ -91,9 +93,10 @@ def attention(q, k, v, scale=None, causal=False, bias=None, mask=None,
             o[i:i + 1], lse[i:i + 1] = attention(
                 q[i:i + 1], k[i:i + 1, :, :length], v[i:i + 1, :, :length],
                 scale, causal, cut(bias), cut(mask), window, softcap, alibi,
-                sinks)
+                sinks, batch_bias=None if batch_bias is None else batch_bias[i:i + 1])
         return o, lse
-    s = _scores(q, k, scale, causal, bias, mask, window, softcap, alibi)
+    s = _scores(q, k, scale, causal, bias, mask, window, softcap, alibi,
+                batch_bias)
     p, lse, _ = _softmax(s, sinks)
     group = q.shape[1] // k.shape[1]
     v_rep = np.repeat(v.astype(np.float64), group, axis=1)
@@ -103,12 +106,13 @@ def attention(q, k, v, scale=None, causal=False, bias=None, mask=None,
 
 def attention_backward(q, k, v, do, scale=None, causal=False, bias=None,
                        mask=None, window=None, o=None, softcap=None, alibi=None,
-                       sinks=None):
+                       sinks=None, batch_bias=None):
     """Returns (dQ, dK, dV) in float64, the gradient of attention(), and
     d sinks after them when `sinks` is given."""
     if scale is None:
         scale = default_scale(q.shape[-1])
-    s = _scores(q, k, scale, causal, bias, mask, window, softcap, alibi)
+    s = _scores(q, k, scale, causal, bias, mask, window, softcap, alibi,
+                batch_bias)
     p, _, p_sink = _softmax(s, sinks)
     b, hq, m, d = q.shape
     hkv, n = k.shape[1], k.shape[2]
@@ -147,7 +151,7 @@ def _spans(cu, tokens):
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, key_lengths=None,
-                     sinks=None, **kw):
+                     sinks=None, batch_bias=None, **kw):
     """attention() of packed variable-length sequences: Q [1, Hq, Tq, D],
     K/V [1, Hkv, Tk, D/Dv]; sequence s is rows [cu_q[s], cu_q[s + 1]) of Q
     against rows [cu_k[s], cu_k[s + 1]) of K and V (the first
@@ -163,21 +167,24 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, key_lengths=None,
         if key_lengths is not None:
             k1 = k0 + min(max(int(key_lengths[s]), 0), k1 - k0)
         o[:, :, q0:q1], lse[:, :, q0:q1] = attention(
-            q[:, :, q0:q1], k[:, :, k0:k1], v[:, :, k0:k1], sinks=sinks, **kw)
+            q[:, :, q0:q1], k[:, :, k0:k1], v[:, :, k0:k1], sinks=sinks,
+            batch_bias=None if batch_bias is None else batch_bias[s:s + 1], **kw)
     return o, lse
 
 
 def attention_backward_varlen(q, k, v, do, cu_seqlens_q, cu_seqlens_k, o=None,
-                              sinks=None, **kw):
+                              sinks=None, batch_bias=None, **kw):
     """attention_backward() of packed sequences (attention_varlen's layout):
     each sequence on its own; the rows in no sequence get zero gradients."""
     tq, tk = q.shape[2], k.shape[2]
     dq, dk, dv = (np.zeros(t.shape) for t in (q, k, v))
     dsinks = np.zeros(q.shape[1]) if sinks is not None else None
-    for (q0, q1), (k0, k1) in zip(_spans(cu_seqlens_q, tq), _spans(cu_seqlens_k, tk)):
+    for s, ((q0, q1), (k0, k1)) in enumerate(zip(_spans(cu_seqlens_q, tq),
+                                                  _spans(cu_seqlens_k, tk))):
         grads = attention_backward(
             q[:, :, q0:q1], k[:, :, k0:k1], v[:, :, k0:k1], do[:, :, q0:q1],
-            o=None if o is None else o[:, :, q0:q1], sinks=sinks, **kw)
+            o=None if o is None else o[:, :, q0:q1], sinks=sinks,
+            batch_bias=None if batch_bias is None else batch_bias[s:s + 1], **kw)
         dq[:, :, q0:q1], dk[:, :, k0:k1], dv[:, :, k0:k1] = grads[:3]
         if sinks is not None:
             dsinks += grads[3]

@@ -15,6 +15,7 @@
 // RUN: %python -m flash_mlir.cpu_check --key-lengths random --b 3 --hq 4 --hkv 2 --m 4 --n 300 --d 16 --dtype bf16 --dynamic bn --passes '--flash-tile-attention="key-splits=5 block-rows=16 block-cols=16" --flash-cpu-pipeline="tile=false"' | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --key-lengths edges --b 4 --hq 2 --m 3 --n 150 --d 16 --causal --sinks --passes '--flash-tile-attention="key-splits=3 block-rows=16 block-cols=16" --flash-cpu-pipeline="tile=false"' | FileCheck %s
 // RUN: not %python -m flash_mlir.cpu_check --key-lengths edges --mode bwd --b 2 --m 4 --n 8 --d 16 2>&1 | FileCheck %s --check-prefix=BWD
+// RUN: %python -m flash_mlir.cpu_check --key-lengths edges --b 4 --hq 2 --m 6 --n 64 --d 16 --batch-bias --causal | FileCheck %s
 // CHECK: PASS
 // CHECK-NOT: FAIL
 // BWD: cpu_check: key_lengths has no backward

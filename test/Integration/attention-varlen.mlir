@@ -39,5 +39,11 @@
 // RUN: %python -m flash_mlir.cpu_check --varlen 5,0,17,1,9 --varlen-keys 7,3,0,20,9 --b 1 --hq 4 --hkv 2 --d 16 --causal --block-rows 4 --block-cols 8 --max-seqlen-args index | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --varlen 5,0,17,1,9 --varlen-keys 7,3,0,20,9 --b 1 --hq 4 --hkv 2 --d 16 --causal --block-rows 4 --block-cols 8 --max-seqlen-args i32 --target sm_90a --pad-rows 30 | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --varlen 5,0,17,1,9 --varlen-keys 7,3,0,20,9 --b 1 --hq 4 --hkv 2 --d 16 --max-seqlen-args i64 --target sm_80 --nondeterministic --sinks | FileCheck %s
+// A score_mod that reads b (the sequence): one shift per sequence, which
+// the LSE shows.
+// RUN: %python -m flash_mlir.cpu_check --varlen 5,0,17,1,9 --varlen-keys 7,3,0,20,9 --b 1 --hq 4 --hkv 2 --d 16 --causal --batch-bias --no-tile | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --varlen 5,0,17,1,9 --varlen-keys 7,3,0,20,9 --b 1 --hq 4 --hkv 2 --d 16 --causal --batch-bias --block-rows 4 --block-cols 8 --passes '--flash-tile-attention="key-splits=3 block-rows=4 block-cols=8" --flash-cpu-pipeline="tile=false"' | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --varlen 10,0,6,33 --varlen-keys 4,5,30,20 --b 1 --hq 4 --hkv 2 --d 16 --batch-bias --softcap 2.0 --target sm_90a | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --varlen 10,0,6,33 --varlen-keys 4,5,30,20 --b 1 --hq 4 --hkv 2 --d 16 --batch-bias --softcap 2.0 | FileCheck %s
 // CHECK: PASS
 // CHECK-NOT: FAIL

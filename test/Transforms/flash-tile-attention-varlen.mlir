@@ -14,10 +14,12 @@
 // CHECK: tensor.extract %[[CUQ]][%[[S]]]
 // CHECK: tensor.extract %[[CUK]][%[[S]]]
 // CHECK: %[[ROW:.*]] = arith.muli %[[QB]], %c64
-// CHECK: %[[QAT:.*]] = arith.addi %{{.*}}, %[[ROW]]
+// CHECK: %[[QSUM:.*]] = arith.addi %{{.*}}, %[[ROW]]
+// CHECK: %[[QAT:.*]] = arith.minsi %[[QSUM]], %{{.*}}
 // CHECK: tensor.extract_slice %{{.*}}[0, %[[H]], %[[QAT]], 0]
 // CHECK: scf.for
-// CHECK: %[[KAT:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// CHECK: %[[KSUM:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// CHECK: %[[KAT:.*]] = arith.minsi %[[KSUM]], %{{.*}}
 // CHECK: tensor.extract_slice %{{.*}}[0, %{{.*}}, %[[KAT]], 0]
 // CHECK: scf.forall.in_parallel
 // CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[0, %[[H]], %[[OUT:.*]], 0]

@@ -605,7 +605,7 @@ static VarlenTables buildVarlenTables(OpBuilder &b, const GroupedProblem &p,
   // A table [S + 1] of each sequence's first row or row count
   // (buildPackedSpan) in `cu`'s tokens.
   auto table = [&](Value cu, Value tokens, bool restRows, bool first,
-                   Value used = {}) {
+                   Value keysUsed = {}) {
     Value init = tensor::EmptyOp::create(
         b, loc, ArrayRef<OpFoldResult>{offsets}, indexType);
     return buildGeneric(
@@ -616,7 +616,7 @@ static VarlenTables buildVarlenTables(OpBuilder &b, const GroupedProblem &p,
               buildPackedSpan(nb, nl, cu, tokens, s, t.sequences, restRows);
           if (first)
             return span.first;
-          if (!used)
+          if (!keysUsed)
             return span.count;
           // used[s] exists for s < S only.
           Value real = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult,
@@ -625,7 +625,7 @@ static VarlenTables buildVarlenTables(OpBuilder &b, const GroupedProblem &p,
               nb, nl, real,
               [&](OpBuilder &tb, Location tl) -> Value {
                 return clampedIndexValue(
-                    tb, tl, tensor::ExtractOp::create(tb, tl, used, s),
+                    tb, tl, tensor::ExtractOp::create(tb, tl, keysUsed, s),
                     span.count);
               },
               span.count);

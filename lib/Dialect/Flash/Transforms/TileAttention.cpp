@@ -28,6 +28,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -119,10 +120,10 @@ private:
   /// A row of this iteration's sequence as a row of the operands: with
   /// cu_seqlens offset by where the sequence starts.
   Value queryRow(Value local) {
-    return queryOffset ? add(queryOffset, local) : local;
+    return buildPackedRow(b, loc, queryOffset, totalQueries, local);
   }
   Value keyRow(Value local) {
-    return keyOffset ? add(keyOffset, local) : local;
+    return buildPackedRow(b, loc, keyOffset, maxKeys, local);
   }
 
   /// The causal diagonal N - M and the window's first key offset for the
@@ -1077,7 +1078,9 @@ struct FlashTileAttentionPass
         kvRows = kvBlockRows;
       if (kvBlockCols > 0)
         kvCols = kvBlockCols;
-      FailureOr<PackedBounds> bounds = packedBoundsOf(op);
+      // The CPU form walks each sequence's own blocks: no bounds.
+      FailureOr<PackedBounds> bounds =
+          tgt->tensorCores ? packedBoundsOf(op) : PackedBounds{};
       if (failed(bounds))
         return signalPassFailure();
       LogicalResult tiled = tgt->tensorCores
@@ -1130,7 +1133,11 @@ struct FlashTileAttentionPass
   FailureOr<PackedBounds> packedBoundsOf(Operation *op) {
     PackedBounds bounds;
     auto func = op->getParentOfType<FunctionOpInterface>();
-    if (!func || func.isExternal())
+    bool varlen = TypeSwitch<Operation *, bool>(op)
+                      .Case<AttentionOp, AttentionBackwardOp>(
+                          [](auto attention) { return attention.isVarlen(); })
+                      .Default([](Operation *) { return false; });
+    if (!varlen || !func || func.isExternal())
       return bounds;
     for (BlockArgument arg : func.getArguments()) {
       for (auto [tag, into] : {std::pair(kMaxQueryRowsAttr, &bounds.queries),

@@ -56,15 +56,17 @@ private:
   /// A row of this iteration's sequence as a row of the operands: with
   /// cu_seqlens offset by where the sequence starts.
   Value queryRow(Value local) {
-    return queryOffset ? add(queryOffset, local) : local;
+    return buildPackedRow(b, loc, queryOffset, totalQueries, local);
   }
   Value keyRow(Value local) {
-    return keyOffset ? add(keyOffset, local) : local;
+    return buildPackedRow(b, loc, keyOffset, totalKeys, local);
   }
   /// The b of a score_mod: the sequence with cu_seqlens.
   Value scoreModBatch() { return sequenceIdx ? sequenceIdx : batchIdx; }
 
   Value rowDot, querySeq, keySeq, diagonal, group;
+  /// The operands' M and N.
+  Value totalQueries, totalKeys;
   /// The window clamped to M + N (null without a window).
   Value windowSize;
   // Per (batch, KV head) and key block.
@@ -211,7 +213,8 @@ SmallVector<Value> BackwardTiler::queryBlockStep(Value qb, Value head,
 SmallVector<Value> BackwardTiler::build() {
   Value q = op.getQuery(), k = op.getKey();
   Value batch = dim(q, 0), heads = dim(q, 1), kvHeads = dim(k, 1);
-  Value totalQueries = dim(q, 2), totalKeys = dim(k, 2);
+  totalQueries = dim(q, 2);
+  totalKeys = dim(k, 2);
   querySeq = totalQueries;
   keySeq = totalKeys;
   // The sequences' sizes and alignment, per (sequence, KV head) with

@@ -148,10 +148,10 @@ private:
   /// Rows of this iteration's sequence as rows of the operands (with
   /// cu_seqlens offset by where the sequence starts).
   Value queryRow(Value local) {
-    return queryOffset ? add(queryOffset, local) : local;
+    return buildPackedRow(b, loc, queryOffset, totalQueries, local);
   }
   Value keyRow(Value local) {
-    return keyOffset ? add(keyOffset, local) : local;
+    return buildPackedRow(b, loc, keyOffset, totalKeys, local);
   }
   /// The parallel iteration's problem: batch `s`, or with cu_seqlens
   /// sequence `s`'s queries and keys (the rows past the last sequence as

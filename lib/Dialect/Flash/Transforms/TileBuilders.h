@@ -95,6 +95,18 @@ inline PackedSpan buildPackedSpan(OpBuilder &b, Location loc, Value offsets,
   return {first, b.createOrFold<arith::SelectOp>(loc, last, rest, count)};
 }
 
+/// Row `local` of a packed sequence as a row of the operands: from the
+/// sequence's first row `offset` (null: no packing, rows as they are),
+/// clamped to the operands' `total` rows so that the empty slices of blocks
+/// past a sequence's end stay within the tensor.
+inline Value buildPackedRow(OpBuilder &b, Location loc, Value offset,
+                            Value total, Value local) {
+  if (!offset)
+    return local;
+  return b.createOrFold<arith::MinSIOp>(
+      loc, b.createOrFold<arith::AddIOp>(loc, offset, local), total);
+}
+
 /// The rows of a block of `blockRows` from `start` in a packed sequence of
 /// `count` rows: 0 for a block past its end, whose `other` (the count of the
 /// other side, keys for a query block) becomes 0 too so that its loops are

@@ -100,9 +100,10 @@ def Flash_AttentionOp : Flash_Op<"attention",
       to its own sequence's keys, with `causal` and `window` aligned
       bottom-right per sequence. With `key_lengths` (`[S]`, FlashAttention's
       `seqused_k`) sequence `s` uses only the first `key_lengths[s]` of its
-      keys. The offsets start at 0 and do not decrease (rows before the
-      first offset are otherwise unspecified; every offset is clamped to the
-      tokens, so nothing outside the operands is read or written). Query
+      keys. The offsets start at 0 and do not decrease (otherwise the rows
+      before the first offset, or of overlapping sequences, are undefined;
+      every offset is clamped to the tokens, so nothing outside the operands
+      is read or written). Query
       rows past the last sequence give `O = 0` and `LSE = -inf` (the sink
       with sinks); keys in no sequence are never read. The `score_mod`
       region sees `b = s` and the positions `i`, `j` within the sequence.
@@ -236,7 +237,8 @@ def Flash_AttentionBackwardOp : Flash_Op<"attention_backward",
     With the forward's `cu_seqlens_q` and `cu_seqlens_k` (packed
     variable-length sequences), each sequence is differentiated on its own:
     dQ rows past the last sequence and dK/dV rows of keys in no sequence
-    are 0, and O, dO and the LSE of rows in no sequence are not read.
+    are 0, and what Q, K, V, O, dO and the LSE hold in rows of no sequence
+    (NaN included) does not reach the gradients.
 
     Example:
 

@@ -244,7 +244,9 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
     count comes from a scalar loop over the offsets, or from the function's
     arguments tagged `flash.max_seqlen_q` and `flash.max_seqlen_k` (index
     or integer; FlashAttention's `max_seqlen_q/_k`), which a kernel's host
-    side needs: a launch's grid cannot loop over device memory.
+    side needs: a launch's grid cannot loop over device memory. Such a
+    bound must also cover the rows past the last sequence (FlashAttention's
+    does not count them); rows past it are not computed.
   }];
   let options = [
     Option<"target", "target", "::mlir::flash::TileTarget",

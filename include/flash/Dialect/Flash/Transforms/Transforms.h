@@ -75,12 +75,14 @@ struct KeySplits {
 
 /// What a caller knows of packed sequences (cu_seqlens), FlashAttention's
 /// `max_seqlen_q` and `max_seqlen_k`: index values at least the most query
-/// and key rows of any sequence, the rows past the last sequence counted as
-/// one more (rows of a longer one are not computed). A null bound is
-/// computed from the offsets (a scalar loop, which a kernel's host side
-/// cannot run: flash-compile passes these as function arguments tagged
+/// (key) rows of any sequence AND the rows past the last one (T -
+/// cu_seqlens[S], which FlashAttention's bound does not count: a caller
+/// with padding rows passes the larger). Rows past a smaller bound are not
+/// computed (their results are undefined). A null bound is computed from
+/// the offsets (a scalar loop, which a kernel's host side cannot run:
+/// flash-compile passes these as function arguments tagged
 /// kMaxQueryRowsAttr and kMaxKeyRowsAttr, which --flash-tile-attention
-/// reads).
+/// reads for every packed op of the function).
 struct PackedBounds {
   Value queries, keys;
 };
