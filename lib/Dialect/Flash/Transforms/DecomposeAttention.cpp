@@ -315,24 +315,36 @@ public:
             at(v.keyCount)};
   }
 
-  /// `value` (tokens along dimension 2) with the rows that are in no
-  /// sequence (`owner` [T] is S there) set to `fill`, so that the results
-  /// never read them.
-  Value keepSequenceRows(Value value, Value owner, TypedAttr fill) {
+  /// `value` with the elements where `keep(info)` is false set to `fill`,
+  /// `info` read from `rowInfo` through `infoMap` (so that the results never
+  /// read what they hold: 0 x NaN would be NaN).
+  Value keepRows(Value value, Value rowInfo, AffineMap infoMap, TypedAttr fill,
+                 function_ref<Value(OpBuilder &, Location, Value)> keep) {
     auto type = cast<RankedTensorType>(value.getType());
     unsigned rank = type.getRank();
     Value init = tensor::EmptyOp::create(b, p.loc,
                                          tensor::getMixedSizes(b, p.loc, value),
                                          type.getElementType());
-    return generic(
-        {value, owner}, init, {identity(rank), map(rank, {2}), identity(rank)},
-        SmallVector<IteratorType>(rank, kPar),
-        [&](OpBuilder &nb, Location loc, ValueRange a) -> Value {
-          Value inside = arith::CmpIOp::create(
-              nb, loc, arith::CmpIPredicate::ult, a[1], p.varlen->sequences);
-          Value other = arith::ConstantOp::create(nb, loc, fill);
-          return arith::SelectOp::create(nb, loc, inside, a[0], other);
-        });
+    return generic({value, rowInfo}, init,
+                   {identity(rank), infoMap, identity(rank)},
+                   SmallVector<IteratorType>(rank, kPar),
+                   [&](OpBuilder &nb, Location loc, ValueRange a) -> Value {
+                     Value other = arith::ConstantOp::create(nb, loc, fill);
+                     return arith::SelectOp::create(
+                         nb, loc, keep(nb, loc, a[1]), a[0], other);
+                   });
+  }
+
+  /// `value` (tokens along dimension 2) with the rows that are in no
+  /// sequence (`owner` [T] is S there) set to `fill`.
+  Value keepSequenceRows(Value value, Value owner, TypedAttr fill) {
+    unsigned rank = cast<RankedTensorType>(value.getType()).getRank();
+    return keepRows(value, owner, map(rank, {2}), fill,
+                    [&](OpBuilder &nb, Location loc, Value sequence) -> Value {
+                      return arith::CmpIOp::create(
+                          nb, loc, arith::CmpIPredicate::ult, sequence,
+                          p.varlen->sequences);
+                    });
   }
 
   /// Q Kᵀ over the grouped score space, unscaled.
@@ -726,29 +738,21 @@ static Value gatherPages(OpBuilder &b, Location loc, Value pages, Value table,
         Value inside =
             arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, key,
                                   clampedIndexValue(nb, nl, a[0], keys));
-        auto load = scf::IfOp::create(nb, nl, type.getElementType(), inside,
-                                      /*withElseRegion=*/true);
-        {
-          OpBuilder::InsertionGuard guard(nb);
-          nb.setInsertionPointToStart(load.thenBlock());
-          Value slot = arith::DivUIOp::create(nb, nl, key, pageSize);
-          Value page = arith::IndexCastOp::create(
-              nb, nl, nb.getIndexType(),
-              tensor::ExtractOp::create(nb, nl, table, ValueRange{seq, slot}));
-          Value row = arith::RemUIOp::create(nb, nl, key, pageSize);
-          scf::YieldOp::create(
-              nb, nl,
-              tensor::ExtractOp::create(nb, nl, pages,
-                                        ValueRange{page, head, row, col})
-                  .getResult());
-          nb.setInsertionPointToStart(load.elseBlock());
-          scf::YieldOp::create(
-              nb, nl,
-              arith::ConstantOp::create(nb, nl,
-                                        nb.getZeroAttr(type.getElementType()))
-                  .getResult());
-        }
-        return load.getResult(0);
+        Value zero = arith::ConstantOp::create(
+            nb, nl, nb.getZeroAttr(type.getElementType()));
+        return buildIfElse(
+            nb, nl, inside,
+            [&](OpBuilder &tb, Location tl) -> Value {
+              Value slot = arith::DivUIOp::create(tb, tl, key, pageSize);
+              Value page = arith::IndexCastOp::create(
+                  tb, tl, tb.getIndexType(),
+                  tensor::ExtractOp::create(tb, tl, table,
+                                            ValueRange{seq, slot}));
+              Value row = arith::RemUIOp::create(tb, tl, key, pageSize);
+              return tensor::ExtractOp::create(
+                  tb, tl, pages, ValueRange{page, head, row, col});
+            },
+            zero);
       });
 }
 
@@ -838,21 +842,12 @@ LogicalResult mlir::flash::decomposeAttention(RewriterBase &rewriter,
     // Values past a sequence's keys do not reach O (P is 0 there, but
     // 0 x NaN would).
     Value keys = getValueOrCreateConstantIndexOp(rewriter, p.loc, p.keySeq);
-    value = nb.generic(
-        {value, p.keyLengths},
-        tensor::EmptyOp::create(rewriter, p.loc,
-                                tensor::getMixedSizes(rewriter, p.loc, value),
-                                elementType),
-        {nb.identity(4), nb.map(4, {0}), nb.identity(4)},
-        SmallVector<IteratorType>(4, kPar),
-        [&](OpBuilder &b, Location loc, ValueRange a) -> Value {
-          Value length = clampedIndexValue(b, loc, a[1], keys);
-          Value inside =
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                    linalg::IndexOp::create(b, loc, 2), length);
-          Value zero =
-              arith::ConstantOp::create(b, loc, b.getZeroAttr(a[0].getType()));
-          return arith::SelectOp::create(b, loc, inside, a[0], zero);
+    value = nb.keepRows(
+        value, p.keyLengths, nb.map(4, {0}), rewriter.getZeroAttr(elementType),
+        [&](OpBuilder &b, Location loc, Value length) -> Value {
+          return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                       linalg::IndexOp::create(b, loc, 2),
+                                       clampedIndexValue(b, loc, length, keys));
         });
   }
   Value out5 = nb.contract(probs, nb.map(6, {0, 1, 2, 3, 5}), value,
