@@ -35,6 +35,9 @@ struct Config {
   /// registers) rather than every key block (faster where it fits: GPU-NOTES
   /// 60).
   bool lazyRescale = true;
+  /// Warpgroup MMAs narrowed to a ragged key block's keys (docs/Rationale.md;
+  /// the branch costs registers: tried first, then without).
+  bool raggedKeys = true;
 };
 
 /// Whether forward kernels load K and V by TMA: sm_90a, unless the opt-in
@@ -74,6 +77,7 @@ void setPipelineOptions(FlashGpuPipelineOptions &options, const Config &config,
   options.pingPong = options.warpSpecialize && compile.pingPong;
   options.persistent = options.warpSpecialize && compile.persistent;
   options.lazyRescale = config.lazyRescale;
+  options.raggedKeys = config.raggedKeys;
   options.emulatedExp2Every = compile.emulatedExp2Every;
   // O 16 bytes per store (docs/GPU-NOTES.md 66). The backward keeps pairs:
   // the exchange's registers made its D = 64 dK/dV kernel spill.
@@ -233,9 +237,15 @@ FailureOr<bool> compileKernel(AttentionOp op, StringRef name,
     configs.push_back(forced);
   } else if (wgmma) {
     if (specialize) {
+      // Each with its ragged key blocks narrowed, then (where those
+      // registers make it spill, as D = 64's 192 x 128 persistent form)
+      // without.
       auto specialised = [&](int64_t rows, int64_t cols, int64_t threads) {
-        configs.push_back({rows, cols, threads, /*wgmmaOnly=*/true,
-                           /*warpSpecialized=*/true});
+        Config config = {rows, cols, threads, /*wgmmaOnly=*/true,
+                         /*warpSpecialized=*/true};
+        configs.push_back(config);
+        config.raggedKeys = false;
+        configs.push_back(config);
       };
       // A causal persistent form keeps 128 x 128 at D <= 128 (measured: at
       // D = 64 192 x 128 is 1.05-1.07x at 4k-6k keys but 0.8-0.9x at 1k-2k,

@@ -71,6 +71,7 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.warpSpecialize = options.warpSpecialize;
   mapping.persistent = options.persistent;
   mapping.lazyRescale = options.lazyRescale;
+  mapping.raggedKeys = options.raggedKeys;
   mapping.wideStores = options.wideStores;
   mapping.stagedReductions = options.stagedReductions;
   mapping.tmaRowVectors = options.tmaRowVectors;
@@ -113,6 +114,7 @@ void flash::buildFlashMapTilesToGpuPipeline(
   registers.pairStores = options.asyncCopies;
   registers.wideStores = options.wideStores;
   registers.lazyRescale = options.lazyRescale;
+  registers.raggedKeys = options.raggedKeys;
   pm.addPass(flash::createFlashGpuWarpRegisterTilesPass(registers));
   if (options.asyncCopies) {
     flash::FlashGpuAsyncTileLoadsPassOptions loads;

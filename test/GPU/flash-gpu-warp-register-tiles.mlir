@@ -40,6 +40,33 @@
 // CHECK: flashgpu.warpgroup_mma acc(%{{.*}}) a_regs(%{{.*}} : vector<16xi32>) b_desc(%{{.*}}) {{{.*}}flash.contraction = "output"
 // CHECK: } {flash.register_rows = 64 : i64, flash.shared_memory_bytes = {{[0-9]+}} : i64, flash.warp_register_tiles, flash.wgmma}
 
+// A ragged key block (both products tagged flash.ragged_keys, K and V of
+// 128 rows): B's rows past the block's valid keys are zero, so S's columns
+// [64, 128) and P V's k steps from 4 on are MMAs of their own, issued only
+// when the copy wrote rows past 64 (B's descriptor 64 rows = 512 x 16 bytes
+// further); otherwise S's columns are zero and O is the first MMA's.
+// CHECK-LABEL: func.func @forward_wgmma_ragged(
+// CHECK: scf.for
+// CHECK: %[[ROWS:.*]] = arith.minsi %{{.*}}, %c128 : index
+// CHECK: %[[S0:.*]] = flashgpu.warpgroup_mma a_desc(%[[QD:.*]]) b_desc(%[[KD:.*]]) {{{.*}}b_k_major, b_rows = 128 : i64{{.*}}"scores", k_steps = 4 : i64, n = 64 : i64{{.*}}} : vector<32xf32>
+// CHECK: %[[MORE:.*]] = arith.cmpi ugt, %[[ROWS]], %c64
+// CHECK: %[[S1:.*]] = scf.if %[[MORE]] -> (vector<32xf32>) {
+// CHECK: %[[KD64:.*]] = arith.addi %[[KD]], %c512_i32 : i32
+// CHECK: %[[S1M:.*]] = flashgpu.warpgroup_mma a_desc(%[[QD]]) b_desc(%[[KD64]]) {{{.*}}"scores", k_steps = 4 : i64, n = 64 : i64{{.*}}} : vector<32xf32>
+// CHECK: scf.yield %[[S1M]]
+// CHECK: } else {
+// CHECK: %[[Z:.*]] = arith.constant dense<0.000000e+00> : vector<32xf32>
+// CHECK: scf.yield %[[Z]]
+// CHECK: %[[O0:.*]] = flashgpu.warpgroup_mma acc(%{{.*}}) a_regs(%{{.*}} : vector<16xi32>) b_desc(%[[VD:.*]]) {{{.*}}"output", k_steps = 4 : i64, n = 64 : i64{{.*}}} : vector<32xf32>
+// CHECK: %[[MORE2:.*]] = arith.cmpi ugt, %[[ROWS]], %c64
+// CHECK: %[[O1:.*]] = scf.if %[[MORE2]] -> (vector<32xf32>) {
+// CHECK: %[[VD64:.*]] = arith.addi %[[VD]], %c512_i32 : i32
+// CHECK: %[[O1M:.*]] = flashgpu.warpgroup_mma acc(%[[O0]]) a_regs(%{{.*}} : vector<16xi32>) b_desc(%[[VD64]]) {{{.*}}"output", k_steps = 4 : i64, n = 64 : i64{{.*}}} : vector<32xf32>
+// CHECK: scf.yield %[[O1M]]
+// CHECK: } else {
+// CHECK: scf.yield %[[O0]]
+// CHECK-NOT: flashgpu.warpgroup_mma
+
 // PAIRS-LABEL: func.func @forward(
 // PAIRS: scf.if
 // PAIRS-NEXT: llvm.intr.trap
@@ -250,5 +277,109 @@ func.func @forward_wgmma(%arg0: memref<?x64xbf16>, %arg1: memref<?x64xbf16>, %ar
     memref.copy %subview_11, %subview_12 : memref<?x64xbf16, strided<[64, 1]>> to memref<?x64xbf16, strided<[64, 1], offset: ?>>
     gpu.terminator
   } {flash.register_rows = 64 : i64, flash.shared_memory_bytes = 24576 : i64, flash.wgmma}
+  return
+}
+
+// -----
+
+#map = affine_map<(d0, d1, d2) -> (d0, d2)>
+#map1 = affine_map<(d0, d1, d2) -> (d1, d2)>
+#map2 = affine_map<(d0, d1, d2) -> (d0, d1)>
+#map3 = affine_map<(d0, d1) -> (d0, d1)>
+#map4 = affine_map<(d0, d1, d2) -> (d2, d1)>
+func.func @forward_wgmma_ragged(%arg0: memref<?x64xbf16>, %arg1: memref<?x64xbf16>, %arg2: memref<?x64xbf16>, %arg3: memref<?x64xbf16>, %arg4: index, %arg5: index, %arg6: index, %arg7: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %cst = arith.constant 0.000000e+00 : bf16
+  %cst_0 = arith.constant 0.000000e+00 : f32
+  %c40960_i32 = arith.constant 40960 : i32
+  gpu.launch blocks(%arg8, %arg9, %arg10) in (%arg14 = %arg6, %arg15 = %c1, %arg16 = %c1) threads(%arg11, %arg12, %arg13) in (%arg17 = %c128, %arg18 = %c1, %arg19 = %c1) dynamic_shared_memory_size %c40960_i32 {
+    %0 = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+    %intptr = memref.extract_aligned_pointer_as_index %0 : memref<?xi8, #gpu.address_space<workgroup>> -> index
+    %c0_1 = arith.constant 0 : index
+    %c1024 = arith.constant 1024 : index
+    %1 = arith.remui %intptr, %c1024 : index
+    %2 = arith.cmpi ne, %1, %c0_1 : index
+    scf.if %2 {
+      llvm.intr.trap
+    }
+    %c0_2 = arith.constant 0 : index
+    %view = memref.view %0[%c0_2][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+    %memspacecast = memref.memory_space_cast %view {flash.swizzled_128b} : memref<64x64xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16>
+    %c8192 = arith.constant 8192 : index
+    %view_3 = memref.view %0[%c8192][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %memspacecast_4 = memref.memory_space_cast %view_3 {flash.swizzled_128b} : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<128x64xbf16>
+    %c24576 = arith.constant 24576 : index
+    %view_5 = memref.view %0[%c24576][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %memspacecast_6 = memref.memory_space_cast %view_5 {flash.swizzled_128b} : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<128x64xbf16>
+    %3 = arith.muli %arg8, %c64 : index
+    %4 = arith.subi %arg4, %3 : index
+    %5 = arith.minsi %4, %c64 : index
+    %subview = memref.subview %arg0[%3, 0] [%5, 64] [1, 1] : memref<?x64xbf16> to memref<?x64xbf16, strided<[64, 1], offset: ?>>
+    linalg.map outs(%memspacecast : memref<64x64xbf16>)
+      (%init: bf16) {
+        linalg.yield %cst : bf16
+      }
+    %subview_7 = memref.subview %memspacecast[0, 0] [%5, 64] [1, 1] : memref<64x64xbf16> to memref<?x64xbf16, strided<[64, 1]>>
+    memref.copy %subview, %subview_7 : memref<?x64xbf16, strided<[64, 1], offset: ?>> to memref<?x64xbf16, strided<[64, 1]>>
+    %alloc = memref.alloc() {flash.tile_storage = "registers"} : memref<64x64xf32>
+    linalg.fill ins(%cst_0 : f32) outs(%alloc : memref<64x64xf32>)
+    %alloc_8 = memref.alloc() {flash.tile_storage = "registers"} : memref<64x128xf32>
+    %alloc_9 = memref.alloc() {flash.tile_storage = "registers"} : memref<64x128xbf16>
+    scf.for %arg20 = %c0 to %arg7 step %c1 {
+      %6 = arith.muli %arg20, %c128 : index
+      %7 = arith.subi %arg5, %6 : index
+      %8 = arith.minsi %7, %c128 : index
+      %subview_13 = memref.subview %arg1[%6, 0] [%8, 64] [1, 1] : memref<?x64xbf16> to memref<?x64xbf16, strided<[64, 1], offset: ?>>
+      linalg.map outs(%memspacecast_4 : memref<128x64xbf16>)
+        (%init: bf16) {
+          linalg.yield %cst : bf16
+        }
+      %subview_14 = memref.subview %memspacecast_4[0, 0] [%8, 64] [1, 1] : memref<128x64xbf16> to memref<?x64xbf16, strided<[64, 1]>>
+      memref.copy %subview_13, %subview_14 : memref<?x64xbf16, strided<[64, 1], offset: ?>> to memref<?x64xbf16, strided<[64, 1]>>
+      %subview_15 = memref.subview %arg2[%6, 0] [%8, 64] [1, 1] : memref<?x64xbf16> to memref<?x64xbf16, strided<[64, 1], offset: ?>>
+      linalg.map outs(%memspacecast_6 : memref<128x64xbf16>)
+        (%init: bf16) {
+          linalg.yield %cst : bf16
+        }
+      %subview_16 = memref.subview %memspacecast_6[0, 0] [%8, 64] [1, 1] : memref<128x64xbf16> to memref<?x64xbf16, strided<[64, 1]>>
+      memref.copy %subview_15, %subview_16 : memref<?x64xbf16, strided<[64, 1], offset: ?>> to memref<?x64xbf16, strided<[64, 1]>>
+      linalg.fill ins(%cst_0 : f32) outs(%alloc_8 : memref<64x128xf32>)
+      linalg.generic {indexing_maps = [#map, #map1, #map2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%memspacecast, %memspacecast_4 : memref<64x64xbf16>, memref<128x64xbf16>) outs(%alloc_8 : memref<64x128xf32>) attrs =  {flash.contraction = "scores", flash.ragged_keys} {
+      ^bb0(%in: bf16, %in_17: bf16, %out: f32):
+        %9 = arith.extf %in : bf16 to f32
+        %10 = arith.extf %in_17 : bf16 to f32
+        %11 = arith.mulf %9, %10 : f32
+        %12 = arith.addf %out, %11 : f32
+        linalg.yield %12 : f32
+      }
+      linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel", "parallel"]} ins(%alloc_8 : memref<64x128xf32>) outs(%alloc_9 : memref<64x128xbf16>) {
+      ^bb0(%in: f32, %out: bf16):
+        %9 = math.exp2 %in : f32
+        %10 = arith.truncf %9 : f32 to bf16
+        linalg.yield %10 : bf16
+      }
+      linalg.generic {indexing_maps = [#map, #map4, #map2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%alloc_9, %memspacecast_6 : memref<64x128xbf16>, memref<128x64xbf16>) outs(%alloc : memref<64x64xf32>) attrs =  {flash.contraction = "output", flash.ragged_keys} {
+      ^bb0(%in: bf16, %in_17: bf16, %out: f32):
+        %9 = arith.extf %in : bf16 to f32
+        %10 = arith.extf %in_17 : bf16 to f32
+        %11 = arith.mulf %9, %10 : f32
+        %12 = arith.addf %out, %11 : f32
+        linalg.yield %12 : f32
+      }
+    }
+    %alloc_10 = memref.alloc() {flash.tile_storage = "registers"} : memref<64x64xbf16>
+    linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel", "parallel"]} ins(%alloc : memref<64x64xf32>) outs(%alloc_10 : memref<64x64xbf16>) {
+    ^bb0(%in: f32, %out: bf16):
+      %6 = arith.truncf %in : f32 to bf16
+      linalg.yield %6 : bf16
+    }
+    %subview_11 = memref.subview %alloc_10[0, 0] [%5, 64] [1, 1] : memref<64x64xbf16> to memref<?x64xbf16, strided<[64, 1]>>
+    %subview_12 = memref.subview %arg3[%3, 0] [%5, 64] [1, 1] : memref<?x64xbf16> to memref<?x64xbf16, strided<[64, 1], offset: ?>>
+    memref.copy %subview_11, %subview_12 : memref<?x64xbf16, strided<[64, 1]>> to memref<?x64xbf16, strided<[64, 1], offset: ?>>
+    gpu.terminator
+  } {flash.register_rows = 64 : i64, flash.shared_memory_bytes = 40960 : i64, flash.wgmma}
   return
 }

@@ -9,9 +9,18 @@
 // S = Q Kᵀ [Br, Bc] and O += P V [Br, Dv] (Br = Bc = 128 here).
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<128x64xf16>, tensor<128x64xf16>) outs(%{{.*}} : tensor<128x128xf32>) attrs = {flash.contraction = "scores"}
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<128x128xf16>, tensor<128x64xf16>) outs(%{{.*}} : tensor<128x64xf32>) attrs = {flash.contraction = "output"}
+// The masked loop's products (its last block may reach past the last key)
+// are also tagged flash.ragged_keys: their K and V tiles may hold fewer
+// valid rows, the rest zero.
+// CHECK: scf.yield
+// CHECK: scf.for
+// CHECK: linalg.generic {{.*}} attrs = {flash.contraction = "scores", flash.ragged_keys}
+// CHECK: linalg.generic {{.*}} attrs = {flash.contraction = "output", flash.ragged_keys}
 // BUF-LABEL: func @forward
 // BUF: linalg.generic {{.*}} outs(%{{.*}} : memref<128x128xf32>) attrs = {flash.contraction = "scores"}
 // BUF: linalg.generic {{.*}} outs(%{{.*}} : memref<128x64xf32>) attrs = {flash.contraction = "output"}
+// BUF: linalg.generic {{.*}} outs(%{{.*}} : memref<128x128xf32>) attrs = {flash.contraction = "scores", flash.ragged_keys}
+// BUF: linalg.generic {{.*}} outs(%{{.*}} : memref<128x64xf32>) attrs = {flash.contraction = "output", flash.ragged_keys}
 func.func @forward(%q: tensor<?x?x?x64xf16>, %k: tensor<?x?x?x64xf16>, %v: tensor<?x?x?x64xf16>) -> tensor<?x?x?x64xf16> {
   %o = flash.attention %q, %k, %v : tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16> -> tensor<?x?x?x64xf16>
   return %o : tensor<?x?x?x64xf16>

@@ -109,6 +109,11 @@ struct FlashMapTilesToGpuOptions
       llvm::cl::desc("mma.sync launches rescale the accumulator only when a "
                      "row maximum moved (--flash-gpu-warp-register-tiles)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> raggedKeys{
+      *this, "ragged-keys",
+      llvm::cl::desc("Warpgroup MMAs narrowed to a ragged key block's valid "
+                     "rows (--flash-gpu-warp-register-tiles)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> wideStores{
       *this, "wide-stores",
       llvm::cl::desc(
@@ -243,6 +248,11 @@ struct FlashGpuPipelineOptions
       *this, "lazy-rescale",
       llvm::cl::desc("mma.sync launches rescale the accumulator only when a "
                      "row maximum moved (see --flash-gpu-warp-register-tiles)"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> raggedKeys{
+      *this, "ragged-keys",
+      llvm::cl::desc("Warpgroup MMAs narrowed to a ragged key block's valid "
+                     "rows (see --flash-gpu-warp-register-tiles)"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> wideStores{
       *this, "wide-stores",

@@ -39,65 +39,11 @@ namespace mlir::flash {
 
 using namespace mlir;
 
-namespace {
-/// A padded tile load of the tiled form: `linalg.map` fills the tile with
-/// zeros, then `memref.copy` writes the valid rows from global memory.
-struct TileLoad {
-  linalg::MapOp zeroFill;
-  memref::CopyOp copy;
-  memref::SubViewOp validRows;
-  Value tile, shared;
-};
-} // namespace
-
-static bool yieldsZero(linalg::MapOp map) {
-  Value y = map.getBody()->getTerminator()->getOperand(0);
-  return matchPattern(y, m_AnyZeroFloat()) || matchPattern(y, m_Zero());
-}
-
-static std::optional<TileLoad> matchTileLoad(memref::CopyOp copy,
-                                             bool rowVectors) {
-  TileLoad load;
-  load.copy = copy;
-  load.validRows = copy.getTarget().getDefiningOp<memref::SubViewOp>();
-  if (!load.validRows)
-    return std::nullopt;
-  load.tile = load.validRows.getSource();
-  load.shared = flash::getWorkgroupView(load.tile);
-  auto type = cast<MemRefType>(load.tile.getType());
-  int64_t rank = type.getRank();
-  bool rowVector = rank == 1 && type.getElementType().isF32();
-  if (!load.shared || !(rank == 2 || (rowVector && rowVectors)) ||
-      cast<MemRefType>(copy.getSource().getType()).getRank() != rank ||
-      type.getElementTypeBitWidth() % 8 != 0 ||
-      (rank == 2 &&
-       (type.getDimSize(1) * type.getElementTypeBitWidth() / 8) % 16 != 0) ||
-      !llvm::all_of(load.validRows.getStaticOffsets(),
-                    [](int64_t o) { return o == 0; }) ||
-      !llvm::all_of(load.validRows.getStaticStrides(),
-                    [](int64_t s) { return s == 1; }) ||
-      (rank == 2 && load.validRows.getStaticSizes()[1] != type.getDimSize(1)))
-    return std::nullopt;
-  // The zero fill of the whole tile, with nothing else on the tile between.
-  for (Operation *op = copy->getPrevNode(); op; op = op->getPrevNode()) {
-    if (op == load.validRows)
-      continue;
-    if (auto map = dyn_cast<linalg::MapOp>(op);
-        map && map.getDpsInitOperand(0)->get() == load.tile) {
-      if (!yieldsZero(map) || map.getNumDpsInputs() != 0)
-        return std::nullopt;
-      load.zeroFill = map;
-      return load;
-    }
-    if (llvm::is_contained(op->getOperands(), load.tile))
-      return std::nullopt;
-  }
-  return std::nullopt;
-}
+using flash::PaddedTileLoad;
 
 /// The tile's buffers and the values computed from them without reading
 /// memory: views, and the addresses and wgmma descriptors made from them.
-static llvm::DenseSet<Value> addressesOf(const TileLoad &load) {
+static llvm::DenseSet<Value> addressesOf(const PaddedTileLoad &load) {
   llvm::DenseSet<Value> derived;
   SmallVector<Value> work = {load.shared, load.tile};
   while (!work.empty()) {
@@ -172,7 +118,7 @@ static void issueFor(OpBuilder &b, scf::ForOp loop, scf::ExecuteRegionOp branch,
 /// reader of the ahead-loaded tiles, once the others are in.
 static void pipelineLoop(scf::ForOp loop,
                          MutableArrayRef<scf::ExecuteRegionOp> issued,
-                         ArrayRef<TileLoad> loads,
+                         ArrayRef<PaddedTileLoad> loads,
                          llvm::SmallPtrSetImpl<Operation *> &pipelined) {
   Block *body = loop.getBody();
   struct Entry {
@@ -288,7 +234,7 @@ static bool clipsAtTensorEnd(Value size, BlockArgument tensor, int64_t rowDim,
          getConstantIntValue(dim.getIndex()) == rowDim;
 }
 
-static std::optional<TmaSource> matchTmaSource(TileLoad load) {
+static std::optional<TmaSource> matchTmaSource(PaddedTileLoad load) {
   auto sub = load.copy.getSource().getDefiningOp<memref::SubViewOp>();
   auto tensor =
       sub ? dyn_cast<BlockArgument>(sub.getSource()) : BlockArgument();
@@ -480,9 +426,10 @@ static Value iterationIndex(OpBuilder &b, Location loc, scf::ForOp loop) {
 /// mbarrier `barrier` of `barriers` and issues one 64-column box per
 /// 128-byte panel of the swizzled tile (a row vector: one box), read
 /// through `desc`; TMA zero-fills the rows past the tensor's end.
-static void issueTmaBoxes(OpBuilder &t, Location loc, const TileLoad &load,
-                          const TmaSource &source, Value desc, Value barriers,
-                          Value barrier, Value leader) {
+static void issueTmaBoxes(OpBuilder &t, Location loc,
+                          const PaddedTileLoad &load, const TmaSource &source,
+                          Value desc, Value barriers, Value barrier,
+                          Value leader) {
   auto tileType = cast<MemRefType>(load.tile.getType());
   bool rowVector = tileType.getRank() == 1;
   int64_t rows = tileType.getDimSize(0),
@@ -530,7 +477,7 @@ static void issueTmaBoxes(OpBuilder &t, Location loc, const TileLoad &load,
 /// `iv - origin (+ base)`, and its mbarrier `firstBarrier` + the copy.
 static scf::ExecuteRegionOp
 buildTmaBranch(OpBuilder &b, scf::ForOp loop, Value origin, Value base,
-               TileLoad load, const TmaSource &source, Value desc,
+               PaddedTileLoad load, const TmaSource &source, Value desc,
                Value barriers, int64_t firstBarrier, Value leader) {
   Location loc = loop.getLoc();
   auto branch = scf::ExecuteRegionOp::create(b, loc, TypeRange{});
@@ -689,7 +636,7 @@ struct WarpRing {
 /// nothing when a tile is not a plain carved load read after its load.
 static std::optional<SmallVector<TileCopies>>
 copiesOf(scf::ForOp loop, ArrayRef<scf::ExecuteRegionOp> issued,
-         ArrayRef<TileLoad> loads, int64_t extraStart, int64_t &end) {
+         ArrayRef<PaddedTileLoad> loads, int64_t extraStart, int64_t &end) {
   Block *body = loop.getBody();
   SmallVector<TileCopies> entries;
   int64_t offset = extraStart;
@@ -783,8 +730,8 @@ static bool writesSharedMemory(Block *body, ArrayRef<TileCopies> entries) {
 /// in the body for the producer (`ring.templates`).
 static bool
 multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
-                ArrayRef<TileLoad> loads, int64_t extraStart, int64_t &extraEnd,
-                int64_t limit, TensorMaps *tensorMaps,
+                ArrayRef<PaddedTileLoad> loads, int64_t extraStart,
+                int64_t &extraEnd, int64_t limit, TensorMaps *tensorMaps,
                 ArrayRef<std::optional<TmaSource>> tmaSources, Value leader,
                 BarrierSpace *barrierSpace, WarpRing *ring = nullptr) {
   Block *body = loop.getBody();
@@ -841,7 +788,7 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
     for (auto [i, entryAndSource] : llvm::enumerate(viaTma)) {
       auto &[entry, source] = entryAndSource;
       TileCopies &e = *entry;
-      const TileLoad &load = loads[e.load];
+      const PaddedTileLoad &load = loads[e.load];
       Value desc = tensorMaps->descriptor(
           source, cast<MemRefType>(load.tile.getType()));
       OpBuilder at(e.branch);
@@ -1040,7 +987,8 @@ ringSharesBytes(gpu::LaunchOp launch,
 /// returns that barrier with the ring.
 static std::optional<std::pair<WarpRing, gpu::BarrierOp>>
 planWarpRing(gpu::LaunchOp launch, ArrayRef<scf::ForOp> loops,
-             ArrayRef<scf::ExecuteRegionOp> issued, ArrayRef<TileLoad> loads,
+             ArrayRef<scf::ExecuteRegionOp> issued,
+             ArrayRef<PaddedTileLoad> loads,
              ArrayRef<std::optional<TmaSource>> tmaSources, int64_t extraStart,
              int64_t limit, Value leader, int64_t consumers,
              BarrierSpace &barrierSpace) {
@@ -1179,11 +1127,13 @@ static void releaseHeadTile(Operation *lastReader,
 /// `headEmpty` after its last reader so that the producer loads the next
 /// tile's while they finish this one (FlashAttention-3's Q, from the
 /// producer).
-static void loadHeadTilesByProducer(
-    gpu::LaunchOp launch, WarpRing &ring,
-    MutableArrayRef<scf::ExecuteRegionOp> issued, ArrayRef<TileLoad> loads,
-    ArrayRef<std::optional<TmaSource>> tmaSources, TensorMaps &tensorMaps,
-    BarrierSpace &barrierSpace, Value leader, int64_t consumers) {
+static void
+loadHeadTilesByProducer(gpu::LaunchOp launch, WarpRing &ring,
+                        MutableArrayRef<scf::ExecuteRegionOp> issued,
+                        ArrayRef<PaddedTileLoad> loads,
+                        ArrayRef<std::optional<TmaSource>> tmaSources,
+                        TensorMaps &tensorMaps, BarrierSpace &barrierSpace,
+                        Value leader, int64_t consumers) {
   if (ring.templates.empty())
     return;
   scf::ForOp firstLoop = ring.templates.front().first;
@@ -1237,7 +1187,7 @@ static void loadHeadTilesByProducer(
     ring.headEmpty = barrierSpace.allocate(loc, 1, consumers);
   for (auto [i, head] : llvm::enumerate(heads)) {
     scf::ExecuteRegionOp copy = issued[head.load];
-    const TileLoad &load = loads[head.load];
+    const PaddedTileLoad &load = loads[head.load];
     Value desc = tensorMaps.descriptor(*tmaSources[head.load],
                                        cast<MemRefType>(load.tile.getType()));
     OpBuilder at(copy);
@@ -1444,7 +1394,7 @@ static LogicalResult buildProducer(gpu::LaunchOp launch, WarpRing &ring,
 
 /// The cp.async copies of a padded f32 row vector: thread t copies element
 /// t, t + threads, ... (4 bytes; zeros past the valid ones), one group.
-static scf::ExecuteRegionOp issueRowVector(OpBuilder &b, TileLoad &load,
+static scf::ExecuteRegionOp issueRowVector(OpBuilder &b, PaddedTileLoad &load,
                                            int64_t threads) {
   Location loc = load.copy.getLoc();
   MLIRContext *ctx = b.getContext();
@@ -1496,9 +1446,9 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
                                          int64_t stages, int64_t sharedLimit,
                                          bool tensorMapLoads,
                                          bool warpSpecialize, bool rowVectors) {
-  SmallVector<TileLoad> loads;
+  SmallVector<PaddedTileLoad> loads;
   launch.getBody().walk([&](memref::CopyOp copy) {
-    if (auto load = matchTileLoad(copy, rowVectors))
+    if (auto load = flash::matchPaddedTileLoad(copy, rowVectors))
       loads.push_back(*load);
   });
   if (loads.empty())
@@ -1516,7 +1466,7 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
     OpBuilder b = OpBuilder::atBlockBegin(&body);
     Value aligned = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
     llvm::SetVector<Value> roots;
-    for (TileLoad &load : loads) {
+    for (PaddedTileLoad &load : loads) {
       Value root = flash::viewRoot(load.copy.getSource());
       if (!roots.insert(root))
         continue;
@@ -1537,11 +1487,11 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
 
   // Where each load reads, for TMA, matched before the copies are replaced.
   SmallVector<std::optional<TmaSource>> tmaSources;
-  for (TileLoad &load : loads)
+  for (PaddedTileLoad &load : loads)
     tmaSources.push_back(tensorMapLoads && stages >= 2 ? matchTmaSource(load)
                                                        : std::nullopt);
   SmallVector<scf::ExecuteRegionOp> issued;
-  for (TileLoad &load : loads) {
+  for (PaddedTileLoad &load : loads) {
     OpBuilder b(load.copy);
     auto type = cast<MemRefType>(load.tile.getType());
     if (type.getRank() == 1) {

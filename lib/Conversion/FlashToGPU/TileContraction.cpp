@@ -7,6 +7,7 @@
 #include "TileContraction.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 
@@ -66,4 +67,67 @@ flash::matchTileContraction(linalg::GenericOp op) {
 Value flash::getWorkgroupView(Value v) {
   auto cast = v.getDefiningOp<memref::MemorySpaceCastOp>();
   return cast ? cast.getSource() : Value();
+}
+
+static bool yieldsZero(linalg::MapOp map) {
+  Value y = map.getBody()->getTerminator()->getOperand(0);
+  return matchPattern(y, m_AnyZeroFloat()) || matchPattern(y, m_Zero());
+}
+
+std::optional<flash::PaddedTileLoad>
+flash::matchPaddedTileLoad(memref::CopyOp copy, bool rowVectors) {
+  PaddedTileLoad load;
+  load.copy = copy;
+  load.validRows = copy.getTarget().getDefiningOp<memref::SubViewOp>();
+  if (!load.validRows)
+    return std::nullopt;
+  load.tile = load.validRows.getSource();
+  load.shared = getWorkgroupView(load.tile);
+  auto type = cast<MemRefType>(load.tile.getType());
+  int64_t rank = type.getRank();
+  bool rowVector = rank == 1 && type.getElementType().isF32();
+  if (!load.shared || !(rank == 2 || (rowVector && rowVectors)) ||
+      cast<MemRefType>(copy.getSource().getType()).getRank() != rank ||
+      type.getElementTypeBitWidth() % 8 != 0 ||
+      (rank == 2 &&
+       (type.getDimSize(1) * type.getElementTypeBitWidth() / 8) % 16 != 0) ||
+      !llvm::all_of(load.validRows.getStaticOffsets(),
+                    [](int64_t o) { return o == 0; }) ||
+      !llvm::all_of(load.validRows.getStaticStrides(),
+                    [](int64_t s) { return s == 1; }) ||
+      (rank == 2 && load.validRows.getStaticSizes()[1] != type.getDimSize(1)))
+    return std::nullopt;
+  // The zero fill of the whole tile, with nothing else on the tile between.
+  for (Operation *op = copy->getPrevNode(); op; op = op->getPrevNode()) {
+    if (op == load.validRows)
+      continue;
+    if (auto map = dyn_cast<linalg::MapOp>(op);
+        map && map.getDpsInitOperand(0)->get() == load.tile) {
+      if (!yieldsZero(map) || map.getNumDpsInputs() != 0)
+        return std::nullopt;
+      load.zeroFill = map;
+      return load;
+    }
+    if (llvm::is_contained(op->getOperands(), load.tile))
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+Value flash::paddedTileValidRows(Value tile, Block *block) {
+  for (Operation *user : tile.getUsers()) {
+    auto rows = dyn_cast<memref::SubViewOp>(user);
+    if (!rows || rows->getBlock() != block)
+      continue;
+    for (Operation *rowsUser : rows->getUsers()) {
+      auto copy = dyn_cast<memref::CopyOp>(rowsUser);
+      if (!copy || copy.getTarget() != rows.getResult())
+        continue;
+      if (std::optional<PaddedTileLoad> load =
+              matchPaddedTileLoad(copy, /*rowVectors=*/false);
+          load && load->validRows.isDynamicSize(0))
+        return load->validRows.getDynamicSize(0);
+    }
+  }
+  return Value();
 }

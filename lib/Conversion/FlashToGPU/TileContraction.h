@@ -39,6 +39,24 @@ std::optional<TileContraction> matchTileContraction(linalg::GenericOp op);
 /// null when `v` is not such a tile.
 Value getWorkgroupView(Value v);
 
+/// A padded tile load of the tiled form: `linalg.map` fills the tile with
+/// zeros, then `memref.copy` writes the valid rows from global memory.
+struct PaddedTileLoad {
+  linalg::MapOp zeroFill;
+  memref::CopyOp copy;
+  memref::SubViewOp validRows;
+  Value tile, shared;
+};
+
+/// `copy` as the padded load of a 2-D shared tile whose rows are 16-byte
+/// multiples (with `rowVectors`, of an f32 row vector too).
+std::optional<PaddedTileLoad> matchPaddedTileLoad(memref::CopyOp copy,
+                                                  bool rowVectors);
+
+/// How many of the 2-D shared `tile`'s rows its padded load in `block`
+/// writes (the rest are zero), or null when no such load writes it there.
+Value paddedTileValidRows(Value tile, Block *block);
+
 } // namespace mlir::flash
 
 #endif // FLASH_LIB_CONVERSION_FLASHTOGPU_TILECONTRACTION_H

@@ -413,10 +413,11 @@ class TileRewriter {
 public:
   TileRewriter(gpu::LaunchOp launch, int64_t warps, int64_t rows,
                const llvm::SetVector<Value> &tiles, bool wgmma, bool pairStores,
-               bool lazyRescale, bool wideStores)
+               bool lazyRescale, bool wideStores, bool raggedKeys)
       : launch(launch), loc(launch.getLoc()), warps(warps), rows(rows),
         tiles(tiles), wgmma(wgmma), pairStores(pairStores),
-        lazyRescale(lazyRescale), wideStores(wideStores) {}
+        lazyRescale(lazyRescale), wideStores(wideStores),
+        raggedKeys(raggedKeys) {}
 
   LogicalResult run(Value tid);
 
@@ -479,7 +480,7 @@ private:
   Location loc;
   int64_t warps, rows;
   const llvm::SetVector<Value> &tiles;
-  bool wgmma, pairStores, lazyRescale, wideStores;
+  bool wgmma, pairStores, lazyRescale, wideStores, raggedKeys;
   DenseMap<Value, Value> values;
   /// Row sums held as per-lane partials (`isDeferredSum`).
   llvm::SmallPtrSet<Value, 4> deferredSums;
@@ -491,9 +492,10 @@ private:
 } // namespace
 
 LogicalResult WarpRegisterTiles::rewrite(Value tid, bool pairStores,
-                                         bool lazyRescale, bool wideStores) {
+                                         bool lazyRescale, bool wideStores,
+                                         bool raggedKeys) {
   return TileRewriter(launch, warps, rows, tiles, usesWgmma(), pairStores,
-                      lazyRescale, wideStores)
+                      lazyRescale, wideStores, raggedKeys)
       .run(tid);
 }
 
@@ -1259,11 +1261,11 @@ LogicalResult TileRewriter::rewriteWarpgroupContraction(OpBuilder &b,
   }
   // A fragments from P's accumulator layout (as for mma.sync), one i32 per
   // element pair.
-  Value aFragments, aDescriptor;
+  Value aDescriptor;
   IntegerAttr aRows;
+  SmallVector<Value> words;
   if (aRegs) {
     VectorType pairType = VectorType::get({2}, et);
-    SmallVector<Value> words;
     for (int64_t mi = 0; mi < mTiles; ++mi)
       for (int64_t kk = 0; kk < steps; ++kk)
         for (auto [half, j] : {std::pair<int64_t, int64_t>{0, 2 * kk},
@@ -1278,8 +1280,6 @@ LogicalResult TileRewriter::rewriteWarpgroupContraction(OpBuilder &b,
               b, loc, VectorType::get({1}, i32), pair);
           words.push_back(extract(b, word, 0));
         }
-    aFragments = vector::FromElementsOp::create(
-        b, loc, VectorType::get({(int64_t)words.size()}, i32), words);
   } else {
     // This warpgroup's first row.
     int64_t groupRows = rows / (warps / 4);
@@ -1294,11 +1294,91 @@ LogicalResult TileRewriter::rewriteWarpgroupContraction(OpBuilder &b,
   }
   Value bDescriptor = descriptor(
       b, m.b, m.transposeB ? 16 : bType.getDimSize(0) * 128);
-  auto mma = flashgpu::WarpgroupMmaOp::create(
-      b, loc, accType, accIn, aDescriptor, aFragments, bDescriptor, n, steps,
-      mTiles, et, aRows, bType.getDimSize(0), /*b_k_major=*/m.transposeB);
-  if (std::optional<Contraction> role = getContraction(op))
-    setContraction(mma, *role);
+  // The product over `count` of B's rows from `first` (a multiple of 64):
+  // output columns [first, first + count) of a K-major B, k steps
+  // [first / 16, (first + count) / 16) of a [k, n] B.
+  auto buildMma = [&](OpBuilder &nb, Value accumulator, int64_t first,
+                      int64_t count) -> Value {
+    int64_t width = m.transposeB ? count : n;
+    int64_t kFirst = m.transposeB ? 0 : first / 16;
+    int64_t kSteps = m.transposeB ? steps : count / 16;
+    Value fragments;
+    if (aRegs) {
+      SmallVector<Value> used;
+      for (int64_t mi = 0; mi < mTiles; ++mi)
+        llvm::append_range(used, ArrayRef<Value>(words).slice(
+                                     4 * (mi * steps + kFirst), 4 * kSteps));
+      fragments = vector::FromElementsOp::create(
+          nb, loc, VectorType::get({(int64_t)used.size()}, i32), used);
+    }
+    // 64 rows of a 128-byte-swizzled tile are 8 whole swizzle atoms.
+    Value bFirst = bDescriptor;
+    if (first)
+      bFirst = arith::AddIOp::create(
+          nb, loc, bFirst,
+          arith::ConstantOp::create(nb, loc,
+                                    nb.getI32IntegerAttr(first * 128 / 16)));
+    auto mma = flashgpu::WarpgroupMmaOp::create(
+        nb, loc, VectorType::get({mTiles * width / 2}, nb.getF32Type()),
+        accumulator, aDescriptor, fragments, bFirst, width, kSteps, mTiles, et,
+        aRows, bType.getDimSize(0), /*b_k_major=*/m.transposeB);
+    if (std::optional<Contraction> role = getContraction(op))
+      setContraction(mma, *role);
+    return mma;
+  };
+  // `then` when B has valid rows past its first 64, else `otherwise`.
+  auto ifRowsPast64 = [&](Value validRows, Type type,
+                          function_ref<Value(OpBuilder &)> then,
+                          function_ref<Value(OpBuilder &)> otherwise) {
+    Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                       validRows, idx(b, 64));
+    auto branch = scf::IfOp::create(b, loc, TypeRange{type}, more,
+                                    /*withElseRegion=*/true);
+    OpBuilder thenBuilder = branch.getThenBodyBuilder();
+    scf::YieldOp::create(thenBuilder, loc, then(thenBuilder));
+    OpBuilder elseBuilder = branch.getElseBodyBuilder();
+    scf::YieldOp::create(elseBuilder, loc, otherwise(elseBuilder));
+    return branch.getResult(0);
+  };
+  // A ragged key block (at most 64 keys in the last block of a loop that
+  // reaches past the last key) leaves B's zero rows from 64 on out of the
+  // product: S's columns [64, n) are then zero and P V stops after its
+  // fourth k step. The rest is a whole MMA of its own in a branch: a branch
+  // inside one wgmma sequence, or MMAs of different widths merged by one,
+  // make ptxas serialise every wgmma of the kernel. Only blocks of 128 keys
+  // or more: below, the branch's registers cost more than the rows saved
+  // (D = 256's persistent 128 x 80 form spills with it).
+  Value validRows = raggedKeys && hasRaggedKeys(op)
+                        ? paddedTileValidRows(m.b, op->getBlock())
+                        : Value();
+  Value mma;
+  if (validRows && m.transposeB && !accIn && !aRegs && n >= 128) {
+    Value head = buildMma(b, Value(), 0, 64);
+    auto restType = VectorType::get({mTiles * (n - 64) / 2}, b.getF32Type());
+    Value rest = ifRowsPast64(
+        validRows, restType,
+        [&](OpBuilder &nb) { return buildMma(nb, Value(), 64, n - 64); },
+        [&](OpBuilder &nb) -> Value {
+          return arith::ConstantOp::create(
+              nb, loc,
+              DenseElementsAttr::get(restType, nb.getF32FloatAttr(0.0f)));
+        });
+    SmallVector<Value> elements;
+    for (int64_t mi = 0; mi < mTiles; ++mi)
+      for (int64_t i = 0; i < perSlice; ++i)
+        elements.push_back(
+            i < 32 ? extract(b, head, mi * 32 + i)
+                   : extract(b, rest, mi * ((n - 64) / 2) + i - 32));
+    mma = vector::FromElementsOp::create(b, loc, accType, elements);
+  } else if (validRows && !m.transposeB && aRegs && k >= 128) {
+    Value head = buildMma(b, accIn, 0, 64);
+    mma = ifRowsPast64(
+        validRows, accType,
+        [&](OpBuilder &nb) { return buildMma(nb, head, 64, k - 64); },
+        [&](OpBuilder &) { return head; });
+  } else {
+    mma = buildMma(b, accIn, 0, m.transposeB ? n : k);
+  }
   for (int64_t mi = 0; mi < mTiles; ++mi)
     for (int64_t i = 0; i < perSlice; ++i)
       acc = insert(b, extract(b, mma, mi * perSlice + i), acc,
@@ -1514,7 +1594,8 @@ struct FlashGpuWarpRegisterTilesPass
       Value tid =
           gpu::ThreadIdOp::create(start, launch.getLoc(), gpu::Dimension::x);
       if (failed(WarpRegisterTiles::recorded(launch, *threads / 32)
-                     .rewrite(tid, pairStores, lazyRescale, wideStores)))
+                     .rewrite(tid, pairStores, lazyRescale, wideStores,
+                              raggedKeys)))
         return signalPassFailure();
       launch->setAttr(kWarpRegisterTilesAttr, start.getUnitAttr());
     }

@@ -69,8 +69,11 @@ public:
   /// With `lazyRescale` an mma.sync launch multiplies its accumulator by a
   /// row rescale only when some row maximum of the warp moved (a warp vote;
   /// alpha is exactly 1 otherwise); warpgroup MMA launches always multiply.
+  /// With `raggedKeys` warpgroup MMAs tagged flash.ragged_keys leave out
+  /// B's zero rows past a ragged block's keys.
   LogicalResult rewrite(Value tid, bool pairStores = false,
-                        bool lazyRescale = true, bool wideStores = false);
+                        bool lazyRescale = true, bool wideStores = false,
+                        bool raggedKeys = true);
 
 private:
   bool supports(Value tile);

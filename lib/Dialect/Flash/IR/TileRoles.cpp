@@ -52,3 +52,11 @@ bool flash::isAccumulating(Contraction c) {
   return c == Contraction::Output || c == Contraction::GradQuery ||
          c == Contraction::GradValue || c == Contraction::GradKey;
 }
+
+bool flash::hasRaggedKeys(Operation *op) {
+  return op->hasAttr(kRaggedKeysAttrName);
+}
+
+void flash::setRaggedKeys(Operation *op) {
+  op->setAttr(kRaggedKeysAttrName, UnitAttr::get(op->getContext()));
+}

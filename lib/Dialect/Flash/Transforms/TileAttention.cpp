@@ -254,6 +254,8 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
                          {map(3, {0, 2}), map(3, {1, 2}), map(3, {0, 1})},
                          {kPar, kPar, kRed}, multiplyAdd);
   setContraction(scores.getDefiningOp(), Contraction::Scores);
+  if (masked)
+    setRaggedKeys(scores.getDefiningOp());
 
   // Scale into the log2 domain, add the bias, mask.
   SmallVector<Value> ins = {scores};
@@ -428,6 +430,8 @@ SmallVector<Value> AttentionTiler::keyBlockStep(Value kb, ValueRange carried,
                          {map(3, {0, 2}), map(3, {2, 1}), map(3, {0, 1})},
                          {kPar, kPar, kRed}, multiplyAdd);
   setContraction(accNew.getDefiningOp(), Contraction::Output);
+  if (masked)
+    setRaggedKeys(accNew.getDefiningOp());
   return {mNew, lNew, accNew};
 }
 

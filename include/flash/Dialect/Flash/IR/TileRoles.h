@@ -45,6 +45,15 @@ void setContraction(Operation *op, Contraction c);
 /// its inner loop (O, dQ, dK, dV): its rows are the rows the CTA owns.
 bool isAccumulating(Contraction c);
 
+/// Set by the tiler on the products of a masked key loop (S = Q Kᵀ and
+/// O += P V), whose key tile may hold fewer valid keys than its static size:
+/// the block that reaches past the last key. The tile's rows past the valid
+/// ones are zero (a padded tile), so the GPU mapping may leave them out of
+/// the MMAs; the products of the unmasked loop always see whole blocks.
+inline constexpr llvm::StringLiteral kRaggedKeysAttrName = "flash.ragged_keys";
+bool hasRaggedKeys(Operation *op);
+void setRaggedKeys(Operation *op);
+
 } // namespace mlir::flash
 
 #endif // FLASH_DIALECT_FLASH_IR_TILEROLES_H
