@@ -100,15 +100,6 @@ flash::compileAttentionKernels(ModuleOp module, StringRef outputDir,
       return op.emitError("flash-compile: a scale known only at run time "
                           "(runtime_scale) is not supported by the GPU "
                           "kernels; give the scale as a constant");
-    if (op.getKeyLengths())
-      return op.emitError(
-          "flash-compile: key_lengths and block_table (ragged and paged KV "
-          "caches) are not built into GPU kernels yet; the CPU pipeline runs "
-          "them");
-    if (op.isVarlen())
-      return op.emitError(
-          "flash-compile: cu_seqlens (packed variable-length sequences) are "
-          "not built into GPU kernels yet; the CPU pipeline runs them");
   }
   auto checkScoreMod = [](Operation *op, Region &scoreMod) -> LogicalResult {
     std::string why;

@@ -112,7 +112,8 @@ FailureOr<std::optional<Kernel>> build(AttentionOp op, StringRef name,
   // query blocks times the splits).
   FailureOr<SmallVector<Launch>> launches =
       describeLaunches(op, *kernel.module, params,
-                       /*describeGrid=*/compile.keySplits, /*abi=*/true);
+                       /*describeGrid=*/compile.keySplits || op.isVarlen(),
+                       /*abi=*/true);
   if (failed(launches))
     return failure();
   size_t expected = compile.keySplits ? 2 : 1;
@@ -280,6 +281,19 @@ FailureOr<bool> compileKernel(AttentionOp op, StringRef name,
   if (onlyRows)
     llvm::erase_if(configs,
                    [&](const Config &c) { return c.rows != onlyRows; });
+  // Paged K/V: the tiler cuts key blocks to gcd(Bc, page size) so that none
+  // straddles two pages; keys per step that do not divide the page would
+  // leave far narrower blocks than they say (128 x 48 on pages of 128 ran
+  // 128 x 16, 1.5-1.8x slower than 128 x 64).
+  int64_t pageSize = op.getBlockTable() ? op.getKey().getType().getDimSize(2)
+                                        : ShapedType::kDynamic;
+  if (!ShapedType::isDynamic(pageSize)) {
+    Config last = configs.back();
+    llvm::erase_if(configs,
+                   [&](const Config &c) { return pageSize % c.cols != 0; });
+    if (configs.empty())
+      configs.push_back(last);
+  }
   std::string ptxPath = kernelPath(
       outputDir, compile.keySplits ? (name + ".0").str() : name, ".ptx");
   for (size_t i = 0; i < configs.size(); ++i) {
@@ -369,6 +383,12 @@ FailureOr<bool> compileKernel(AttentionOp op, StringRef name,
         {"registers", ptxasReport.registers},
         {"spill_bytes", ptxasReport.spillBytes},
     };
+    if (op.isVarlen() && !splitManifest) {
+      // Packed sequences: (S + 1, Hq, blocks of max_seqlen_q), the launch's
+      // own grid, with the caller's bound as a host-side scalar.
+      manifest["grid"] = json::Array(kernel.main().grid);
+      manifest["grid_scalars"] = json::Array{"max_seqlen_q"};
+    }
     if (splitManifest) {
       // The pair's launches replace the single launch's entry.
       for (StringRef key : {"entry", "ptx", "cubin", "params", "grid", "block",

@@ -76,13 +76,16 @@ buildModule(Location loc, StringRef name, ArrayRef<Param> params,
   b.setInsertionPointToEnd(module->getBody());
   SmallVector<Type> argTypes, resultTypes;
   for (const Param &p : params)
-    argTypes.push_back(p.type);
+    argTypes.push_back(p.scalar ? p.scalar : Type(p.type));
   for (size_t i = firstOutput; i < params.size(); ++i)
     resultTypes.push_back(params[i].type);
   auto func = func::FuncOp::create(b, loc, name,
                                    b.getFunctionType(argTypes, resultTypes));
   for (size_t i = firstOutput; i < params.size(); ++i)
     func.setArgAttr(i, "bufferization.writable", b.getBoolAttr(true));
+  for (auto [i, p] : llvm::enumerate(params))
+    if (!p.tag.empty())
+      func.setArgAttr(i, p.tag, b.getUnitAttr());
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
   auto arg = [&](StringRef n) -> Value {
@@ -182,14 +185,43 @@ json::Value driver::describeScoreMod(Region &scoreMod) {
 OwningOpRef<ModuleOp>
 driver::buildKernelModule(AttentionOp op, StringRef name,
                           SmallVectorImpl<Param> &params) {
+  // Paged K and V keep their page size: the key blocks divide it.
+  auto keysType = [&](Value v) {
+    RankedTensorType type = generaliseRank4(v);
+    if (!op.getBlockTable())
+      return type;
+    SmallVector<int64_t> shape(type.getShape());
+    shape[2] = cast<RankedTensorType>(v.getType()).getDimSize(2);
+    return RankedTensorType::get(shape, type.getElementType());
+  };
   params.append({{"q", generaliseRank4(op.getQuery())},
-                 {"k", generaliseRank4(op.getKey())},
-                 {"v", generaliseRank4(op.getValue())}});
+                 {"k", keysType(op.getKey())},
+                 {"v", keysType(op.getValue())}});
   addBroadcastParams(params, op.getBias(), op.getMask());
   if (Value sinks = op.getSinks())
     params.push_back(
         {"sinks",
          generalise(cast<RankedTensorType>(sinks.getType()), false, 1)});
+  if (Value lengths = op.getKeyLengths())
+    params.push_back(
+        {"key_lengths",
+         generalise(cast<RankedTensorType>(lengths.getType()), false, 1)});
+  if (Value table = op.getBlockTable())
+    params.push_back(
+        {"block_table",
+         generalise(cast<RankedTensorType>(table.getType()), false, 2)});
+  if (op.isVarlen()) {
+    // The offsets, and the most query rows of a sequence (the grid's query
+    // blocks, from the caller as FlashAttention's max_seqlen_q).
+    for (auto [name, offsets] : {std::pair("cu_seqlens_q", op.getCuSeqlensQ()),
+                                 std::pair("cu_seqlens_k", op.getCuSeqlensK())})
+      params.push_back(
+          {name,
+           generalise(cast<RankedTensorType>(offsets.getType()), false, 1)});
+    Builder b(op.getContext());
+    params.push_back({"max_seqlen_q", RankedTensorType(), b.getI64Type(),
+                      kMaxQueryRowsAttr.str()});
+  }
   std::string why;
   SmallVector<Value> modTensors =
       *scoreModTensors(op, op.getScoreMod(), why); // checked by the driver
@@ -205,8 +237,8 @@ driver::buildKernelModule(AttentionOp op, StringRef name,
                        auto kernelOp = AttentionOp::create(
                            b, op.getLoc(), types, arg("q"), arg("k"), arg("v"),
                            arg("bias"), arg("mask"), arg("sinks"),
-                           /*key_lengths=*/Value(), /*block_table=*/Value(),
-                           /*cu_seqlens_q=*/Value(), /*cu_seqlens_k=*/Value(),
+                           arg("key_lengths"), arg("block_table"),
+                           arg("cu_seqlens_q"), arg("cu_seqlens_k"),
                            /*runtime_scale=*/Value(),
                            b.getF32FloatAttr(op.getEffectiveScale()),
                            op.getCausalAttr(), op.getWindowAttr());
@@ -272,6 +304,9 @@ driver::buildBackwardKernelModule(AttentionBackwardOp op, StringRef name,
 }
 
 json::Object driver::describeParam(const Param &p) {
+  if (p.scalar)
+    return json::Object{
+        {"name", p.name}, {"kind", "scalar"}, {"dtype", typeName(p.scalar)}};
   json::Array shape;
   for (int64_t d : p.type.getShape())
     shape.push_back(ShapedType::isDynamic(d) ? json::Value(nullptr)
@@ -302,6 +337,16 @@ std::optional<json::Object> driver::describeGridDim(Value v,
     divisor = c.getInt();
     v = div.getLhs();
   }
+  // A scalar parameter (through its cast to index).
+  if (auto cast = v.getDefiningOp<arith::IndexCastOp>())
+    if (auto arg = dyn_cast<BlockArgument>(cast.getIn());
+        arg && arg.getArgNumber() < params.size() &&
+        params[arg.getArgNumber()].scalar) {
+      json::Object o{{"scalar", params[arg.getArgNumber()].name}};
+      if (divisor != 1)
+        o["ceil_div"] = divisor;
+      return o;
+    }
   auto dim = v.getDefiningOp<memref::DimOp>();
   if (!dim)
     return std::nullopt;

@@ -26,6 +26,10 @@ namespace mlir::flash::driver {
 struct Param {
   std::string name;
   RankedTensorType type;
+  /// A scalar parameter instead (then `type` is null), with the unit
+  /// argument attribute `tag` that the passes read.
+  Type scalar = {};
+  std::string tag = {};
 };
 
 /// How MLIR prints `t` (f16, bf16, f32, ...).

@@ -305,6 +305,11 @@ def main(argv=None):
     for kernel in load_all(args.directory):
         if wanted and kernel.name not in wanted:
             continue
+        if {p["name"] for p in manifest_params(kernel.manifest)} & {
+                "key_lengths", "cu_seqlens_q"}:
+            print(f"SKIP {kernel.name}: a KV-cache or packed-sequence kernel "
+                  "(python -m flash_mlir.serving_check checks those)")
+            continue
         if kernel.manifest.get("score_mod"):
             # Its region is not something this reference evaluates.
             print(f"SKIP {kernel.name}: a score_mod kernel (python -m "

@@ -166,10 +166,11 @@ class Launch:
         self.max_ctas = self.resident_ctas() if entry.get("persistent") else 0
         self._arguments()
 
-    def grid(self, tensors):
+    def grid(self, tensors, scalars=None):
         def shape_of(name):
             return tensors[name].shape
-        return [validate.grid_size(g, shape_of) for g in self.entry["grid"]]
+        return [validate.grid_size(g, shape_of, scalars)
+                for g in self.entry["grid"]]
 
     def resident_ctas(self):
         """How many CTAs of this launch the GPU holds at once."""
@@ -198,7 +199,7 @@ class Launch:
         self._args = (ctypes.c_void_p * words)(*[base + 8 * i for i in range(words)])
         self._lock = threading.Lock()
 
-    def __call__(self, stream, tensors):
+    def __call__(self, stream, tensors, scalars=None):
         values = []
         for p in self.entry["params"]:
             if p.get("kind") == "tensor_maps":
@@ -212,7 +213,8 @@ class Launch:
             values += (ptr, ptr, 0)
             values += t.shape
             values += t.stride()
-        gx, gy, gz = validate.launch_grid(self.entry, self.grid(tensors),
+        gx, gy, gz = validate.launch_grid(self.entry,
+                                          self.grid(tensors, scalars),
                                           self.max_ctas)
         if min(gx, gy, gz) == 0:
             return
@@ -335,7 +337,8 @@ class Kernel:
                                           tensors["k"].shape[2],
                                           self.resident_ctas)
 
-    def launch(self, tensors, stream=None, infos=None, splits=None):
+    def launch(self, tensors, stream=None, infos=None, splits=None,
+               scalars=None):
         """Launches on tensors that fit the kernel (flash_mlir.torch has
         checked its own); takes the persistent form for few keys and the
         general kernel for unaligned rows. Returns the workspaces it
@@ -346,7 +349,8 @@ class Kernel:
         import torch
         if self.persistent_form is not None and validate.takes_persistent_form(
                 self.manifest, tensors["k"].shape[2]):
-            return self.persistent_form.launch(tensors, stream, infos, splits)
+            return self.persistent_form.launch(tensors, stream, infos, splits,
+                                               scalars)
         if self.manifest.get("requires_aligned_rows"):
             if infos is None:
                 infos = {n: tensor_info(n, t) for n, t in tensors.items()}
@@ -355,7 +359,8 @@ class Kernel:
                 if self.general is None:
                     raise ValueError(f"{self.name}: needs contiguous 16-byte "
                                      "aligned rows and has no general kernel")
-                return self.general.launch(tensors, stream, infos, splits)
+                return self.general.launch(tensors, stream, infos, splits,
+                                           scalars)
         workspaces = {}
         if self.manifest.get("key_splits") and splits is None:
             splits = self.splits(tensors)
@@ -369,7 +374,7 @@ class Kernel:
         if stream is None:
             stream = current.cuda_stream
         for launch in self.launches:
-            launch(stream, tensors)
+            launch(stream, tensors, scalars)
         # Allocated on the current stream: kept from reuse until the
         # kernels on another stream are done with them.
         if workspaces and stream != current.cuda_stream:

@@ -154,11 +154,13 @@ def check_attention(q: TensorInfo, k: TensorInfo, v: TensorInfo,
                     mask: Optional[TensorInfo] = None,
                     scale=None, window=None,
                     dtypes=KERNEL_DTYPES,
-                    sinks: Optional[TensorInfo] = None) -> AttentionShape:
+                    sinks: Optional[TensorInfo] = None,
+                    paged=False) -> AttentionShape:
     """The forward's inputs: Q [B, Hq, M, D], K [B, Hkv, N, D],
     V [B, Hkv, N, Dv], Hq % Hkv == 0, one CUDA device, one kernel dtype;
     bias (f16/bf16/f32) and mask (bool) broadcastable to [B, Hq, M, N];
-    sinks (f16/bf16/f32) [Hq]."""
+    sinks (f16/bf16/f32) [Hq]. `paged`: K and V are pages [num_pages, Hkv,
+    page_size, D] (their leading size is no batch; N is then a page's)."""
     for t, name in ((q, "q"), (k, "k"), (v, "v")):
         _require_tensor(t, name)
     layout = "[B, H, S, D]"
@@ -174,8 +176,11 @@ def check_attention(q: TensorInfo, k: TensorInfo, v: TensorInfo,
             raise TypeError(f"{t.name}: expected {q.dtype} (the dtype of "
                             f"{q.name}), got {t.dtype}")
     b, hq, m, d = q.shape
-    _check_dim(k, 0, b, "batch", f"{q.name} has batch {b}")
-    _check_dim(v, 0, b, "batch", f"{q.name} has batch {b}")
+    if paged:
+        _check_dim(v, 0, k.shape[0], "pages", f"{k.name} has {k.shape[0]} pages")
+    else:
+        _check_dim(k, 0, b, "batch", f"{q.name} has batch {b}")
+        _check_dim(v, 0, b, "batch", f"{q.name} has batch {b}")
     hkv, n = k.shape[1], k.shape[2]
     _check_dim(v, 1, hkv, "heads", f"{k.name} has {hkv} heads")
     _check_dim(v, 2, n, "sequence length", f"{k.name} has {n} keys")
@@ -300,7 +305,7 @@ def inner_stride_unit(t: TensorInfo) -> bool:
 
 # Manifest element types -> the dtype names of TensorInfo.
 MANIFEST_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32",
-                   "i1": "bool"}
+                   "i1": "bool", "i32": "int32", "i64": "int64"}
 
 
 def manifest_params(manifest):
@@ -351,7 +356,9 @@ def check_launch(manifest, tensors):
     dtype = MANIFEST_DTYPES.get(manifest["dtype"], manifest["dtype"])
     shape = check_attention(tensors["q"], tensors["k"], tensors["v"],
                             tensors.get("bias"), tensors.get("mask"),
-                            dtypes=(dtype,), sinks=tensors.get("sinks"))
+                            dtypes=(dtype,), sinks=tensors.get("sinks"),
+                            paged="block_table" in tensors)
+    check_cache_and_packing(tensors, shape)
     if "o" in tensors:
         check_output(tensors["o"], shape, "output")
     if "lse" in tensors:
@@ -365,6 +372,40 @@ def check_launch(manifest, tensors):
                 raise ValueError(f"{g.name}: expected the shape of {t.name}, "
                                  f"{_fmt(t.shape)}, got {_fmt(g.shape)}")
     return shape
+
+
+def check_cache_and_packing(tensors, shape):
+    """KV caches and packed sequences: key_lengths one per batch entry (or
+    per sequence with cu_seqlens), block_table [B, P] (with key_lengths),
+    cu_seqlens_q and cu_seqlens_k [S + 1] over a batch of one."""
+    packed = "cu_seqlens_q" in tensors
+    if packed != ("cu_seqlens_k" in tensors):
+        raise ValueError("cu_seqlens_q and cu_seqlens_k come together")
+    if packed:
+        cq, ck = tensors["cu_seqlens_q"], tensors["cu_seqlens_k"]
+        for t in (cq, ck):
+            check_rank(t, 1, "[S + 1]")
+            if t.shape[0] < 1:
+                raise ValueError(f"{t.name}: needs at least one offset")
+        if cq.shape[0] != ck.shape[0]:
+            raise ValueError(f"{ck.name}: {ck.shape[0]} offsets, but "
+                             f"{cq.name} has {cq.shape[0]}")
+        if shape.batch != 1:
+            raise ValueError(f"q: packed sequences take a batch of one, got "
+                             f"{shape.batch}")
+    if "block_table" in tensors:
+        table = tensors["block_table"]
+        if "key_lengths" not in tensors:
+            raise ValueError("block_table: needs key_lengths (each sequence's "
+                             "keys)")
+        check_rank(table, 2, "[B, P]")
+        _check_dim(table, 0, shape.batch, "batch", f"q has batch {shape.batch}")
+    if "key_lengths" in tensors:
+        lengths = tensors["key_lengths"]
+        check_rank(lengths, 1, "[B]")
+        want = tensors["cu_seqlens_q"].shape[0] - 1 if packed else shape.batch
+        what = "sequences" if packed else "batch"
+        _check_dim(lengths, 0, want, what, f"one per entry of the {what}")
 
 
 # cuTensorMapEncodeTiled's enums (cuda.h).
@@ -423,19 +464,29 @@ def workspace_shape(entry, shapes, splits=1):
     return shape
 
 
-def grid_size(g, shape_of):
+def grid_size(g, shape_of, scalars=None):
     """One grid dimension of a manifest launch (flash-compile's
-    describeGridDim): a constant, a tensor size (divided by `ceil_div`,
-    rounding up), or the product of two of those. `shape_of(name)` is the
-    shape of a parameter."""
+    describeGridDim): a constant, a tensor size or a host-side scalar of the
+    call (the manifest's `grid_scalars`, e.g. a varlen kernel's
+    max_seqlen_q), divided by `ceil_div` rounding up, or the product of two
+    of those. `shape_of(name)` is the shape of a parameter, `scalars` maps
+    the scalars' names to ints."""
     if "const" in g:
         return int(g["const"])
     if "product" in g:
         size = 1
         for factor in g["product"]:
-            size *= grid_size(factor, shape_of)
+            size *= grid_size(factor, shape_of, scalars)
         return size
-    size = shape_of(g["tensor"])[g["dim"]]
+    if "scalar" in g:
+        if scalars is None or g["scalar"] not in scalars:
+            raise ValueError(f"the launch needs the scalar '{g['scalar']}' "
+                             "(the caller's bound, as FlashAttention's)")
+        size = int(scalars[g["scalar"]])
+        if size < 0:
+            raise ValueError(f"{g['scalar']}: must be non-negative, got {size}")
+    else:
+        size = shape_of(g["tensor"])[g["dim"]]
     if "ceil_div" in g:
         size = -(-size // g["ceil_div"])
     return int(size)

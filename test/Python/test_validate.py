@@ -227,6 +227,40 @@ class Launch(unittest.TestCase):
         self.assertLaunchRaises(ValueError, "q", FORWARD,
                                 dict(q=q, k=k, v=v, o=t("o", (2, 4, 100, 64))))
 
+    def test_kv_cache(self):
+        # Ragged and paged caches: key_lengths [B], pages [P, Hkv, 64, D].
+        paged = {"kernel": "paged", "dtype": "bf16",
+                 "params": FORWARD["params"] + [param("key_lengths", "i32", rank=1),
+                                                param("block_table", "i32", rank=2)]}
+        q = t("q", (2, 4, 1, 128))
+        pages = t("k", (9, 4, 64, 128)), t("v", (9, 4, 64, 128))
+        good = dict(q=q, k=pages[0], v=pages[1], o=t("o", (2, 4, 1, 128)),
+                    key_lengths=t("key_lengths", (2,), "int32"),
+                    block_table=t("block_table", (2, 4), "int32"))
+        check_launch(paged, good)
+        self.assertLaunchRaises(TypeError, "key_lengths", paged,
+                                dict(good, key_lengths=t("key_lengths", (2,), "int64")))
+        self.assertLaunchRaises(ValueError, "block_table", paged,
+                                dict(good, block_table=t("block_table", (3, 4), "int32")))
+        self.assertLaunchRaises(ValueError, "key_lengths", paged,
+                                dict(good, key_lengths=t("key_lengths", (3,), "int32")))
+
+    def test_packed(self):
+        # Packed sequences: a batch of one, offsets [S + 1], seqused_k [S].
+        packed = {"kernel": "prefill", "dtype": "bf16",
+                  "params": FORWARD["params"] + [param("cu_seqlens_q", "i32", rank=1),
+                                                 param("cu_seqlens_k", "i32", rank=1)]}
+        q, k, v = qkv(b=1)
+        good = dict(q=q, k=k, v=v, o=t("o", (1, 4, 100, 128)),
+                    cu_seqlens_q=t("cu_seqlens_q", (5,), "int32"),
+                    cu_seqlens_k=t("cu_seqlens_k", (5,), "int32"))
+        check_launch(packed, good)
+        self.assertLaunchRaises(ValueError, "cu_seqlens_k", packed,
+                                dict(good, cu_seqlens_k=t("cu_seqlens_k", (4,), "int32")))
+        q2, k2, v2 = qkv()
+        self.assertLaunchRaises(ValueError, "q", packed,
+                                dict(good, q=q2, k=k2, v=v2, o=t("o", (2, 4, 100, 128))))
+
     def test_missing_and_unknown(self):
         tensors = self.good()
         del tensors["o"]
@@ -380,6 +414,19 @@ class KeySplits(unittest.TestCase):
         self.assertEqual(grid_size(split, shape_of), 21)
         self.assertEqual(grid_size({"const": 4}, shape_of), 4)
         self.assertEqual(grid_size({"tensor": "q", "dim": 1}, shape_of), 32)
+
+    def test_grid_scalar(self):
+        # A varlen kernel: (blocks of the caller's max_seqlen_q, Hq, S + 1).
+        shapes = {"q": (1, 16, 5000, 128), "cu_seqlens_q": (9,)}
+        blocks = {"scalar": "max_seqlen_q", "ceil_div": 128}
+        self.assertEqual(grid_size(blocks, shapes.__getitem__,
+                                   {"max_seqlen_q": 1000}), 8)
+        self.assertEqual(grid_size({"tensor": "cu_seqlens_q", "dim": 0},
+                                   shapes.__getitem__), 9)
+        with self.assertRaisesRegex(ValueError, "needs the scalar 'max_seqlen_q'"):
+            grid_size(blocks, shapes.__getitem__)
+        with self.assertRaisesRegex(ValueError, "must be non-negative"):
+            grid_size(blocks, shapes.__getitem__, {"max_seqlen_q": -1})
 
     def test_wants_key_splits(self):
         self.assertTrue(wants_key_splits(1, 8, 4, 8192, 132))

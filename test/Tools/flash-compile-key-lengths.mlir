@@ -1,9 +1,27 @@
-// flash-compile does not build key_lengths (nor block_table, which needs
-// them) into GPU kernels yet: a located error that says so.
-// RUN: not flash-compile %s --chip sm_90a -o %t 2>&1 | FileCheck %s
-// CHECK: flash-compile-key-lengths.mlir:7:{{[0-9]+}}: error: flash-compile: key_lengths and block_table (ragged and paged KV caches) are not built into GPU kernels yet; the CPU pipeline runs them
+// flash-compile's KV-cache kernels: key_lengths
+// and block_table are parameters (paged K/V keep their page size), with and
+// without split-KV; nothing spills. (They take the cp.async forms: GPU-NOTES
+// 76.)
+// RUN: rm -rf %t && flash-compile %s --chip sm_90a -o %t | FileCheck %s
+// RUN: %python -c "import json,sys; m=json.load(open(sys.argv[1])); print([(p['name'], p['dtype'], p['shape']) for p in m['params']])" %t/paged.json | FileCheck %s --check-prefix=PAGED
+// CHECK-DAG: decode: {{.*}}spill bytes 0
+// CHECK-DAG: paged: {{.*}}spill bytes 0
+// Keys per step divide the page size (the tiler would cut a block of 48 keys
+// to gcd(48, 128) = 16 so that none straddles two pages).
+// CHECK-DAG: paged128: {{.*}}, tiles 128x{{(128|64|32|16)}}, {{.*}}spill bytes 0
+// PAGED: ('k', 'bf16', [None, None, 64, 128]), ('v', 'bf16', [None, None, 64, 128]), ('block_table', 'i32', [None, None]), ('key_lengths', 'i32', [None])
 
 func.func @decode(%q: tensor<?x8x1x64xbf16>, %k: tensor<?x2x?x64xbf16>, %l: tensor<?xi32>) -> tensor<?x8x1x64xbf16> {
   %o = flash.attention %q, %k, %k key_lengths(%l : tensor<?xi32>) : tensor<?x8x1x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x8x1x64xbf16>
   return %o : tensor<?x8x1x64xbf16>
+}
+
+func.func @paged(%q: tensor<?x8x1x128xbf16>, %k: tensor<?x2x64x128xbf16>, %l: tensor<?xi32>, %t: tensor<?x?xi32>) -> (tensor<?x8x1x128xbf16>, tensor<?x8x1xf32>) {
+  %o, %lse = flash.attention %q, %k, %k key_lengths(%l : tensor<?xi32>) block_table(%t : tensor<?x?xi32>) : tensor<?x8x1x128xbf16>, tensor<?x2x64x128xbf16>, tensor<?x2x64x128xbf16> -> tensor<?x8x1x128xbf16>, tensor<?x8x1xf32>
+  return %o, %lse : tensor<?x8x1x128xbf16>, tensor<?x8x1xf32>
+}
+
+func.func @paged128(%q: tensor<?x?x?x128xbf16>, %k: tensor<?x?x128x128xbf16>, %v: tensor<?x?x128x128xbf16>, %l: tensor<?xi32>, %t: tensor<?x?xi32>) -> tensor<?x?x?x128xbf16> {
+  %o = flash.attention %q, %k, %v key_lengths(%l : tensor<?xi32>) block_table(%t : tensor<?x?xi32>) : tensor<?x?x?x128xbf16>, tensor<?x?x128x128xbf16>, tensor<?x?x128x128xbf16> -> tensor<?x?x?x128xbf16>
+  return %o : tensor<?x?x?x128xbf16>
 }

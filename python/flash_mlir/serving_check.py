@@ -1,0 +1,210 @@
+"""Checks flash-compile's KV-cache and packed-sequence kernels on a GPU.
+
+    python -m flash_mlir.serving_check DIR [--kernels a,b] [-v]
+
+For every forward kernel in DIR that takes `key_lengths` (a ragged KV
+cache, with `block_table` a paged one) or `cu_seqlens_q`/`cu_seqlens_k`
+(packed variable-length sequences), runs cases with edge lengths (0, the
+whole cache, 1, random; empty sequences) into NaN-poisoned outputs, with
+what the kernel must never read poisoned too (cache rows past each length,
+unused pages, table entries past each sequence's last page, rows past the
+last packed sequence), and compares O (and the LSE) with a float64 reference
+computed sequence by sequence (flash_mlir.check's). Split-KV kernels run with
+their own count of runs and with 1, 3 and 9. Exit status 1 on any failure.
+"""
+
+import argparse
+import sys
+
+import torch
+
+from flash_mlir.check import DTYPES, SPLITS, TOLERANCE, reference
+from flash_mlir.runtime import load_all
+from flash_mlir.validate import manifest_params
+
+# (B, Hq, Hkv, M, N): M query rows against caches of up to N keys.
+CACHE_CASES = [(4, 8, 2, 1, 300), (3, 4, 4, 5, 1000), (5, 8, 1, 16, 4100)]
+# (Hq, Hkv, query lengths, key lengths): packed sequences.
+PACKED_CASES = [(4, 4, [5, 0, 130, 1, 77], [7, 3, 0, 200, 77]),
+                (8, 2, [300, 64, 1000], [300, 1500, 1000])]
+PAD_ROWS = 3
+INDEX_DTYPES = {"i32": torch.int32, "i64": torch.int64}
+
+
+def compare(man, ours, ours_lse, ref, ref_lse):
+    """(ok, text) of O and the LSE against the reference."""
+    ours = ours.double()
+    if torch.isnan(ours).any():
+        return False, "NaN in O (unwritten, or a poisoned value read)"
+    if ours_lse is not None:
+        got = ours_lse.double()
+        finite = torch.isfinite(ref_lse)
+        if torch.isnan(got).any() or not torch.equal(torch.isfinite(got), finite) \
+                or (finite.any() and (got[finite] - ref_lse[finite]).abs().max() > 1e-3):
+            return False, "LSE differs from the reference"
+    err = ((ours - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+    tol = TOLERANCE[man["dtype"]]
+    return err <= tol, f"rel {err:.2e} (tol {tol:.0e})"
+
+
+def empty_reference(man, rows, sinks):
+    """O = 0 and LSE = -inf (the sink with sinks) for `rows` (B, H, M): the
+    result of rows that see no key."""
+    ref = torch.zeros(*rows, man["value_dim"], dtype=torch.float64, device="cuda")
+    ref_lse = torch.full(rows, float("-inf"), dtype=torch.float64, device="cuda")
+    if sinks is not None:
+        ref_lse[:] = sinks.double()[None, :, None]
+    return ref, ref_lse
+
+
+def cache_case(kernel, case, seed, splits):
+    """A ragged (or paged) cache: sequence b has key_lengths[b] keys."""
+    man = kernel.manifest
+    params = {p["name"]: p for p in manifest_params(man)}
+    dtype = DTYPES[man["dtype"]]
+    b, hq, hkv, m, n = case
+    g = torch.Generator(device="cuda").manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*shape, device="cuda", generator=g).to(dtype)
+
+    q = randn(b, hq, m, man["head_dim"])
+    k = randn(b, hkv, n, man["head_dim"])
+    v = randn(b, hkv, n, man["value_dim"])
+    lengths = torch.randint(0, n + 1, (b,), generator=g, device="cuda")
+    edges = [0, n, 1][:b]
+    lengths[:len(edges)] = torch.tensor(edges, device="cuda")
+    for i in range(b):
+        k[i, :, lengths[i]:] = float("nan")
+        v[i, :, lengths[i]:] = float("nan")
+    tensors = dict(q=q, key_lengths=lengths.to(torch.int32))
+    if "block_table" in params:
+        page = params["k"]["shape"][2]
+        per = -(-n // page)
+        pool_pages = b * per + 3
+        table = torch.randperm(pool_pages, generator=g, device="cuda")[:b * per]
+        table = table.view(b, per).to(torch.int32)
+        pools = []
+        for dense in (k, v):
+            pool = torch.full((pool_pages, hkv, page, dense.shape[3]), float("nan"),
+                              device="cuda", dtype=dtype)
+            padded = torch.full((b, hkv, per * page, dense.shape[3]), float("nan"),
+                                device="cuda", dtype=dtype)
+            padded[:, :, :n] = dense
+            for i in range(b):
+                for s in range(per):
+                    pool[table[i, s]] = padded[i, :, s * page:(s + 1) * page]
+            pools.append(pool)
+        for i in range(b):
+            table[i, -(-int(lengths[i]) // page):] = 2 ** 30
+        tensors.update(k=pools[0], v=pools[1], block_table=table)
+    else:
+        tensors.update(k=k, v=v)
+    o = torch.full((b, hq, m, man["value_dim"]), float("nan"), device="cuda",
+                   dtype=dtype)
+    tensors["o"] = o
+    if "lse" in params:
+        tensors["lse"] = torch.full((b, hq, m), float("nan"), device="cuda")
+    if "sinks" in params:
+        tensors["sinks"] = (torch.randn(hq, device="cuda", generator=g) * 2 + 1).to(
+            DTYPES[params["sinks"]["dtype"]])
+    kernel.launch(tensors, None, kernel.check(tensors), splits)
+    torch.cuda.synchronize()
+    ref, ref_lse = empty_reference(man, (b, hq, m), tensors.get("sinks"))
+    for i in range(b):
+        length = int(lengths[i])
+        if length:
+            ref[i:i + 1], ref_lse[i:i + 1], _ = reference(
+                q[i:i + 1], k[i:i + 1, :, :length], v[i:i + 1, :, :length],
+                man["scale"], man["causal"], man["window"],
+                sinks=tensors.get("sinks"))
+    return compare(man, o, tensors.get("lse"), ref, ref_lse)
+
+
+def packed_case(kernel, case, seed):
+    """Packed sequences: Q [1, Hq, Tq, D], K/V [1, Hkv, Tk, D] cut by
+    cu_seqlens, the caller's max_seqlen_q for the grid."""
+    man = kernel.manifest
+    params = {p["name"]: p for p in manifest_params(man)}
+    dtype = DTYPES[man["dtype"]]
+    hq, hkv, queries, keys = case
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    tq, tk = sum(queries) + PAD_ROWS, sum(keys) + PAD_ROWS
+
+    def randn(*shape):
+        return torch.randn(*shape, device="cuda", generator=g).to(dtype)
+
+    q = randn(1, hq, tq, man["head_dim"])
+    k = randn(1, hkv, tk, man["head_dim"])
+    v = randn(1, hkv, tk, man["value_dim"])
+    for t, total in ((q, tq - PAD_ROWS), (k, tk - PAD_ROWS), (v, tk - PAD_ROWS)):
+        t[:, :, total:] = float("nan")
+
+    def offsets(lengths, name):
+        # The kernel's own index type (i32 or i64 offsets).
+        return torch.tensor([0] + list(torch.tensor(lengths).cumsum(0)),
+                            dtype=INDEX_DTYPES[params[name]["dtype"]],
+                            device="cuda")
+
+    cq, ck = offsets(queries, "cu_seqlens_q"), offsets(keys, "cu_seqlens_k")
+    o = torch.full((1, hq, tq, man["value_dim"]), float("nan"), device="cuda",
+                   dtype=dtype)
+    tensors = dict(q=q, k=k, v=v, o=o, cu_seqlens_q=cq, cu_seqlens_k=ck)
+    if "lse" in params:
+        tensors["lse"] = torch.full((1, hq, tq), float("nan"), device="cuda")
+    if "sinks" in params:
+        tensors["sinks"] = (torch.randn(hq, device="cuda", generator=g) * 2 + 1).to(
+            DTYPES[params["sinks"]["dtype"]])
+    scalars = {"max_seqlen_q": max(queries + [PAD_ROWS])}
+    kernel.launch(tensors, None, kernel.check(tensors), None, scalars)
+    torch.cuda.synchronize()
+    ref, ref_lse = empty_reference(man, (1, hq, tq), tensors.get("sinks"))
+    for s in range(len(queries)):
+        q0, q1, k0, k1 = int(cq[s]), int(cq[s + 1]), int(ck[s]), int(ck[s + 1])
+        if k0 == k1:
+            continue
+        ref[:, :, q0:q1], ref_lse[:, :, q0:q1], _ = reference(
+            q[:, :, q0:q1], k[:, :, k0:k1], v[:, :, k0:k1], man["scale"],
+            man["causal"], man["window"], sinks=tensors.get("sinks"))
+    return compare(man, o, tensors.get("lse"), ref, ref_lse)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("directory")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("--kernels", help="comma-separated kernel names to check")
+    args = p.parse_args(argv)
+    wanted = set(args.kernels.split(",")) if args.kernels else None
+    failures = checked = 0
+    for kernel in load_all(args.directory):
+        names = {p["name"] for p in manifest_params(kernel.manifest)}
+        if kernel.backward or (wanted and kernel.name not in wanted) or \
+                not names & {"key_lengths", "cu_seqlens_q"}:
+            continue
+        checked += 1
+        lines, kernel_ok = [], True
+        if "cu_seqlens_q" in names:
+            for ci, case in enumerate(PACKED_CASES):
+                ok, msg = packed_case(kernel, case, ci)
+                kernel_ok &= ok
+                lines.append(("ok   " if ok else "FAIL ") + f"{case}: {msg}")
+        else:
+            for ci, case in enumerate(CACHE_CASES):
+                for splits in SPLITS if kernel.manifest.get("key_splits") else (None,):
+                    ok, msg = cache_case(kernel, case, ci, splits)
+                    kernel_ok &= ok
+                    lines.append(("ok   " if ok else "FAIL ")
+                                 + f"{case} ({splits} splits): {msg}")
+        failures += 0 if kernel_ok else 1
+        print(f"{'PASS' if kernel_ok else 'FAIL'} {kernel.name}")
+        for line in lines:
+            if args.verbose or not line.startswith("ok"):
+                print("   " + line)
+    print(f"serving_check: {checked} kernel(s), {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
