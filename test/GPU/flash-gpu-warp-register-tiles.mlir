@@ -44,9 +44,7 @@
 // 128 rows): B's rows past the block's valid keys are zero, so S's columns
 // [64, 128) and P V's k steps from 4 on are MMAs of their own, issued only
 // when the copy wrote rows past 64 (B's descriptor 64 rows = 512 x 16 bytes
-// further; flash.ragged_rest: the split-warp-roles step keeps it in the
-// first MMA's ping-pong turn); otherwise S's columns are zero and O is the
-// first MMA's.
+// further); otherwise S's columns are zero and O is the first MMA's.
 // CHECK-LABEL: func.func @forward_wgmma_ragged(
 // CHECK: scf.for
 // CHECK: %[[ROWS:.*]] = arith.minsi %{{.*}}, %c128 : index
@@ -54,7 +52,7 @@
 // CHECK: %[[MORE:.*]] = arith.cmpi ugt, %[[ROWS]], %c64
 // CHECK: %[[S1:.*]] = scf.if %[[MORE]] -> (vector<32xf32>) {
 // CHECK: %[[KD64:.*]] = arith.addi %[[KD]], %c512_i32 : i32
-// CHECK: %[[S1M:.*]] = flashgpu.warpgroup_mma a_desc(%[[QD]]) b_desc(%[[KD64]]) {{{.*}}"scores", flash.ragged_rest, k_steps = 4 : i64, n = 64 : i64{{.*}}} : vector<32xf32>
+// CHECK: %[[S1M:.*]] = flashgpu.warpgroup_mma a_desc(%[[QD]]) b_desc(%[[KD64]]) {{{.*}}"scores", k_steps = 4 : i64, n = 64 : i64{{.*}}} : vector<32xf32>
 // CHECK: scf.yield %[[S1M]]
 // CHECK: } else {
 // CHECK: %[[Z:.*]] = arith.constant dense<0.000000e+00> : vector<32xf32>
@@ -63,7 +61,7 @@
 // CHECK: %[[MORE2:.*]] = arith.cmpi ugt, %[[ROWS]], %c64
 // CHECK: %[[O1:.*]] = scf.if %[[MORE2]] -> (vector<32xf32>) {
 // CHECK: %[[VD64:.*]] = arith.addi %[[VD]], %c512_i32 : i32
-// CHECK: %[[O1M:.*]] = flashgpu.warpgroup_mma acc(%[[O0]]) a_regs(%{{.*}} : vector<16xi32>) b_desc(%[[VD64]]) {{{.*}}"output", flash.ragged_rest, k_steps = 4 : i64, n = 64 : i64{{.*}}} : vector<32xf32>
+// CHECK: %[[O1M:.*]] = flashgpu.warpgroup_mma acc(%[[O0]]) a_regs(%{{.*}} : vector<16xi32>) b_desc(%[[VD64]]) {{{.*}}"output", k_steps = 4 : i64, n = 64 : i64{{.*}}} : vector<32xf32>
 // CHECK: scf.yield %[[O1M]]
 // CHECK: } else {
 // CHECK: scf.yield %[[O0]]

@@ -96,15 +96,16 @@
 // issued (the MMA's wait comes before the arrival), or after that loop when
 // it runs no iteration. That loop is the masked one, whose S = Q Kᵀ is split
 // at key 64 (a ragged block, flash.ragged_keys): Q is released after both
-// halves; the second (flash.ragged_rest) runs in the first one's ping-pong
-// turn, with no barrier of its own.
+// halves, each taking its turn of the ping-pong.
 // PERSISTENT: scf.for %[[J:[^ ]*]] = %[[JLB:[^ ]*]] to %[[JUB:[^ ]*]] step %[[JSTEP:[^ ]*]]
 // PERSISTENT: flashgpu.warpgroup_mma {{.*}}flash.contraction = "scores"{{.*}}n = 64
 // PERSISTENT-NEXT: arith.constant 256
 // PERSISTENT-NEXT: nvvm.barrier.arrive
 // PERSISTENT: scf.if
-// PERSISTENT-NOT: nvvm.barrier
-// PERSISTENT: flashgpu.warpgroup_mma {{.*}}flash.contraction = "scores", flash.ragged_rest{{.*}}n = 64
+// PERSISTENT: nvvm.barrier id
+// PERSISTENT-NEXT: flashgpu.warpgroup_mma {{.*}}flash.contraction = "scores"{{.*}}n = 64
+// PERSISTENT-NEXT: arith.constant 256
+// PERSISTENT-NEXT: nvvm.barrier.arrive
 // PERSISTENT-NEXT: scf.yield
 // PERSISTENT-NEXT: } else {
 // PERSISTENT: scf.yield

@@ -72,9 +72,6 @@ constexpr llvm::StringLiteral kWgmmaAttr = "flash.wgmma";
 /// On a launch whose register tiles were rewritten into per-lane code.
 constexpr llvm::StringLiteral kWarpRegisterTilesAttr =
     "flash.warp_register_tiles";
-/// On the second warpgroup MMA of a ragged key block's product (the rows
-/// past 64, in a branch): it belongs to the first one's ping-pong turn.
-constexpr llvm::StringLiteral kRaggedRestAttr = "flash.ragged_rest";
 
 /// The dynamic shared memory of a launch (--flash-gpu-carve-shared-memory,
 /// grown by --flash-gpu-async-tile-loads), in bytes (an i64 attribute on

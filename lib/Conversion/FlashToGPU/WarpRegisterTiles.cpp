@@ -1324,8 +1324,6 @@ LogicalResult TileRewriter::rewriteWarpgroupContraction(OpBuilder &b,
         aRows, bType.getDimSize(0), /*b_k_major=*/m.transposeB);
     if (std::optional<Contraction> role = getContraction(op))
       setContraction(mma, *role);
-    if (first)
-      mma->setAttr(kRaggedRestAttr, nb.getUnitAttr());
     return mma;
   };
   // `then` when B has valid rows past its first 64, else `otherwise`.

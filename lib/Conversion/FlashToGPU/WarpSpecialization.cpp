@@ -33,15 +33,12 @@ using namespace mlir;
 /// before each and arrives on the next one's after it. Each such barrier
 /// counts the 128 threads that wait and the 128 that arrive; the last
 /// warpgroup lets warpgroup 0 take the first turn, and warpgroup 0 takes its
-/// last arrival at the end, so every barrier ends complete. A ragged block's
-/// second S MMA (flash.ragged_rest) runs in the first one's turn: a turn of
-/// its own would make each warpgroup wait for the other's whole first MMA.
+/// last arrival at the end, so every barrier ends complete.
 static void alternateScoreMmas(scf::IfOp consumer, Value tid, int64_t groups) {
   Location loc = consumer.getLoc();
   SmallVector<flashgpu::WarpgroupMmaOp> scores;
   consumer.getThenRegion().walk([&](flashgpu::WarpgroupMmaOp mma) {
-    if (flash::getContraction(mma) == flash::Contraction::Scores &&
-        !mma->hasAttr(flash::kRaggedRestAttr))
+    if (flash::getContraction(mma) == flash::Contraction::Scores)
       scores.push_back(mma);
   });
   if (scores.empty())
