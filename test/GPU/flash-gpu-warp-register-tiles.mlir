@@ -41,25 +41,18 @@
 // CHECK: } {flash.register_rows = 64 : i64, flash.shared_memory_bytes = {{[0-9]+}} : i64, flash.warp_register_tiles, flash.wgmma}
 
 // A ragged key block (both products tagged flash.ragged_keys, K and V of
-// 128 rows): B's rows past the block's valid keys are zero, so S's columns
-// [64, 128) and P V's k steps from 4 on are MMAs of their own, issued only
-// when the copy wrote rows past 64 (B's descriptor 64 rows = 512 x 16 bytes
-// further); otherwise S's columns are zero and O is the first MMA's.
+// 128 rows): V's rows past the block's valid keys are zero, so P V's k steps
+// from 4 on are an MMA of their own, issued only when the copy wrote rows
+// past 64 (V's descriptor 64 rows = 512 x 16 bytes further); otherwise O is
+// the first MMA's. S = Q Kᵀ stays one MMA.
 // CHECK-LABEL: func.func @forward_wgmma_ragged(
 // CHECK: scf.for
 // CHECK: %[[ROWS:.*]] = arith.minsi %{{.*}}, %c128 : index
-// CHECK: %[[S0:.*]] = flashgpu.warpgroup_mma a_desc(%[[QD:.*]]) b_desc(%[[KD:.*]]) {{{.*}}b_k_major, b_rows = 128 : i64{{.*}}"scores", k_steps = 4 : i64, n = 64 : i64{{.*}}} : vector<32xf32>
-// CHECK: %[[MORE:.*]] = arith.cmpi ugt, %[[ROWS]], %c64
-// CHECK: %[[S1:.*]] = scf.if %[[MORE]] -> (vector<32xf32>) {
-// CHECK: %[[KD64:.*]] = arith.addi %[[KD]], %c512_i32 : i32
-// CHECK: %[[S1M:.*]] = flashgpu.warpgroup_mma a_desc(%[[QD]]) b_desc(%[[KD64]]) {{{.*}}"scores", k_steps = 4 : i64, n = 64 : i64{{.*}}} : vector<32xf32>
-// CHECK: scf.yield %[[S1M]]
-// CHECK: } else {
-// CHECK: %[[Z:.*]] = arith.constant dense<0.000000e+00> : vector<32xf32>
-// CHECK: scf.yield %[[Z]]
+// CHECK: flashgpu.warpgroup_mma a_desc(%{{.*}}) b_desc(%{{.*}}) {{{.*}}b_k_major, b_rows = 128 : i64{{.*}}"scores", k_steps = 4 : i64, n = 128 : i64{{.*}}} : vector<64xf32>
+// CHECK-NOT: scf.if
 // CHECK: %[[O0:.*]] = flashgpu.warpgroup_mma acc(%{{.*}}) a_regs(%{{.*}} : vector<16xi32>) b_desc(%[[VD:.*]]) {{{.*}}"output", k_steps = 4 : i64, n = 64 : i64{{.*}}} : vector<32xf32>
-// CHECK: %[[MORE2:.*]] = arith.cmpi ugt, %[[ROWS]], %c64
-// CHECK: %[[O1:.*]] = scf.if %[[MORE2]] -> (vector<32xf32>) {
+// CHECK: %[[MORE:.*]] = arith.cmpi ugt, %[[ROWS]], %c64
+// CHECK: %[[O1:.*]] = scf.if %[[MORE]] -> (vector<32xf32>) {
 // CHECK: %[[VD64:.*]] = arith.addi %[[VD]], %c512_i32 : i32
 // CHECK: %[[O1M:.*]] = flashgpu.warpgroup_mma acc(%[[O0]]) a_regs(%{{.*}} : vector<16xi32>) b_desc(%[[VD64]]) {{{.*}}"output", k_steps = 4 : i64, n = 64 : i64{{.*}}} : vector<32xf32>
 // CHECK: scf.yield %[[O1M]]

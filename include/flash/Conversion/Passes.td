@@ -191,9 +191,9 @@ def FlashGpuWarpRegisterTilesPass : Pass<"flash-gpu-warp-register-tiles"> {
     pairs with two butterfly steps of shuffles). With `lazy-rescale` (mma.sync
     launches only) the accumulator's rescale by exp2(m_old - m_new) is
     skipped behind a warp vote when no row maximum of the warp moved. With
-    `ragged-keys` the products tagged `flash.ragged_keys` (a masked key
-    loop's) are split at B's row 64, the rest issued only when the block's
-    padded K or V tile holds more valid rows (docs/Rationale.md). The
+    `ragged-keys` a P V tagged `flash.ragged_keys` (a masked key loop's) is
+    split at V's row 64, the rest issued only when the block's padded V tile
+    holds more valid rows (docs/Rationale.md). The
     launch is tagged `flash.warp_register_tiles`.
   }];
   let options = [
@@ -212,8 +212,8 @@ def FlashGpuWarpRegisterTilesPass : Pass<"flash-gpu-warp-register-tiles"> {
     Option<"raggedKeys", "ragged-keys", "bool", "true",
            "Warpgroup MMA launches leave the zero rows of a ragged key "
            "block (products tagged flash.ragged_keys, blocks of 128 keys or "
-           "more) out of its S = Q Kᵀ and P V: a second MMA for the rows past "
-           "64, issued only when the block holds more keys than that">
+           "more) out of its P V: a second MMA for the rows past 64, issued "
+           "only when the block holds more keys than that">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -1341,36 +1341,21 @@ LogicalResult TileRewriter::rewriteWarpgroupContraction(OpBuilder &b,
     return branch.getResult(0);
   };
   // A ragged key block (at most 64 keys in the last block of a loop that
-  // reaches past the last key) leaves B's zero rows from 64 on out of the
-  // product: S's columns [64, n) are then zero and P V stops after its
-  // fourth k step. The rest is a whole MMA of its own in a branch: a branch
-  // inside one wgmma sequence, or MMAs of different widths merged by one,
-  // make ptxas serialise every wgmma of the kernel. Only blocks of 128 keys
-  // or more: below, the branch's registers cost more than the rows saved
-  // (D = 256's persistent 128 x 80 form spills with it).
+  // reaches past the last key) leaves V's zero rows from 64 on out of P V:
+  // the k steps past the fourth are a second MMA, accumulating, in a branch
+  // taken only when the block has more keys (a branch inside one wgmma
+  // sequence makes ptxas serialise every wgmma of the kernel). Only blocks
+  // of 128 keys or more: below, the branch's registers cost more than the
+  // rows saved. S = Q Kᵀ is not split: narrowing it needs MMAs of different
+  // widths, which ptxas serialises too when one branch merges them, and two
+  // halves (n = 64, then the rest in a branch) cost 1-3.6% at 1-2k keys,
+  // where the last block holds more than 64 keys, for 0.4% at 4k
+  // (docs/GPU-NOTES.md 77).
   Value validRows = raggedKeys && hasRaggedKeys(op)
                         ? paddedTileValidRows(m.b, op->getBlock())
                         : Value();
   Value mma;
-  if (validRows && m.transposeB && !accIn && !aRegs && n >= 128) {
-    Value head = buildMma(b, Value(), 0, 64);
-    auto restType = VectorType::get({mTiles * (n - 64) / 2}, b.getF32Type());
-    Value rest = ifRowsPast64(
-        validRows, restType,
-        [&](OpBuilder &nb) { return buildMma(nb, Value(), 64, n - 64); },
-        [&](OpBuilder &nb) -> Value {
-          return arith::ConstantOp::create(
-              nb, loc,
-              DenseElementsAttr::get(restType, nb.getF32FloatAttr(0.0f)));
-        });
-    SmallVector<Value> elements;
-    for (int64_t mi = 0; mi < mTiles; ++mi)
-      for (int64_t i = 0; i < perSlice; ++i)
-        elements.push_back(
-            i < 32 ? extract(b, head, mi * 32 + i)
-                   : extract(b, rest, mi * ((n - 64) / 2) + i - 32));
-    mma = vector::FromElementsOp::create(b, loc, accType, elements);
-  } else if (validRows && !m.transposeB && aRegs && k >= 128) {
+  if (validRows && !m.transposeB && aRegs && k >= 128) {
     Value head = buildMma(b, accIn, 0, 64);
     mma = ifRowsPast64(
         validRows, accType,
