@@ -218,6 +218,10 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
       {"registers", maxRegisters},
       {"spill_bytes", spillBytes},
   };
+  if (op.isVarlen())
+    // Packed sequences: each launch's grid counts blocks of the caller's
+    // bounds on a sequence's rows (max_seqlen_q, max_seqlen_k).
+    manifest["grid_scalars"] = json::Array{"max_seqlen_q", "max_seqlen_k"};
   describeAttention(manifest, op);
   manifest["kv_block_cols"] =
       kvBlockCols ? json::Value(kvBlockCols) : json::Value("target");

@@ -113,10 +113,6 @@ flash::compileAttentionKernels(ModuleOp module, StringRef outputDir,
   for (AttentionBackwardOp op : backwardOps) {
     if (failed(checkScoreMod(op, op.getScoreMod())))
       return failure();
-    if (op.isVarlen())
-      return op.emitError(
-          "flash-compile: cu_seqlens (packed variable-length sequences) are "
-          "not built into GPU kernels yet; the CPU pipeline runs them");
     if (op.getSinks())
       return op.emitError(
           "flash-compile: the gradient of the sinks is not built into GPU "

@@ -62,6 +62,25 @@ void addBroadcastParams(SmallVectorImpl<Param> &params, Value bias,
         {"mask", generaliseBroadcast(cast<RankedTensorType>(mask.getType()))});
 }
 
+/// The offsets of packed sequences, and the most query rows of a sequence
+/// (the grid's query blocks, from the caller as FlashAttention's
+/// max_seqlen_q); with `keyBound` the most keys too (max_seqlen_k: the
+/// backward's dK/dV grid).
+void addVarlenParams(SmallVectorImpl<Param> &params, Value cuSeqlensQ,
+                     Value cuSeqlensK, bool keyBound) {
+  for (auto [name, offsets] : {std::pair("cu_seqlens_q", cuSeqlensQ),
+                               std::pair("cu_seqlens_k", cuSeqlensK)})
+    params.push_back(
+        {name,
+         generalise(cast<RankedTensorType>(offsets.getType()), false, 1)});
+  Builder b(cuSeqlensQ.getContext());
+  params.push_back({"max_seqlen_q", RankedTensorType(), b.getI64Type(),
+                    kMaxQueryRowsAttr.str()});
+  if (keyBound)
+    params.push_back({"max_seqlen_k", RankedTensorType(), b.getI64Type(),
+                      kMaxKeyRowsAttr.str()});
+}
+
 /// A module with func @name(params...) whose parameters from `firstOutput`
 /// on are written in place by the results of the op that `build` creates
 /// from the parameters (looked up by name: null for an absent one).
@@ -210,18 +229,9 @@ driver::buildKernelModule(AttentionOp op, StringRef name,
     params.push_back(
         {"block_table",
          generalise(cast<RankedTensorType>(table.getType()), false, 2)});
-  if (op.isVarlen()) {
-    // The offsets, and the most query rows of a sequence (the grid's query
-    // blocks, from the caller as FlashAttention's max_seqlen_q).
-    for (auto [name, offsets] : {std::pair("cu_seqlens_q", op.getCuSeqlensQ()),
-                                 std::pair("cu_seqlens_k", op.getCuSeqlensK())})
-      params.push_back(
-          {name,
-           generalise(cast<RankedTensorType>(offsets.getType()), false, 1)});
-    Builder b(op.getContext());
-    params.push_back({"max_seqlen_q", RankedTensorType(), b.getI64Type(),
-                      kMaxQueryRowsAttr.str()});
-  }
+  if (op.isVarlen())
+    addVarlenParams(params, op.getCuSeqlensQ(), op.getCuSeqlensK(),
+                    /*keyBound=*/false);
   std::string why;
   SmallVector<Value> modTensors =
       *scoreModTensors(op, op.getScoreMod(), why); // checked by the driver
@@ -267,7 +277,8 @@ void driver::addKeySplitParams(ModuleOp module, int64_t valueDim,
   }
 }
 
-/// func @name(q, k, v, o, do, lse, [bias], [mask], dq, dk, dv) writing the
+/// func @name(q, k, v, o, do, lse, [bias], [mask], [cu_seqlens_q,
+/// cu_seqlens_k, max_seqlen_q, max_seqlen_k], dq, dk, dv) writing the
 /// gradients in place (--flash-workspace-to-arguments appends `d`).
 OwningOpRef<ModuleOp>
 driver::buildBackwardKernelModule(AttentionBackwardOp op, StringRef name,
@@ -279,6 +290,9 @@ driver::buildBackwardKernelModule(AttentionBackwardOp op, StringRef name,
                  {"do", generaliseRank4(op.getGradOutput())},
                  {"lse", generalise(op.getLse().getType(), false, 3)}});
   addBroadcastParams(params, op.getBias(), op.getMask());
+  if (op.isVarlen())
+    addVarlenParams(params, op.getCuSeqlensQ(), op.getCuSeqlensK(),
+                    /*keyBound=*/true);
   std::string why;
   SmallVector<Value> modTensors =
       *scoreModTensors(op, op.getScoreMod(), why); // checked by the driver
@@ -293,8 +307,8 @@ driver::buildBackwardKernelModule(AttentionBackwardOp op, StringRef name,
                        auto kernelOp = AttentionBackwardOp::create(
                            b, op.getLoc(), types, arg("q"), arg("k"), arg("v"),
                            arg("o"), arg("do"), arg("lse"), arg("bias"),
-                           arg("mask"), /*sinks=*/Value(),
-                           /*cu_seqlens_q=*/Value(), /*cu_seqlens_k=*/Value(),
+                           arg("mask"), /*sinks=*/Value(), arg("cu_seqlens_q"),
+                           arg("cu_seqlens_k"),
                            b.getF32FloatAttr(op.getEffectiveScale()),
                            op.getCausalAttr(), op.getWindowAttr());
                        cloneScoreMod(b, op.getScoreMod(),

@@ -48,7 +48,8 @@ OwningOpRef<ModuleOp> buildKernelModule(AttentionOp op, StringRef name,
 void addKeySplitParams(ModuleOp module, int64_t valueDim,
                        SmallVectorImpl<Param> &params);
 
-/// func @name(q, k, v, o, do, lse, [bias], [mask], dq, dk, dv) writing the
+/// func @name(q, k, v, o, do, lse, [bias], [mask], [cu_seqlens_q,
+/// cu_seqlens_k, max_seqlen_q, max_seqlen_k], dq, dk, dv) writing the
 /// gradients in place (--flash-workspace-to-arguments appends `d`).
 OwningOpRef<ModuleOp> buildBackwardKernelModule(AttentionBackwardOp op,
                                                 StringRef name,

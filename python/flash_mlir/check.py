@@ -32,15 +32,18 @@ DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 
 
 def reference(q, k, v, scale, causal, window, bias=None, mask=None,
-              sinks=None):
+              sinks=None, softcap=None):
     """float64 attention on [B, H, M, D] tensors; fully masked rows are 0.
-    `sinks` [H] join each row's softmax as one more score (differentiable).
+    `sinks` [H] join each row's softmax as one more score (differentiable);
+    `softcap` c makes each scaled score s c tanh(s / c).
     Returns (O, LSE, hidden) with hidden the causal/window mask."""
     q, k, v = (t.double() for t in (q, k, v))
     group = q.shape[1] // k.shape[1]
     k = k.repeat_interleave(group, dim=1)
     v = v.repeat_interleave(group, dim=1)
     s = torch.einsum("bhmd,bhnd->bhmn", q, k) * scale
+    if softcap is not None:
+        s = softcap * torch.tanh(s / softcap)
     m, n = q.shape[2], k.shape[2]
     i = torch.arange(m, device=q.device)[:, None]
     j = torch.arange(n, device=q.device)[None, :]

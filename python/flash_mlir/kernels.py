@@ -3,12 +3,18 @@ tests this module).
 
 A `Variant` is everything that makes one compiled attention differ from
 another: element type, head dims, causal, window, scale, bias and mask kind,
-sinks.
-Each variant is a family of three kernels compiled from one MLIR file:
+sinks, and the layout of the keys (dense, packed variable-length sequences,
+a KV cache). Each variant is a family of kernels compiled from one MLIR file:
 
-    <base>_fwd              O only (inference)
+    <base>_fwd              O only (inference; with a KV cache O and LSE)
     <base>_train            O and LSE (the training forward, also return_lse)
     <base>_train_backward   dQ, dK, dV from Q, K, V, O, dO, LSE
+    <base>_decode           split-KV O and LSE (few query rows, long keys)
+
+Packed sequences (`varlen`, int32 cu_seqlens) have fwd, train and
+train_backward; a KV cache (`kv_cache`: 0 for a contiguous cache with
+per-sequence lengths, P for pages of P keys behind a block table) has fwd
+and decode.
 
 `KernelCache.manifest(variant, kind)` finds a kernel's manifest in, in order,
 the directories of $FLASH_MLIR_KERNELS, the package's prebuilt kernels
@@ -30,6 +36,7 @@ import argparse
 import contextlib
 import hashlib
 import json
+import math
 import os
 import shutil
 import struct
@@ -45,12 +52,18 @@ KINDS = ("fwd", "train", "train_backward", "decode")
 DTYPES = ("f16", "bf16")
 BIAS_DTYPES = ("f16", "bf16", "f32")
 CHIPS = ("sm_80", "sm_90a")
+# The largest page of a paged KV cache (FlashAttention's and vLLM's).
+MAX_PAGE_SIZE = 256
 # torch dtype names -> the compiler's element types.
 TORCH_DTYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32"}
 
 
 def f32_bits(value: float) -> int:
     return struct.unpack("<I", struct.pack("<f", value))[0]
+
+
+def f32_value(bits: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
 
 
 @dataclass(frozen=True)
@@ -64,6 +77,9 @@ class Variant:
     bias: Optional[str] = None      # bias element type, None without bias
     mask: bool = False
     sinks: bool = False             # f32 sinks [Hq] (the forward's)
+    varlen: bool = False            # packed sequences, int32 cu_seqlens
+    kv_cache: Optional[int] = None  # None; 0 contiguous; P: pages of P keys
+    softcap_bits: Optional[int] = None  # f32 bit pattern of c in c tanh(s / c)
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
@@ -79,10 +95,29 @@ class Variant:
                              f"{', '.join(BIAS_DTYPES)}")
         if self.window is not None and self.window < 0:
             raise ValueError(f"variant: window {self.window} is negative")
+        if self.kv_cache is not None and (
+                isinstance(self.kv_cache, bool) or
+                not isinstance(self.kv_cache, int) or self.kv_cache < 0 or
+                self.kv_cache % 16 or self.kv_cache > MAX_PAGE_SIZE):
+            raise ValueError(f"variant: page size {self.kv_cache} is not a "
+                             f"multiple of 16 up to {MAX_PAGE_SIZE}")
+        if self.softcap_bits is not None:
+            cap = self.softcap
+            if not (math.isfinite(cap) and cap > 0):
+                raise ValueError(f"variant: softcap {cap} is not a positive "
+                                 "finite value")
+        layout = "packed sequences" if self.varlen else \
+            "a KV cache" if self.kv_cache is not None else None
+        if self.varlen and self.kv_cache is not None:
+            raise ValueError("variant: packed sequences and a KV cache are "
+                             "separate variants")
+        if layout and (self.bias or self.mask):
+            raise ValueError(f"variant: {layout} take no bias or mask")
 
     @staticmethod
     def of(dtype, head_dim, value_dim=None, causal=False, window=None,
-           scale=None, bias=None, mask=False, sinks=False):
+           scale=None, bias=None, mask=False, sinks=False, varlen=False,
+           kv_cache=None, softcap=None):
         """The variant of a call: torch or compiler dtype names; `scale` a
         float (None for the default)."""
         dtype = TORCH_DTYPES.get(dtype, dtype)
@@ -94,13 +129,18 @@ class Variant:
             if bits == f32_bits(1.0 / head_dim ** 0.5):
                 bits = None  # the default, spelled out
         return Variant(dtype, head_dim, value_dim, bool(causal), window, bits,
-                       bias, bool(mask), bool(sinks))
+                       bias, bool(mask), bool(sinks), bool(varlen), kv_cache,
+                       None if softcap is None else f32_bits(softcap))
 
     @property
     def scale(self) -> float:
         if self.scale_bits is None:
             return 1.0 / self.head_dim ** 0.5
-        return struct.unpack("<f", struct.pack("<I", self.scale_bits))[0]
+        return f32_value(self.scale_bits)
+
+    @property
+    def softcap(self) -> Optional[float]:
+        return None if self.softcap_bits is None else f32_value(self.softcap_bits)
 
     def _parts(self):
         """Each property that differs from the plain variant, as (kernel
@@ -117,6 +157,10 @@ class Variant:
         if self.scale_bits is not None:
             parts.append((f"s{self.scale_bits:08x}", f"scale=0x{self.scale_bits:08x}",
                           f"scale {self.scale!r}"))
+        if self.softcap_bits is not None:
+            parts.append((f"cap{self.softcap_bits:08x}",
+                          f"softcap=0x{self.softcap_bits:08x}",
+                          f"softcap {self.softcap!r}"))
         if self.bias:
             parts.append((f"bias{self.bias}", f"bias={self.bias}",
                           f"{self.bias} bias"))
@@ -124,6 +168,13 @@ class Variant:
             parts.append(("mask", "mask", "mask"))
         if self.sinks:
             parts.append(("sinks", "sinks", "sinks"))
+        if self.varlen:
+            parts.append(("varlen", "varlen", "packed sequences"))
+        if self.kv_cache == 0:
+            parts.append(("kvcache", "kvcache", "KV cache"))
+        elif self.kv_cache:
+            parts.append((f"paged{self.kv_cache}", f"paged={self.kv_cache}",
+                          f"paged KV cache, pages of {self.kv_cache}"))
         return parts
 
     @property
@@ -132,9 +183,19 @@ class Variant:
         return "_".join([f"fm_{self.dtype}_d{self.head_dim}"] +
                         [name for name, _, _ in self._parts()])
 
+    @property
+    def kinds(self):
+        """The kernels of the family."""
+        if self.kv_cache is not None:
+            return ("fwd", "decode")
+        if self.varlen:
+            return ("fwd", "train", "train_backward")
+        return KINDS if self.has_decode else KINDS[:3]
+
     def kernel(self, kind) -> str:
-        if kind not in KINDS:
-            raise ValueError(f"kernel kind {kind!r} is not one of {KINDS}")
+        if kind not in self.kinds:
+            raise ValueError(f"kernel kind {kind!r} is not one of "
+                             f"{self.kinds} (variant {self.spec()})")
         return f"{self.base}_{kind}"
 
     # A variant as text, e.g. "bf16:d128:causal:w256:bias=f32:mask", for
@@ -162,14 +223,24 @@ class Variant:
                 kw["window"] = int(item[1:])
             elif item.startswith("scale="):
                 v = item[len("scale="):]
-                kw["scale"] = (struct.unpack("<f", struct.pack(
-                    "<I", int(v, 16)))[0] if v.startswith("0x") else float(v))
+                kw["scale"] = (f32_value(int(v, 16)) if v.startswith("0x")
+                               else float(v))
+            elif item.startswith("softcap="):
+                v = item[len("softcap="):]
+                kw["softcap"] = (f32_value(int(v, 16)) if v.startswith("0x")
+                                 else float(v))
             elif item.startswith("bias="):
                 kw["bias"] = item[len("bias="):]
             elif item == "mask":
                 kw["mask"] = True
             elif item == "sinks":
                 kw["sinks"] = True
+            elif item == "varlen":
+                kw["varlen"] = True
+            elif item == "kvcache":
+                kw["kv_cache"] = 0
+            elif item.startswith("paged=") and item[len("paged="):].isdigit():
+                kw["kv_cache"] = int(item[len("paged="):])
             else:
                 raise ValueError(f"variant {text!r}: unknown part {item!r}")
         if head is None:
@@ -181,31 +252,42 @@ class Variant:
                          [text for _, _, text in self._parts()])
 
     def mlir(self) -> str:
-        """The family's MLIR: one function with the forward alone, one with
-        the forward (O, LSE) and its backward (flash-compile writes it as
-        `<fn>` and `<fn>_backward`)."""
+        """The family's MLIR: a function per kind (`train` with the forward
+        (O, LSE) and its backward, which flash-compile writes as `<fn>` and
+        `<fn>_backward`)."""
         t = self.dtype
 
-        def ty(width):
-            return f"tensor<?x?x?x{width}x{t}>"
+        # Packed sequences are a batch of one.
+        batch = "1" if self.varlen else "?"
 
-        q, v = ty(self.head_dim), ty(self.value_dim)
-        args = [f"%q: {q}", f"%k: {q}", f"%v: {v}"]
-        extras = ""
+        def ty(width, pages=False):
+            rows = self.kv_cache if pages and self.kv_cache else "?"
+            return f"tensor<{batch}x?x{rows}x{width}x{t}>"
+
+        q, o = ty(self.head_dim), ty(self.value_dim)
+        k, v = ty(self.head_dim, True), ty(self.value_dim, True)
+        args = [f"%q: {q}", f"%k: {k}", f"%v: {v}"]
+        operands = []  # (name, type, whether the backward takes it)
         if self.bias:
-            bt = f"tensor<?x?x?x?x{self.bias}>"
-            args.append(f"%bias: {bt}")
-            extras += f" bias(%bias : {bt})"
+            operands.append(("bias", f"tensor<?x?x?x?x{self.bias}>", True))
         if self.mask:
-            mt = "tensor<?x?x?x?xi1>"
-            args.append(f"%mask: {mt}")
-            extras += f" mask(%mask : {mt})"
+            operands.append(("mask", "tensor<?x?x?x?xi1>", True))
         # The backward takes no sinks: dQ, dK and dV do not depend on them
         # (the LSE carries them); their gradient is computed beside it.
-        fwd_extras = extras
         if self.sinks:
-            args.append("%sinks: tensor<?xf32>")
-            fwd_extras += " sinks(%sinks : tensor<?xf32>)"
+            operands.append(("sinks", "tensor<?xf32>", False))
+        if self.kv_cache is not None:
+            operands.append(("key_lengths", "tensor<?xi32>", False))
+            if self.kv_cache:
+                operands.append(("block_table", "tensor<?x?xi32>", False))
+        if self.varlen:
+            operands += [("cu_seqlens_q", "tensor<?xi32>", True),
+                         ("cu_seqlens_k", "tensor<?xi32>", True)]
+        args += [f"%{name}: {type_}" for name, type_, _ in operands]
+        fwd_extras = "".join(f" {name}(%{name} : {type_})"
+                             for name, type_, _ in operands)
+        bwd_extras = "".join(f" {name}(%{name} : {type_})"
+                             for name, type_, bwd in operands if bwd)
         attrs = []
         if self.causal:
             attrs.append("causal")
@@ -214,36 +296,57 @@ class Variant:
         if self.window is not None:
             attrs.append(f"window = {self.window} : i64")
         attr = (" {" + ", ".join(attrs) + "}") if attrs else ""
-        lse = "tensor<?x?x?xf32>"
-        fwd = (f"func.func @{self.kernel('fwd')}({', '.join(args)}) -> {v} {{\n"
-               f"  %o = flash.attention %q, %k, %v{fwd_extras}{attr} : {q}, {q}, {v}"
-               f" -> {v}\n"
-               f"  return %o : {v}\n}}\n")
+        lse = f"tensor<{batch}x?x?xf32>"
+        signature = ", ".join(args)
+        # Softcapping (Gemma 2, Grok): each scaled score s becomes
+        # c tanh(s / c), a score_mod region the backward differentiates.
+        region = ""
+        if self.softcap_bits is not None:
+            region = (" score_mod {\n"
+                      "  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):\n"
+                      f"    %cap = arith.constant 0x{self.softcap_bits:08X} : f32\n"
+                      "    %x = arith.divf %s, %cap : f32\n"
+                      "    %t = math.tanh %x : f32\n"
+                      "    %capped = arith.mulf %t, %cap : f32\n"
+                      "    flash.yield %capped : f32\n  }")
+        attention = f"flash.attention %q, %k, %v{fwd_extras}{attr} : {q}, {k}, {v}"
+
+        def with_lse(kind, fn_attrs=""):
+            return (f"func.func @{self.kernel(kind)}({signature}) -> "
+                    f"({o}, {lse}){fn_attrs} {{\n"
+                    f"  %o, %lse = {attention} -> {o}, {lse}{region}\n"
+                    f"  return %o, %lse : {o}, {lse}\n}}\n")
+
+        if self.kv_cache is not None:
+            # A cache's forward gives the LSE too (B x Hq x M floats), so
+            # that return_lse needs no second family.
+            fwd = with_lse("fwd")
+        else:
+            fwd = (f"func.func @{self.kernel('fwd')}({signature}) -> {o} {{\n"
+                   f"  %o = {attention} -> {o}{region}\n"
+                   f"  return %o : {o}\n}}\n")
+        parts = [fwd]
         # Split-KV kernels (O and LSE) for few query rows against many keys,
-        # for the variants that decoding takes (no bias or mask).
-        decode = ""
-        if self.has_decode:
-            decode = (f"func.func @{self.kernel('decode')}({', '.join(args)}) -> "
-                      f"({v}, {lse}) attributes {{flash.key_splits}} {{\n"
-                      f"  %o, %lse = flash.attention %q, %k, %v{fwd_extras}{attr} : "
-                      f"{q}, {q}, {v} -> {v}, {lse}\n"
-                      f"  return %o, %lse : {v}, {lse}\n}}\n\n")
-        train_args = ", ".join(args + [f"%do: {v}"])
-        train = (f"func.func @{self.kernel('train')}({train_args}) -> "
-                 f"({v}, {q}, {q}, {v}) {{\n"
-                 f"  %o, %lse = flash.attention %q, %k, %v{fwd_extras}{attr} : "
-                 f"{q}, {q}, {v} -> {v}, {lse}\n"
-                 f"  %dq, %dk, %dv = flash.attention_backward %q, %k, %v, %o, "
-                 f"%do, %lse{extras}{attr} : {q}, {q}, {v}, {v}, {lse}\n"
-                 f"  return %o, %dq, %dk, %dv : {v}, {q}, {q}, {v}\n}}\n")
-        return (f"// flash-mlir kernel family {self.spec()}\n"
-                f"{fwd}\n{decode}{train}")
+        # for the variants that decoding takes.
+        if "decode" in self.kinds:
+            parts.append(with_lse("decode", " attributes {flash.key_splits}"))
+        if "train" in self.kinds:
+            train_args = ", ".join(args + [f"%do: {o}"])
+            parts.append(
+                f"func.func @{self.kernel('train')}({train_args}) -> "
+                f"({o}, {q}, {k}, {v}) {{\n"
+                f"  %o, %lse = {attention} -> {o}, {lse}{region}\n"
+                f"  %dq, %dk, %dv = flash.attention_backward %q, %k, %v, %o, "
+                f"%do, %lse{bwd_extras}{attr} : {q}, {k}, {v}, {o}, {lse}"
+                f"{region}\n"
+                f"  return %o, %dq, %dk, %dv : {o}, {q}, {k}, {v}\n}}\n")
+        return f"// flash-mlir kernel family {self.spec()}\n" + "\n".join(parts)
 
     @property
     def has_decode(self) -> bool:
         """Whether the family has split-KV (`decode`) kernels: without a
-        bias or a mask."""
-        return not self.bias and not self.mask
+        bias, a mask or packed sequences."""
+        return not self.bias and not self.mask and not self.varlen
 
 
 def common_variants():
@@ -257,6 +360,22 @@ CHECK_VARIANTS = ("bf16:d64:causal:w48", "bf16:d64:scale=0.3",
                   "bf16:d64:bias=f32", "bf16:d64:mask", "f16:d64:dv128:causal",
                   "bf16:d64:causal:sinks", "bf16:d64:causal:w48:sinks",
                   "f16:d128:mask:sinks")
+
+
+# The variants of flash_mlir.torch_serving_check (packed sequences and KV
+# caches; with grouped query heads a decode call packs them and drops
+# causal, so the plain cache variants too).
+SERVING_CHECK_VARIANTS = tuple(
+    [f"{dt}:d{d}:{mode}varlen" for dt in DTYPES for d in (64, 128)
+     for mode in ("", "causal:", "causal:w48:sinks:")] +
+    [f"bf16:d{d}:{mode}{cache}" for d, cache, modes in (
+        (128, "kvcache", ("", "causal:w100:sinks:")),
+        (128, "paged=64", ("", "causal:", "causal:w100:sinks:")),
+        (128, "paged=128", ("", "causal:w100:sinks:")),
+        (64, "paged=16", ("", "causal:", "causal:w100:sinks:")))
+     for mode in modes] +
+    ["bf16:d128:causal:softcap=30", "bf16:d128:causal:softcap=30:varlen",
+     "bf16:d128:softcap=30:paged=64"])
 
 
 class KernelNotFound(RuntimeError):
@@ -436,6 +555,9 @@ def main(argv=None):
                     help="the common set: f16/bf16 x D 64/128 x causal or not")
     ap.add_argument("--check-set", action="store_true",
                     help="also the variants flash_mlir.torch_check uses")
+    ap.add_argument("--serving-set", action="store_true",
+                    help="also the variants flash_mlir.torch_serving_check "
+                         "uses (packed sequences, KV caches)")
     ap.add_argument("--chip", default="sm_90a", choices=CHIPS)
     ap.add_argument("-o", "--output", help="output directory (default: the "
                     "package's flash_mlir/kernels/<chip>)")
@@ -449,6 +571,8 @@ def main(argv=None):
         ap.error(str(e))
     if args.check_set:
         variants += [Variant.parse(s) for s in CHECK_VARIANTS]
+    if args.serving_set:
+        variants += [Variant.parse(s) for s in SERVING_CHECK_VARIANTS]
     if args.common or not variants:
         variants = common_variants() + variants
     if args.print_mlir:
@@ -465,7 +589,7 @@ def main(argv=None):
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    kernels = sum(3 + v.has_decode for v in variants)
+    kernels = sum(len(v.kinds) for v in variants)
     print(f"{len(variants)} variants ({kernels} kernels) for "
           f"{args.chip} in {out}")
     return 0

@@ -333,8 +333,10 @@ class Kernel:
         if not self.manifest.get("key_splits"):
             return 1
         b, h, m = tensors["q"].shape[:3]
-        return validate.choose_key_splits(self.manifest, b, h, m,
-                                          tensors["k"].shape[2],
+        keys = tensors["k"].shape[2]
+        if "block_table" in tensors:  # pages of `keys` rows
+            keys *= tensors["block_table"].shape[1]
+        return validate.choose_key_splits(self.manifest, b, h, m, keys,
                                           self.resident_ctas)
 
     def launch(self, tensors, stream=None, infos=None, splits=None,

@@ -10,7 +10,10 @@ what the kernel must never read poisoned too (cache rows past each length,
 unused pages, table entries past each sequence's last page, rows past the
 last packed sequence), and compares O (and the LSE) with a float64 reference
 computed sequence by sequence (flash_mlir.check's). Split-KV kernels run with
-their own count of runs and with 1, 3 and 9. Exit status 1 on any failure.
+their own count of runs and with 1, 3 and 9. Backward kernels of packed
+sequences run on the reference's O and LSE and are compared with float64
+autograd per sequence (dQ, dK and dV; 0 where a row or key sees nothing).
+Exit status 1 on any failure.
 """
 
 import argparse
@@ -18,7 +21,8 @@ import sys
 
 import torch
 
-from flash_mlir.check import DTYPES, SPLITS, TOLERANCE, reference
+from flash_mlir.check import (DTYPES, SPLITS, TOLERANCE, reference,
+                              reference_grads)
 from flash_mlir.runtime import load_all
 from flash_mlir.validate import manifest_params
 
@@ -121,10 +125,10 @@ def cache_case(kernel, case, seed, splits):
     return compare(man, o, tensors.get("lse"), ref, ref_lse)
 
 
-def packed_case(kernel, case, seed):
-    """Packed sequences: Q [1, Hq, Tq, D], K/V [1, Hkv, Tk, D] cut by
-    cu_seqlens, the caller's max_seqlen_q for the grid."""
-    man = kernel.manifest
+def packed_inputs(man, case, seed):
+    """Packed Q [1, Hq, Tq, D], K/V [1, Hkv, Tk, D] with NaN in the rows
+    past the last sequence, the offsets in the kernel's index type, and the
+    generator that made them."""
     params = {p["name"]: p for p in manifest_params(man)}
     dtype = DTYPES[man["dtype"]]
     hq, hkv, queries, keys = case
@@ -141,12 +145,31 @@ def packed_case(kernel, case, seed):
         t[:, :, total:] = float("nan")
 
     def offsets(lengths, name):
-        # The kernel's own index type (i32 or i64 offsets).
         return torch.tensor([0] + list(torch.tensor(lengths).cumsum(0)),
                             dtype=INDEX_DTYPES[params[name]["dtype"]],
                             device="cuda")
 
     cq, ck = offsets(queries, "cu_seqlens_q"), offsets(keys, "cu_seqlens_k")
+    return q, k, v, cq, ck, g
+
+
+def packed_scalars(case):
+    """The grid's bounds on a sequence's rows (the padding rows past the
+    last sequence are one more problem)."""
+    _, _, queries, keys = case
+    return {"max_seqlen_q": max(queries + [PAD_ROWS]),
+            "max_seqlen_k": max(keys + [PAD_ROWS])}
+
+
+def packed_case(kernel, case, seed):
+    """Packed sequences: Q [1, Hq, Tq, D], K/V [1, Hkv, Tk, D] cut by
+    cu_seqlens, the caller's max_seqlen_q for the grid."""
+    man = kernel.manifest
+    params = {p["name"]: p for p in manifest_params(man)}
+    dtype = DTYPES[man["dtype"]]
+    hq, hkv, queries, keys = case
+    q, k, v, cq, ck, g = packed_inputs(man, case, seed)
+    tq = q.shape[2]
     o = torch.full((1, hq, tq, man["value_dim"]), float("nan"), device="cuda",
                    dtype=dtype)
     tensors = dict(q=q, k=k, v=v, o=o, cu_seqlens_q=cq, cu_seqlens_k=ck)
@@ -155,7 +178,7 @@ def packed_case(kernel, case, seed):
     if "sinks" in params:
         tensors["sinks"] = (torch.randn(hq, device="cuda", generator=g) * 2 + 1).to(
             DTYPES[params["sinks"]["dtype"]])
-    scalars = {"max_seqlen_q": max(queries + [PAD_ROWS])}
+    scalars = {"max_seqlen_q": packed_scalars(case)["max_seqlen_q"]}
     kernel.launch(tensors, None, kernel.check(tensors), None, scalars)
     torch.cuda.synchronize()
     ref, ref_lse = empty_reference(man, (1, hq, tq), tensors.get("sinks"))
@@ -169,6 +192,63 @@ def packed_case(kernel, case, seed):
     return compare(man, o, tensors.get("lse"), ref, ref_lse)
 
 
+def packed_backward_case(kernel, case, seed):
+    """The backward of packed sequences: O and LSE from the float64
+    reference (O rounded to the kernel's type), dO random, NaN in every row
+    past the last sequence; dQ, dK and dV against float64 autograd per
+    sequence, 0 for rows and keys that see nothing."""
+    man = kernel.manifest
+    dtype = DTYPES[man["dtype"]]
+    hq, _, queries, _ = case
+    q, k, v, cq, ck, g = packed_inputs(man, case, seed)
+    tq = q.shape[2]
+    do = torch.randn(1, hq, tq, man["value_dim"], device="cuda",
+                     generator=g).to(dtype)
+    do[:, :, tq - PAD_ROWS:] = float("nan")
+    o = torch.full_like(do, float("nan"))
+    lse = torch.full((1, hq, tq), float("nan"), device="cuda")
+    grads = [torch.zeros(t.shape, dtype=torch.float64, device="cuda")
+             for t in (q, k, v)]
+    for s in range(len(queries)):
+        q0, q1, k0, k1 = int(cq[s]), int(cq[s + 1]), int(ck[s]), int(ck[s + 1])
+        if q0 == q1:
+            continue
+        if k0 == k1:
+            o[:, :, q0:q1] = 0
+            lse[:, :, q0:q1] = float("-inf")
+            continue
+        o_s, lse_s, _, grads_s = reference_grads(
+            q[:, :, q0:q1], k[:, :, k0:k1], v[:, :, k0:k1], do[:, :, q0:q1],
+            man["scale"], man["causal"], man["window"])
+        o[:, :, q0:q1], lse[:, :, q0:q1] = o_s.to(dtype), lse_s.float()
+        for grad, part, (a, z) in zip(grads, grads_s,
+                                      ((q0, q1), (k0, k1), (k0, k1))):
+            grad[:, :, a:z] = part
+    tensors = dict(q=q, k=k, v=v, o=o, do=do, lse=lse, cu_seqlens_q=cq,
+                   cu_seqlens_k=ck)
+    outs = {name: torch.full_like(like, float("nan"))
+            for name, like in (("dq", q), ("dk", k), ("dv", v))}
+    tensors.update(outs)
+    kernel.launch(tensors, None, kernel.check(tensors), None,
+                  packed_scalars(case))
+    torch.cuda.synchronize()
+    tol = TOLERANCE[man["dtype"]]
+    ok, parts = True, []
+    for name, ref in zip(("dq", "dk", "dv"), grads):
+        ours = outs[name].double()
+        if torch.isnan(ours).any():
+            return False, f"NaN in {name} (unwritten, or a poisoned value read)"
+        err = ((ours - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+        # Rows and keys that see nothing (empty sequences, the padding rows
+        # past the last one) get exactly 0.
+        nothing = ref.abs().amax(dim=(0, 1, 3)) == 0
+        stray = ours[:, :, nothing].abs().max().item() if nothing.any() else 0.0
+        ok &= err <= tol and stray == 0
+        parts.append(f"{name} rel {err:.2e}" + (f", {stray:.1e} where 0"
+                                                 if stray else ""))
+    return ok, "; ".join(parts) + f" (tol {tol:.0e})"
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -180,12 +260,22 @@ def main(argv=None):
     failures = checked = 0
     for kernel in load_all(args.directory):
         names = {p["name"] for p in manifest_params(kernel.manifest)}
-        if kernel.backward or (wanted and kernel.name not in wanted) or \
+        if (wanted and kernel.name not in wanted) or \
                 not names & {"key_lengths", "cu_seqlens_q"}:
+            continue
+        if kernel.manifest.get("score_mod"):
+            # The reference here knows no score_mod (torch_serving_check
+            # runs softcap through the op).
+            print(f"skip {kernel.name}: a score_mod")
             continue
         checked += 1
         lines, kernel_ok = [], True
-        if "cu_seqlens_q" in names:
+        if kernel.backward:
+            for ci, case in enumerate(PACKED_CASES):
+                ok, msg = packed_backward_case(kernel, case, ci)
+                kernel_ok &= ok
+                lines.append(("ok   " if ok else "FAIL ") + f"{case}: {msg}")
+        elif "cu_seqlens_q" in names:
             for ci, case in enumerate(PACKED_CASES):
                 ok, msg = packed_case(kernel, case, ci)
                 kernel_ok &= ok

@@ -13,7 +13,9 @@
 - torch.compile(fullgraph=True) of code calling the op, forward and
   backward, equal to eager, with our kernels counted as launched;
 - SDPA's registration (flash_mlir.sdpa): F.scaled_dot_product_attention
-  runs our kernels once activated, and falls back with a reason otherwise.
+  runs our kernels once activated, and falls back with a reason otherwise;
+- the serving calls (varlen_attention, attention_with_kvcache:
+  flash_mlir.torch_serving_check).
 
 Kernels must be prebuilt for the variants used (scripts/gpu_build.sh does
 it) unless flash-compile is installed. Exit status 1 on any failure.
@@ -496,7 +498,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--only", default="matrix,bad,compile,sdpa,route")
+    p.add_argument("--only", default="matrix,bad,compile,sdpa,route,serving")
     args = p.parse_args(argv)
     parts = args.only.split(",")
     if "matrix" in parts:
@@ -507,6 +509,9 @@ def main(argv=None):
         check_compile()
     if "route" in parts:
         check_route()
+    if "serving" in parts:
+        from flash_mlir import torch_serving_check
+        torch_serving_check.run(record)
     if "sdpa" in parts:
         # Activation as the first thing a process does (torch settles its
         # SDPA priority order at the first call), then after all the above.

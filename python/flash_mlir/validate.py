@@ -149,6 +149,18 @@ def check_window(window):
                          "use window=None for no window)")
 
 
+def check_softcap(softcap):
+    """Softcapping's c (each scaled score s becomes c tanh(s / c)): None, or
+    a finite value > 0."""
+    if softcap is None:
+        return
+    if isinstance(softcap, bool) or not isinstance(softcap, (int, float)):
+        raise TypeError(f"softcap: expected a float, got "
+                        f"{type(softcap).__name__}")
+    if not (math.isfinite(softcap) and softcap > 0):
+        raise ValueError(f"softcap: expected a finite value > 0, got {softcap}")
+
+
 def check_attention(q: TensorInfo, k: TensorInfo, v: TensorInfo,
                     bias: Optional[TensorInfo] = None,
                     mask: Optional[TensorInfo] = None,
@@ -249,6 +261,153 @@ def check_backward(grad_output: TensorInfo, q, k, v, output: TensorInfo,
     check_output(output, shape, "output")
     check_output(grad_output, shape, "output gradient")
     check_lse(lse, shape)
+    return shape
+
+
+# Offsets and cache lengths of the serving calls: int32, as FlashAttention's.
+INDEX_DTYPE = "int32"
+# The page sizes of a paged KV cache: multiples of 16 up to 256.
+PAGE_MULTIPLE, MAX_PAGE_SIZE = 16, 256
+
+
+def packed_view(t: TensorInfo) -> TensorInfo:
+    """[T, H, D] as the kernels' [1, H, T, D] (torch: t.unsqueeze(0)
+    .transpose(1, 2))."""
+    (tokens, heads, width), (st, sh, sd) = t.shape, t.strides
+    return TensorInfo(t.name, (1, heads, tokens, width),
+                      (tokens * st, sh, st, sd), t.dtype, t.device, t.data_ptr)
+
+
+def heads_second_view(t: TensorInfo) -> TensorInfo:
+    """[B, S, H, D] as the kernels' [B, H, S, D] (torch: t.transpose(1, 2))."""
+    b, s, h, d = t.shape
+    sb, ss, sh, sd = t.strides
+    return TensorInfo(t.name, (b, h, s, d), (sb, sh, ss, sd), t.dtype,
+                      t.device, t.data_ptr)
+
+
+def _check_bound(value, name):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name}: expected an int, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{name}: expected a value >= 0, got {value}")
+
+
+def _check_index_tensor(t: TensorInfo, rank, layout, device):
+    check_rank(t, rank, layout)
+    check_dtype(t, (INDEX_DTYPE,))
+    check_device([TensorInfo("q", (), (), "", device), t])
+
+
+def check_varlen(q: TensorInfo, k: TensorInfo, v: TensorInfo,
+                 cu_seqlens_q: TensorInfo, cu_seqlens_k: TensorInfo,
+                 max_seqlen_q, max_seqlen_k, scale=None, window=None,
+                 sinks: Optional[TensorInfo] = None) -> AttentionShape:
+    """Packed variable-length sequences (FlashAttention's
+    flash_attn_varlen_func, PyTorch's varlen_attn): Q [Tq, Hq, D],
+    K [Tk, Hkv, D], V [Tk, Hkv, Dv], cu_seqlens_q and cu_seqlens_k int32
+    [S + 1] on the same device, max_seqlen_q and max_seqlen_k ints >= 0.
+    Returns the AttentionShape of the kernels' [1, H, T, D] views."""
+    for t, name in ((q, "q"), (k, "k"), (v, "v"),
+                    (cu_seqlens_q, "cu_seqlens_q"),
+                    (cu_seqlens_k, "cu_seqlens_k")):
+        _require_tensor(t, name)
+    for t in (q, k, v):
+        check_rank(t, 3, "[T, H, D] (packed tokens)")
+    shape = check_attention(packed_view(q), packed_view(k), packed_view(v),
+                            scale=scale, window=window, sinks=sinks)
+    for t in (cu_seqlens_q, cu_seqlens_k):
+        _check_index_tensor(t, 1, "[S + 1]", shape.device)
+    check_cache_and_packing({"cu_seqlens_q": cu_seqlens_q,
+                             "cu_seqlens_k": cu_seqlens_k}, shape)
+    _check_bound(max_seqlen_q, "max_seqlen_q")
+    _check_bound(max_seqlen_k, "max_seqlen_k")
+    return shape
+
+
+def check_varlen_backward(grad_output: TensorInfo, q, k, v,
+                          output: TensorInfo, lse: TensorInfo, cu_seqlens_q,
+                          cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                          scale=None, window=None,
+                          sinks=None) -> AttentionShape:
+    """check_varlen's inputs, plus O and dO [Tq, Hq, Dv] and the LSE
+    [Hq, Tq] float32."""
+    shape = check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                         max_seqlen_k, scale, window, sinks)
+    for t, name, what in ((output, "output", "output"),
+                          (grad_output, "grad_output", "output gradient")):
+        _require_tensor(t, name)
+        check_rank(t, 3, "[T, H, D] (packed tokens)")
+        check_output(packed_view(t), shape, what)
+    _require_tensor(lse, "lse")
+    check_rank(lse, 2, "[Hq, Tq]")
+    check_lse(TensorInfo(lse.name, (1,) + tuple(lse.shape),
+                         (0,) + tuple(lse.strides), lse.dtype, lse.device,
+                         lse.data_ptr), shape)
+    return shape
+
+
+def check_kvcache(q: TensorInfo, k_cache: TensorInfo, v_cache: TensorInfo,
+                  cache_seqlens: TensorInfo,
+                  block_table: Optional[TensorInfo] = None,
+                  k: Optional[TensorInfo] = None,
+                  v: Optional[TensorInfo] = None, scale=None, window=None,
+                  sinks: Optional[TensorInfo] = None) -> AttentionShape:
+    """FlashAttention's flash_attn_with_kvcache: Q [B, M, Hq, D]; the cache
+    K [B, N, Hkv, D] and V [B, N, Hkv, Dv], or with `block_table` (int32
+    [B, P]) pages [num_pages, page_size, Hkv, D] (page_size a multiple of
+    16 up to 256; N = P x page_size); cache_seqlens int32 [B]; new keys and
+    values `k` [B, Mk, Hkv, D] and `v` [B, Mk, Hkv, Dv] (Mk <= N) to append.
+    Returns the AttentionShape of the kernels' [B, H, S, D] views with N
+    keys."""
+    for t, name in ((q, "q"), (k_cache, "k_cache"), (v_cache, "v_cache"),
+                    (cache_seqlens, "cache_seqlens")):
+        _require_tensor(t, name)
+    layout = "[num_pages, page_size, H, D]" if block_table is not None \
+        else "[B, S, H, D]"
+    check_rank(q, 4, "[B, S, H, D]")
+    for t in (k_cache, v_cache):
+        check_rank(t, 4, layout)
+    paged = block_table is not None
+    shape = check_attention(heads_second_view(q), heads_second_view(k_cache),
+                            heads_second_view(v_cache), scale=scale,
+                            window=window, sinks=sinks, paged=paged)
+    _check_index_tensor(cache_seqlens, 1, "[B]", shape.device)
+    _check_dim(cache_seqlens, 0, shape.batch, "batch",
+               f"{q.name} has batch {shape.batch}")
+    if paged:
+        _require_tensor(block_table, "block_table")
+        _check_index_tensor(block_table, 2, "[B, P]", shape.device)
+        _check_dim(block_table, 0, shape.batch, "batch",
+                   f"{q.name} has batch {shape.batch}")
+        page = k_cache.shape[1]
+        if page == 0 or page % PAGE_MULTIPLE or page > MAX_PAGE_SIZE:
+            raise ValueError(f"{k_cache.name}: page size {page} is not "
+                             f"supported (a multiple of {PAGE_MULTIPLE} up "
+                             f"to {MAX_PAGE_SIZE}; shape "
+                             f"{_fmt(k_cache.shape)})")
+        shape = AttentionShape(shape.batch, shape.query_heads, shape.kv_heads,
+                               shape.queries, block_table.shape[1] * page,
+                               shape.head_dim, shape.value_dim, shape.dtype,
+                               shape.device)
+    if (k is None) != (v is None):
+        raise ValueError("k and v: the new keys and values come together")
+    if k is not None:
+        for new, cache, width in ((k, k_cache, shape.head_dim),
+                                  (v, v_cache, shape.value_dim)):
+            check_rank(new, 4, "[B, S, H, D]")
+            check_device([q, new])
+            if new.dtype != q.dtype:
+                raise TypeError(f"{new.name}: expected {q.dtype} (the dtype "
+                                f"of {q.name}), got {new.dtype}")
+            want = (shape.batch, new.shape[1], shape.kv_heads, width)
+            if tuple(new.shape) != want:
+                raise ValueError(f"{new.name}: expected [B, Mk, Hkv, D] = "
+                                 f"{_fmt(want)} (Hkv and D of {cache.name}), "
+                                 f"got {_fmt(new.shape)}")
+        if k.shape[1] > shape.keys:
+            raise ValueError(f"{k.name}: {k.shape[1]} new keys do not fit a "
+                             f"cache of {shape.keys}")
     return shape
 
 

@@ -57,6 +57,66 @@ class Variants(unittest.TestCase):
         # A split-KV function in every family without a bias or mask.
         self.assertEqual(run.stdout.count("attributes {flash.key_splits}"), 9)
 
+    def test_serving_variants(self):
+        v = Variant.parse("bf16:d128:causal:varlen")
+        self.assertEqual(v, Variant.of("bfloat16", 128, causal=True, varlen=True))
+        self.assertEqual(v.base, "fm_bf16_d128_causal_varlen")
+        self.assertEqual(v.kinds, ("fwd", "train", "train_backward"))
+        with self.assertRaisesRegex(ValueError, "decode"):
+            v.kernel("decode")
+        c = Variant.parse("bf16:d128:kvcache:sinks")
+        self.assertEqual((c.base, c.kv_cache, c.kinds),
+                         ("fm_bf16_d128_sinks_kvcache", 0, ("fwd", "decode")))
+        p = Variant.parse("f16:d64:causal:paged=64")
+        self.assertEqual((p.base, p.kv_cache), ("fm_f16_d64_causal_paged64", 64))
+        for variant in (v, c, p):
+            self.assertEqual(Variant.parse(variant.spec()), variant)
+        self.assertNotEqual(p, Variant.parse("f16:d64:causal:kvcache"))
+        for bad in ("bf16:d64:varlen:kvcache", "bf16:d64:varlen:mask",
+                    "bf16:d64:kvcache:bias=f32", "bf16:d64:paged=24",
+                    "bf16:d64:paged=512"):
+            with self.assertRaises(ValueError, msg=bad):
+                Variant.parse(bad)
+
+    def test_softcap(self):
+        v = Variant.of("bf16", 128, causal=True, softcap=30.0)
+        self.assertEqual(v.base, "fm_bf16_d128_causal_cap41f00000")
+        self.assertEqual(v.spec(), "bf16:d128:causal:softcap=0x41f00000")
+        self.assertEqual(Variant.parse("bf16:d128:causal:softcap=30"), v)
+        self.assertEqual(v.softcap, 30.0)
+        for bad in ("bf16:d64:softcap=0", "bf16:d64:softcap=-2",
+                    "bf16:d64:softcap=inf"):
+            with self.assertRaises(ValueError, msg=bad):
+                Variant.parse(bad)
+        # Each function's ops (forward and backward) carry the region.
+        text = v.mlir() + Variant.parse("f16:d64:softcap=20:varlen").mlir()
+        opt = find_flash_opt()
+        run = subprocess.run([opt, "-"], input=text, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(run.stdout.count("math.tanh"), 7)
+        self.assertEqual(run.stdout.count("arith.constant 3.000000e+01 : f32"), 4)
+
+    def test_serving_mlir_parses(self):
+        # The families' functions: varlen with the offsets in the forward
+        # and the backward; a cache's forward and split-KV forward, each
+        # with O and LSE, paged K/V keeping their page size.
+        text = "\n".join(Variant.parse(s).mlir() for s in (
+            "bf16:d128:causal:varlen", "f16:d64:w32:sinks:varlen",
+            "bf16:d128:kvcache", "bf16:d64:causal:sinks:paged=64"))
+        opt = find_flash_opt()
+        self.assertIsNotNone(opt, "flash-opt not on PATH")
+        run = subprocess.run([opt, "-"], input=text, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        out = run.stdout
+        self.assertEqual(out.count("flash.attention_backward"), 2)
+        self.assertEqual(out.count("cu_seqlens_k("), 6)
+        self.assertEqual(out.count("key_lengths("), 4)
+        self.assertEqual(out.count("block_table("), 2)
+        self.assertEqual(out.count("tensor<?x?x64x64xbf16>, tensor<?x?x64x64xbf16> ->"), 2)
+        self.assertEqual(out.count("attributes {flash.key_splits}"), 2)
+
     def test_decode_kind(self):
         self.assertEqual(Variant.parse("bf16:d128").kernel("decode"),
                          "fm_bf16_d128_decode")

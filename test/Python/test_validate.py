@@ -10,7 +10,9 @@ from flash_mlir.validate import (TensorInfo, check_attention, check_backward,
                                  wants_key_splits, workspace_infos,
                                  workspace_shape,
                                  query_head_packing, rows_aligned,
-                                 inner_stride_unit, takes_persistent_form)
+                                 inner_stride_unit, takes_persistent_form,
+                                 check_varlen, check_varlen_backward,
+                                 check_kvcache, packed_view, check_softcap)
 
 
 def t(name, shape, dtype="bfloat16", device="cuda:0", strides=None, ptr=256):
@@ -434,6 +436,138 @@ class KeySplits(unittest.TestCase):
         self.assertFalse(wants_key_splits(1, 8, 4, 1024, 132))
         self.assertFalse(wants_key_splits(1, 8, 4096, 8192, 132))
         self.assertFalse(wants_key_splits(0, 8, 4, 8192, 132))
+
+
+class Varlen(unittest.TestCase):
+    """Packed sequences: Q [Tq, Hq, D], K/V [Tk, Hkv, D], int32 offsets."""
+
+    def args(self, tq=300, tk=500, hq=8, hkv=2, d=128, dv=128, s=4):
+        return dict(q=t("q", (tq, hq, d)), k=t("k", (tk, hkv, d)),
+                    v=t("v", (tk, hkv, dv)),
+                    cu_seqlens_q=t("cu_seqlens_q", (s + 1,), "int32"),
+                    cu_seqlens_k=t("cu_seqlens_k", (s + 1,), "int32"),
+                    max_seqlen_q=100, max_seqlen_k=200)
+
+    def test_valid(self):
+        shape = check_varlen(**self.args())
+        self.assertEqual((shape.batch, shape.query_heads, shape.kv_heads,
+                          shape.queries, shape.keys), (1, 8, 2, 300, 500))
+        # The kernels' view: [1, H, T, D] over [T, H, D] memory.
+        view = packed_view(t("q", (300, 8, 128)))
+        self.assertEqual((view.shape, view.strides),
+                         ((1, 8, 300, 128), (300 * 1024, 128, 1024, 1)))
+        self.assertTrue(rows_aligned(view))
+
+    def test_errors(self):
+        cases = [
+            (dict(q=t("q", (1, 300, 8, 128))), ValueError, "q: expected a rank-3 tensor"),
+            (dict(k=t("k", (500, 3, 128)), v=t("v", (500, 3, 128))), ValueError,
+             "do not divide"),
+            (dict(cu_seqlens_q=t("cu_seqlens_q", (5,), "int64")), TypeError,
+             "cu_seqlens_q: expected int32, got int64"),
+            (dict(cu_seqlens_k=t("cu_seqlens_k", (6,), "int32")), ValueError,
+             "cu_seqlens_k: 6 offsets, but cu_seqlens_q has 5"),
+            (dict(cu_seqlens_k=t("cu_seqlens_k", (5,), "int32", device="cpu")),
+             ValueError, "cu_seqlens_k: expected a CUDA tensor"),
+            (dict(cu_seqlens_q=t("cu_seqlens_q", (0,), "int32"),
+                  cu_seqlens_k=t("cu_seqlens_k", (0,), "int32")), ValueError,
+             "needs at least one offset"),
+            (dict(max_seqlen_q=-1), ValueError, "max_seqlen_q: expected a value >= 0"),
+            (dict(max_seqlen_k=2.0), TypeError, "max_seqlen_k: expected an int"),
+            (dict(v=t("v", (500, 2, 128), "float16")), TypeError, "v: expected bfloat16"),
+        ]
+        for change, error, message in cases:
+            args = self.args()
+            args.update(change)
+            with self.assertRaisesRegex(error, message, msg=str(change)):
+                check_varlen(**args)
+
+    def test_backward(self):
+        args = self.args(dv=64)
+        good = dict(grad_output=t("grad_output", (300, 8, 64)),
+                    output=t("output", (300, 8, 64)),
+                    lse=t("lse", (8, 300), "float32"))
+        shape = check_varlen_backward(**good, **args)
+        self.assertEqual(shape.value_dim, 64)
+        for name, bad, message in (
+                ("lse", t("lse", (1, 8, 300), "float32"), "lse: expected a rank-2"),
+                ("lse", t("lse", (8, 299), "float32"), "log-sum-exp shape"),
+                ("output", t("output", (300, 8, 128)), "output shape"),
+                ("grad_output", t("grad_output", (300, 8, 64), "float16"),
+                 "grad_output: expected bfloat16")):
+            with self.assertRaisesRegex((TypeError, ValueError), message):
+                check_varlen_backward(**{**good, name: bad}, **args)
+
+
+class Softcap(unittest.TestCase):
+    def test_softcap(self):
+        check_softcap(None)
+        check_softcap(30.0)
+        check_softcap(50)
+        for bad, error in ((0.0, ValueError), (-1.0, ValueError),
+                           (float("inf"), ValueError), (float("nan"), ValueError),
+                           ("30", TypeError), (True, TypeError)):
+            with self.assertRaises(error, msg=repr(bad)):
+                check_softcap(bad)
+
+
+class KvCache(unittest.TestCase):
+    """flash_attn_with_kvcache's arguments: Q [B, M, Hq, D], a cache
+    [B, N, Hkv, D] or pages [num_pages, page, Hkv, D] with a block table."""
+
+    def args(self, b=3, m=1, hq=8, hkv=2, n=4096, d=128, paged=None):
+        out = dict(q=t("q", (b, m, hq, d)),
+                   cache_seqlens=t("cache_seqlens", (b,), "int32"))
+        if paged:
+            pages = b * n // paged
+            out.update(k_cache=t("k_cache", (pages + 5, paged, hkv, d)),
+                       v_cache=t("v_cache", (pages + 5, paged, hkv, d)),
+                       block_table=t("block_table", (b, n // paged), "int32"))
+        else:
+            out.update(k_cache=t("k_cache", (b, n, hkv, d)),
+                       v_cache=t("v_cache", (b, n, hkv, d)))
+        return out
+
+    def test_valid(self):
+        shape = check_kvcache(**self.args())
+        self.assertEqual((shape.batch, shape.query_heads, shape.kv_heads,
+                          shape.queries, shape.keys), (3, 8, 2, 1, 4096))
+        # Paged: N is the table's pages times the page size.
+        shape = check_kvcache(**self.args(paged=64))
+        self.assertEqual(shape.keys, 4096)
+        new = dict(k=t("k", (3, 5, 2, 128)), v=t("v", (3, 5, 2, 128)))
+        self.assertEqual(check_kvcache(**self.args(m=5), **new).queries, 5)
+
+    def test_errors(self):
+        paged = self.args(paged=64)
+        cases = [
+            (self.args(), dict(cache_seqlens=t("cache_seqlens", (3,), "int64")),
+             TypeError, "cache_seqlens: expected int32"),
+            (self.args(), dict(cache_seqlens=t("cache_seqlens", (2,), "int32")),
+             ValueError, "cache_seqlens: batch is 2"),
+            (self.args(), dict(k_cache=t("k_cache", (2, 4096, 2, 128))),
+             ValueError, "k_cache: batch is 2"),
+            (self.args(), dict(q=t("q", (3, 8, 128))), ValueError,
+             "q: expected a rank-4 tensor"),
+            (paged, dict(block_table=t("block_table", (3, 64), "int64")),
+             TypeError, "block_table: expected int32"),
+            (paged, dict(block_table=t("block_table", (2, 64), "int32")),
+             ValueError, "block_table: batch is 2"),
+            (self.args(paged=24), {}, ValueError, "page size 24 is not supported"),
+            (self.args(), dict(k=t("k", (3, 5, 2, 128))), ValueError,
+             "k and v: the new keys and values come together"),
+            (self.args(), dict(k=t("k", (3, 5, 4, 128)), v=t("v", (3, 5, 2, 128))),
+             ValueError, r"k: expected \[B, Mk, Hkv, D\]"),
+            (self.args(n=64), dict(k=t("k", (3, 65, 2, 128)),
+                                   v=t("v", (3, 65, 2, 128))),
+             ValueError, "65 new keys do not fit a cache of 64"),
+            (self.args(), dict(k=t("k", (3, 5, 2, 128), "float16"),
+                               v=t("v", (3, 5, 2, 128))),
+             TypeError, "k: expected bfloat16"),
+        ]
+        for base, change, error, message in cases:
+            with self.assertRaisesRegex(error, message, msg=message):
+                check_kvcache(**{**base, **change})
 
 
 if __name__ == "__main__":
