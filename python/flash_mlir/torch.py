@@ -386,18 +386,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False,
               return_lse: bool = False):
     """Scaled dot-product attention on flash-mlir's kernels; see the module
     docstring. Returns O, or (O, LSE) with return_lse."""
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{name}: expected a torch.Tensor, got "
-                            f"{type(t).__name__}")
-    if q.dim() != 4:
-        raise ValueError(f"q: expected a rank-4 tensor [B, H, S, D], got "
-                         f"shape {list(q.shape)}")
-    validate.check_scale(scale)
-    validate.check_window(window)
-    validate.check_softcap(softcap)
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])
+    _check_call(scale, window, softcap, q=q, k=k, v=v)
+    scale = _scale_of(q, 4, "[B, H, S, D]", scale)
     grad = torch.is_grad_enabled()
     if grad and bias is not None and bias.requires_grad:
         raise ValueError("bias: requires grad, but the bias receives no "
@@ -586,6 +576,14 @@ varlen_forward.register_autograd(_varlen_backward,
                                  setup_context=_varlen_setup_context)
 
 
+def _scale_of(q, rank, layout, scale):
+    """The call's scale (default 1/sqrt(D)) once Q has its rank."""
+    if q.dim() != rank:
+        raise ValueError(f"q: expected a rank-{rank} tensor {layout}, got "
+                         f"shape {list(q.shape)}")
+    return 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+
+
 def _check_call(scale, window, softcap, **tensors):
     for name, t in tensors.items():
         if not isinstance(t, Tensor):
@@ -619,11 +617,7 @@ def varlen_attention(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor,
     [Hq, Tq]) with return_lse; differentiable in Q, K, V and the sinks."""
     _check_call(scale, window, softcap, q=q, k=k, v=v,
                 cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
-    if q.dim() != 3:
-        raise ValueError(f"q: expected a rank-3 tensor [T, H, D] (packed "
-                         f"tokens), got shape {list(q.shape)}")
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])
+    scale = _scale_of(q, 3, "[T, H, D] (packed tokens)", scale)
     compute_lse = return_lse or (torch.is_grad_enabled() and any(
         t is not None and t.requires_grad for t in (q, k, v, sinks)))
     o, lse = varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
@@ -799,11 +793,7 @@ def attention_with_kvcache(q: Tensor, k_cache: Tensor, v_cache: Tensor,
                                    dtype=torch.int32, device=q.device)
     _check_call(scale, window, softcap, q=q, k_cache=k_cache,
                 v_cache=v_cache, cache_seqlens=cache_seqlens)
-    if q.dim() != 4:
-        raise ValueError(f"q: expected a rank-4 tensor [B, S, H, D], got "
-                         f"shape {list(q.shape)}")
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])
+    scale = _scale_of(q, 4, "[B, S, H, D]", scale)
     o, lse = attention_with_kvcache_op(q, k_cache, v_cache, cache_seqlens,
                                        block_table, k, v, bool(causal),
                                        float(scale), window, sinks,

@@ -28,6 +28,7 @@ import torch
 
 from flash_mlir import torch as fm
 from flash_mlir.check import reference
+from flash_mlir.torch_check import expect_error
 
 TOL = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 
@@ -345,18 +346,7 @@ def check_bad_calls(report):
         return torch.randn(*shape, generator=g, device="cuda").to(dtype)
 
     def expect(what, error, fn):
-        launched = sum(fm.launches.values())
-        try:
-            fn()
-        except error as e:
-            report(sum(fm.launches.values()) == launched,
-                   f"bad call rejected: {what}", f"{type(e).__name__}: {e}")
-            return
-        except Exception as e:  # noqa: BLE001
-            report(False, f"bad call rejected: {what}",
-                   f"wrong error {type(e).__name__}: {e}")
-            return
-        report(False, f"bad call rejected: {what}", "no error")
+        expect_error(what, error, fn, report)
 
     q, k = r(100, 4, 64), r(120, 2, 64)
     cu = _offsets([60, 40])
