@@ -363,8 +363,8 @@ CHECK_VARIANTS = ("bf16:d64:causal:w48", "bf16:d64:scale=0.3",
 
 
 # The variants of flash_mlir.torch_serving_check (packed sequences and KV
-# caches; with grouped query heads a decode call packs them and drops
-# causal, so the plain cache variants too).
+# caches; with grouped query heads a decode call packs them, drops causal
+# and folds the sinks in afterwards, so the plain variants too).
 SERVING_CHECK_VARIANTS = tuple(
     [f"{dt}:d{d}:{mode}varlen" for dt in DTYPES for d in (64, 128)
      for mode in ("", "causal:", "causal:w48:sinks:")] +
@@ -375,7 +375,8 @@ SERVING_CHECK_VARIANTS = tuple(
         (64, "paged=16", ("", "causal:", "causal:w100:sinks:")))
      for mode in modes] +
     ["bf16:d128:causal:softcap=30", "bf16:d128:causal:softcap=30:varlen",
-     "bf16:d128:softcap=30:paged=64"])
+     "bf16:d128:softcap=30:paged=64", "bf16:d64:causal:sinks:paged=16",
+     "bf16:d128:causal:sinks:paged=64", "bf16:d128"])
 
 
 class KernelNotFound(RuntimeError):

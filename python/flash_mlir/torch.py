@@ -192,15 +192,18 @@ def run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse,
         return out, lse
     packing = validate.query_head_packing(
         shape, [_info("q", q), _info("o", out)], causal, window,
-        bias is not None or mask is not None or sinks is not None)
+        bias is not None or mask is not None)
     if packing is not None:
         # Decoding with grouped query heads: a non-GQA call on views (the
         # one row of a causal M = 1 call sees every key; of a windowed one,
-        # the keys from keys_from on).
+        # the keys from keys_from on), the sinks folded in after it.
         views = {name: t.as_strided(*packing[name])
                  for name, t in (("q", q), ("o", out))}
         first = packing["keys_from"]
-        packed_lse = lse.view(packing["q"][0][:3]) if compute_lse else lse
+        row_lse = lse
+        if sinks is not None and not compute_lse:
+            row_lse = torch.empty(shape.lse_shape(), dtype=torch.float32,
+                                  device=q.device)
         packed_shape = dataclasses.replace(
             shape, query_heads=shape.kv_heads,
             queries=shape.group * shape.queries, keys=shape.keys - first)
@@ -208,9 +211,12 @@ def run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse,
                            None, softcap=softcap)
         tensors = dict(q=views["q"], k=k[:, :, first:], v=v[:, :, first:],
                        o=views["o"])
-        if compute_lse:
-            tensors["lse"] = packed_lse
-        _forward(variant, packed_shape, compute_lse, q.device, tensors)
+        if row_lse.numel():
+            tensors["lse"] = row_lse.view(packing["q"][0][:3])
+        _forward(variant, packed_shape, bool(row_lse.numel()), q.device,
+                 tensors)
+        if sinks is not None:
+            fold_sinks(out, row_lse, sinks)
         return out, lse
     variant = _variant(shape, q.dtype, bias, mask, causal, scale, window,
                        sinks is not None, softcap)
@@ -271,6 +277,20 @@ def _attention_forward_fake(q, k, v, bias, mask, causal, scale, window,
     lse = q.new_empty(shape.lse_shape() if compute_lse else (0,),
                       dtype=torch.float32)
     return o, lse
+
+
+def fold_sinks(out, lse, sinks):
+    """Makes O [B, Hq, M, Dv] and LSE [B, Hq, M] of a call without sinks
+    those of the call with them, in place: the sink joins each row's
+    denominator, so O *= sigmoid(LSE - sink) and LSE = logaddexp(LSE, sink)
+    (one pass over O: what lets a decode with sinks pack its grouped query
+    heads, whose rows have different sinks)."""
+    sink = sinks.detach().float()[None, :, None]
+    # NaN only where both are -inf (a row without keys and a -inf sink):
+    # O is 0 there.
+    keep = torch.sigmoid(lse - sink).nan_to_num_(0.0)
+    out.copy_(out.float() * keep[..., None])
+    lse.copy_(torch.logaddexp(lse, sink))
 
 
 def sinks_gradient(lse, row_dot, sinks):
@@ -708,11 +728,11 @@ def run_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, k, v,
     if block_table is not None:
         tensors["block_table"] = block_table
     # Grouped query heads decode as the rows of one head (see
-    # validate.query_head_packing); per-sequence windows and per-head sinks
-    # keep the heads apart.
+    # validate.query_head_packing), the sinks folded in after it;
+    # per-sequence windows keep the heads apart.
     packing = validate.query_head_packing(
         shape, [_info("q", q4), _info("o", o4)], causal, None,
-        window is not None or sinks is not None)
+        window is not None)
     if packing is not None:
         shape = dataclasses.replace(shape, query_heads=shape.kv_heads,
                                     queries=shape.group * shape.queries)
@@ -722,14 +742,17 @@ def run_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, k, v,
         causal = False  # one row: every key of its sequence
     else:
         tensors.update(q=q4, o=o4, lse=lse)
-    if sinks is not None:
+    fold = packing is not None and sinks is not None
+    if sinks is not None and not fold:
         tensors["sinks"] = sinks.detach().float().contiguous()
     variant = Variant.of(str(q.dtype).replace("torch.", ""), shape.head_dim,
                          shape.value_dim, causal,
                          _effective_window(window, shape.keys), scale,
-                         sinks=sinks is not None, kv_cache=page,
+                         sinks=sinks is not None and not fold, kv_cache=page,
                          softcap=softcap)
     _forward(variant, shape, True, q.device, tensors)
+    if fold:
+        fold_sinks(o4, lse, sinks)
     return out, lse
 
 

@@ -11,8 +11,8 @@
   float64 references over each sequence's cached keys: contiguous and paged
   caches (pages of 16, 64 and 128 behind a shuffled block table), new keys
   appended in place, M = 1 and a chunk of M > 1, GQA (the packed decode),
-  split-KV (long caches, batch 1), causal, window, sinks, NaN in the cache
-  past each sequence's keys;
+  split-KV (long caches, batch 1), causal, window, sinks (folded in after
+  a packed decode), NaN in the cache past each sequence's keys;
 - softcap through attention, varlen_attention and a paged decode;
 - bad calls: each must raise TypeError/ValueError before any launch.
 
@@ -197,6 +197,7 @@ def check_kvcache(report, dtype=torch.bfloat16):
     for ci, (b, hq, hkv, d, m, n, mk, page) in enumerate(KVCACHE_CASES):
         for causal, window, with_sinks in ((True, None, False),
                                            (False, None, False),
+                                           (True, None, True),
                                            (True, 100, True)):
             g = torch.Generator(device="cuda").manual_seed(ci)
 
@@ -338,6 +339,27 @@ def check_softcap(report, dtype=torch.bfloat16):
            ", ".join(f"{e:.1e}" for e in errs))
 
 
+def check_packed_sinks(report, dtype=torch.bfloat16):
+    """A dense decode with sinks and grouped query heads: packed, the sinks
+    folded into O and the LSE after the kernel (torch.fold_sinks)."""
+    g = torch.Generator(device="cuda").manual_seed(12)
+    q = torch.randn(2, 8, 1, 128, generator=g, device="cuda").to(dtype)
+    k, v = (torch.randn(2, 2, 3000, 128, generator=g, device="cuda").to(dtype)
+            for _ in range(2))
+    sinks = torch.randn(8, generator=g, device="cuda") * 3
+    launched = dict(fm.launches)
+    o, lse = fm.attention(q, k, v, causal=True, sinks=sinks, return_lse=True)
+    ran = [n for n in fm.launches if fm.launches[n] != launched.get(n, 0)]
+    ref, ref_lse, _ = reference(q, k, v, 1 / math.sqrt(128), True, None,
+                                sinks=sinks)
+    err = rel(o, ref)
+    lse_err = (lse.double() - ref_lse).abs().max().item()
+    report(err <= TOL[dtype] and lse_err < 1e-3 and
+           not any("sinks" in n for n in ran),
+           "attention: GQA decode with sinks, packed and folded",
+           f"O {err:.1e}, LSE {lse_err:.1e} [{', '.join(ran)}]")
+
+
 def check_bad_calls(report):
     g = torch.Generator(device="cuda").manual_seed(0)
     bf = torch.bfloat16
@@ -384,6 +406,7 @@ def run(record=None):
     check_varlen(report, torch.float16)
     check_kvcache(report)
     check_softcap(report)
+    check_packed_sinks(report)
     return report
 
 

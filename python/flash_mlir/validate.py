@@ -421,7 +421,9 @@ def query_head_packing(shape: AttentionShape, tensors, causal=False,
     G = Hq / Hkv > 1 and few query rows (M <= PACKED_QUERY_ROWS), the G heads
     of a KV head become G * M rows of one head, so that each K/V block is read
     once for all of them instead of once per query head. Valid when every row
-    sees the same keys (no bias, mask or sinks; causal or a window only with
+    sees the same keys (no bias or mask, `score_operands`; sinks, which
+    differ per head, the caller folds into O and the LSE afterwards
+    (torch.fold_sinks); causal or a window only with
     M = 1, whose one row sees every key, or the last W + 1 under a window W:
     those keys then become the call's, unmasked) and each tensor's (head,
     row) dimensions merge into one strided dimension. `tensors` are the
