@@ -73,6 +73,7 @@ void setPipelineOptions(FlashGpuPipelineOptions &options, const Config &config,
   options.loadStages = loadStagesChoice(compile, /*backward=*/false);
   options.pipelineKeyLoops = compile.pipelineKeyLoops;
   options.tmaLoads = forwardTmaLoads(compile);
+  options.raggedTma = compile.raggedTma;
   options.warpSpecialize = options.tmaLoads && config.warpSpecialized;
   options.pingPong = options.warpSpecialize && compile.pingPong;
   options.persistent = options.warpSpecialize && compile.persistent;
@@ -476,7 +477,10 @@ flash::compileAttentionKernel(AttentionOp op, StringRef name,
   int64_t headDim = std::max(op.getQuery().getType().getShape().back(),
                              op.getValue().getType().getShape().back());
   bool persistentKernel = false, built = false;
-  if (op.getCausal() && headDim <= 64 && !compile.persistent &&
+  // Ragged caches and packed sequences get no persistent kernels (their
+  // tiles' key loops differ per sequence; not built or measured so far).
+  bool ragged = op.getKeyLengths() || op.isVarlen();
+  if (op.getCausal() && headDim <= 64 && !compile.persistent && !ragged &&
       !compile.keySplits && compile.persistentBelowKeys > 0 &&
       compile.warpSpecialize && forwardTmaLoads(compile) &&
       !compile.blockRows && !compile.blockCols && !compile.threadsPerBlock) {
@@ -495,7 +499,7 @@ flash::compileAttentionKernel(AttentionOp op, StringRef name,
     return failure();
   bool requiresAlignedRows = written.requiresAlignedRows;
   if (written.warpSpecialized && (!written.persistent || persistentKernel) &&
-      compile.persistentBelowKeys > 0 && !compile.keySplits) {
+      compile.persistentBelowKeys > 0 && !compile.keySplits && !ragged) {
     std::string persistentName = (name + "_persistent").str();
     KernelCompileOptions persistentOptions = compile;
     persistentOptions.persistent = true;

@@ -75,6 +75,7 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.wideStores = options.wideStores;
   mapping.stagedReductions = options.stagedReductions;
   mapping.tmaRowVectors = options.tmaRowVectors;
+  mapping.raggedTma = options.raggedTma;
   buildFlashMapTilesToGpuPipeline(pm.nest<func::FuncOp>(), mapping);
   flash::FlashGpuSplitWarpRolesPassOptions roles;
   roles.pingPong = options.pingPong;
@@ -123,6 +124,7 @@ void flash::buildFlashMapTilesToGpuPipeline(
     loads.tmaLoads = options.tmaLoads;
     loads.warpSpecialize = options.warpSpecialize;
     loads.tmaRowVectors = options.tmaRowVectors;
+    loads.raggedTma = options.raggedTma;
     pm.addPass(flash::createFlashGpuAsyncTileLoadsPass(loads));
   }
   flash::FlashGpuLowerTileMmaPassOptions mma;

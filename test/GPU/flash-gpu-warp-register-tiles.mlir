@@ -44,17 +44,18 @@
 // 128 rows): V's rows past the block's valid keys are zero, so P V's k steps
 // from 4 on are an MMA of their own, issued only when the copy wrote rows
 // past 64 (V's descriptor 64 rows = 512 x 16 bytes further); otherwise O is
-// the first MMA's. S = Q Kᵀ stays one MMA.
+// the first MMA's. S = Q Kᵀ stays one MMA. The MMAs keep the tag (the TMA
+// step reads it: flash-map-tiles-to-gpu-ragged-tma.mlir).
 // CHECK-LABEL: func.func @forward_wgmma_ragged(
 // CHECK: scf.for
 // CHECK: %[[ROWS:.*]] = arith.minsi %{{.*}}, %c128 : index
-// CHECK: flashgpu.warpgroup_mma a_desc(%{{.*}}) b_desc(%{{.*}}) {{{.*}}b_k_major, b_rows = 128 : i64{{.*}}"scores", k_steps = 4 : i64, n = 128 : i64{{.*}}} : vector<64xf32>
+// CHECK: flashgpu.warpgroup_mma a_desc(%{{.*}}) b_desc(%{{.*}}) {{{.*}}b_k_major, b_rows = 128 : i64{{.*}}"scores", flash.ragged_keys, k_steps = 4 : i64, n = 128 : i64{{.*}}} : vector<64xf32>
 // CHECK-NOT: scf.if
-// CHECK: %[[O0:.*]] = flashgpu.warpgroup_mma acc(%{{.*}}) a_regs(%{{.*}} : vector<16xi32>) b_desc(%[[VD:.*]]) {{{.*}}"output", k_steps = 4 : i64, n = 64 : i64{{.*}}} : vector<32xf32>
+// CHECK: %[[O0:.*]] = flashgpu.warpgroup_mma acc(%{{.*}}) a_regs(%{{.*}} : vector<16xi32>) b_desc(%[[VD:.*]]) {{{.*}}"output", flash.ragged_keys, k_steps = 4 : i64, n = 64 : i64{{.*}}} : vector<32xf32>
 // CHECK: %[[MORE:.*]] = arith.cmpi ugt, %[[ROWS]], %c64
 // CHECK: %[[O1:.*]] = scf.if %[[MORE]] -> (vector<32xf32>) {
 // CHECK: %[[VD64:.*]] = arith.addi %[[VD]], %c512_i32 : i32
-// CHECK: %[[O1M:.*]] = flashgpu.warpgroup_mma acc(%[[O0]]) a_regs(%{{.*}} : vector<16xi32>) b_desc(%[[VD64]]) {{{.*}}"output", k_steps = 4 : i64, n = 64 : i64{{.*}}} : vector<32xf32>
+// CHECK: %[[O1M:.*]] = flashgpu.warpgroup_mma acc(%[[O0]]) a_regs(%{{.*}} : vector<16xi32>) b_desc(%[[VD64]]) {{{.*}}"output", flash.ragged_keys, k_steps = 4 : i64, n = 64 : i64{{.*}}} : vector<32xf32>
 // CHECK: scf.yield %[[O1M]]
 // CHECK: } else {
 // CHECK: scf.yield %[[O0]]

@@ -9,6 +9,16 @@
 // Keys per step divide the page size (the tiler would cut a block of 48 keys
 // to gcd(48, 128) = 16 so that none straddles two pages).
 // CHECK-DAG: paged128: {{.*}}, tiles 128x{{(128|64|32|16)}}, {{.*}}spill bytes 0
+// With --ragged-tma the key tiles come by TMA, so every kernel takes a
+// warp-specialised form (a producer warpgroup: 128 threads more than its
+// consumers), the paged one's producer at 32 registers (it reads the table
+// per key block), and nothing spills.
+// RUN: rm -rf %t.tma && flash-compile %s --chip sm_90a --ragged-tma -o %t.tma | FileCheck %s --check-prefix=TMA
+// TMA-DAG: decode: {{.*}}, tiles 192x128, 512 threads, {{.*}}spill bytes 0
+// TMA-DAG: paged: {{.*}}, tiles 128x64, 384 threads, {{.*}}spill bytes 0
+// TMA-DAG: paged128: {{.*}}, 384 threads, {{.*}}spill bytes 0
+// RUN: grep -c "setmaxnreg.dec.sync.aligned.u32 	32" %t.tma/paged.ptx | FileCheck %s --check-prefix=PRODUCER
+// PRODUCER: 1
 // PAGED: ('k', 'bf16', [None, None, 64, 128]), ('v', 'bf16', [None, None, 64, 128]), ('block_table', 'i32', [None, None]), ('key_lengths', 'i32', [None])
 
 func.func @decode(%q: tensor<?x8x1x64xbf16>, %k: tensor<?x2x?x64xbf16>, %l: tensor<?xi32>) -> tensor<?x8x1x64xbf16> {

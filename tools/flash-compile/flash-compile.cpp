@@ -88,6 +88,14 @@ static opt<bool> tmaLoads(
     cl::desc("sm_90a forward kernels with two stages: K and V by TMA through "
              "tensor maps the runtime builds (--tma-loads=false: cp.async)"),
     cl::cat(flashCategory));
+static opt<bool> raggedTma(
+    "ragged-tma", cl::init(false),
+    cl::desc("With --tma-loads: forward kernels of ragged KV caches "
+             "(key_lengths, block_table) and packed sequences (cu_seqlens) "
+             "load their key tiles by TMA too, V's rows past a block's valid "
+             "ones zeroed in shared memory, and so take the warp-specialised "
+             "forms (not yet checked on a GPU)"),
+    cl::cat(flashCategory));
 static opt<bool> warpSpecialize(
     "warp-specialize", cl::init(true),
     cl::desc("sm_90a kernels with TMA: a producer warpgroup issues the "
@@ -180,6 +188,7 @@ int main(int argc, char **argv) {
   options.loadStages = loadStages;
   options.pipelineKeyLoops = pipelineKeyLoops;
   options.tmaLoads = tmaLoads;
+  options.raggedTma = raggedTma;
   options.warpSpecialize = warpSpecialize;
   options.persistent = persistent;
   options.persistentBelowKeys = persistentBelowKeys;

@@ -262,6 +262,15 @@ def FlashGpuAsyncTileLoadsPass : Pass<"flash-gpu-async-tile-loads"> {
       k-th tile completes its phase k, and the consumers release the tile
       on a second mbarrier after its last reader, so that the producer loads
       the next tile's while they finish this one.
+    - With `ragged-tma`, a forward key tile whose valid rows end before its
+      tensor's (`key_lengths`, `cu_seqlens`: the rows past them are a stale
+      cache or the next sequence) is a TMA box too: S = Q Kᵀ selects those
+      keys' scores to -inf, and in a block the tiler tagged
+      `flash.ragged_keys` the consumers zero V's rows past the valid ones
+      once the box is in (16-byte stores, a fence towards the async proxy,
+      a barrier of the consumers), so that P V meets zeros. The producer
+      reads the lengths, offsets or block table itself (kernel arguments the
+      launch never writes).
     - In kernels that add into global memory (`flash.atomic_add`), padded
       loads of f32 row vectors (LSE, D) are cp.async copies too, and with
       `tma-loads` (and `tma-row-vectors`) unswizzled TMA boxes along the
@@ -295,7 +304,12 @@ def FlashGpuAsyncTileLoadsPass : Pass<"flash-gpu-async-tile-loads"> {
     Option<"tmaRowVectors", "tma-row-vectors", "bool", "true",
            "With tma-loads, in kernels with flash.atomic_add: the f32 row "
            "vectors (LSE, D) by TMA with the tiles (false: element copies, "
-           "each behind a barrier, which take fewer registers)">
+           "each behind a barrier, which take fewer registers)">,
+    Option<"raggedTma", "ragged-tma", "bool", "false",
+           "With tma-loads: forward key tiles whose valid rows end before "
+           "their tensor's (a KV cache's length, a packed sequence's end) by "
+           "TMA too; the consumers zero V's rows past the valid ones in a "
+           "ragged block (flash.ragged_keys)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

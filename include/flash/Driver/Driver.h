@@ -43,6 +43,11 @@ struct KernelCompileOptions {
   /// built by the runtime from the manifest's `tensor_maps` parameter);
   /// other kernels ignore it.
   bool tmaLoads = true;
+  /// With tmaLoads, forward kernels of ragged KV caches and packed
+  /// sequences load their key tiles by TMA too, V's rows past a block's
+  /// valid ones zeroed by the consumers (--flash-gpu-async-tile-loads'
+  /// ragged-tma), so that they take the warp-specialised forms.
+  bool raggedTma = false;
   /// With tmaLoads, forward kernels with a producer warpgroup that issues
   /// the TMA copies (FlashAttention-3's warp specialisation): the driver
   /// tries such tiles first; forced tiles are built in that form. Backward

@@ -125,6 +125,12 @@ struct FlashMapTilesToGpuOptions
       llvm::cl::desc("With tma-loads: the atomic backward's LSE and D rows by "
                      "TMA (--flash-gpu-async-tile-loads)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> raggedTma{
+      *this, "ragged-tma",
+      llvm::cl::desc("With tma-loads: ragged forward key tiles (KV-cache "
+                     "lengths, packed sequences) by TMA, V's tail zeroed "
+                     "(--flash-gpu-async-tile-loads)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> stagedReductions{
       *this, "staged-reductions",
       llvm::cl::desc("wgmma launches stage the atomic backward's dQ sums in "
@@ -264,6 +270,12 @@ struct FlashGpuPipelineOptions
       llvm::cl::desc("With tma-loads: the atomic backward's LSE and D rows by "
                      "TMA (see --flash-gpu-async-tile-loads)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> raggedTma{
+      *this, "ragged-tma",
+      llvm::cl::desc("With tma-loads: ragged forward key tiles (KV-cache "
+                     "lengths, packed sequences) by TMA, V's tail zeroed "
+                     "(see --flash-gpu-async-tile-loads)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> stagedReductions{
       *this, "staged-reductions",
       llvm::cl::desc("sm_90a atomic backward: dQ sums staged in shared "

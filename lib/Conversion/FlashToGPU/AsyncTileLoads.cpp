@@ -11,6 +11,7 @@
 #include "WarpSpecialization.h"
 
 #include "flash/Conversion/Passes.h"
+#include "flash/Dialect/Flash/IR/TileRoles.h"
 #include "flash/Target/AttentionTarget.h"
 
 #include "mlir/Analysis/TopologicalSortUtils.h"
@@ -25,6 +26,7 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/IndexingUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
@@ -211,6 +213,13 @@ struct TmaSource {
   BlockArgument tensor;
   SmallVector<Value> offsets;
   int64_t rowDim;
+  /// With a ragged tail: how many of the box's rows are the tile's (null
+  /// when the tile ends with the tensor, whose zero fill is the tile's).
+  /// The rest hold whatever the tensor has there (a stale KV cache, the
+  /// next packed sequence) and, where a reader needs zeros (`zeroTail`),
+  /// the consumers clear them once the box is in.
+  Value validRows = {};
+  bool zeroTail = false;
 };
 
 /// Whether `size` is `min(dim(arg, rowDim) - offset, rows)` for a kernel
@@ -234,7 +243,11 @@ static bool clipsAtTensorEnd(Value size, BlockArgument tensor, int64_t rowDim,
          getConstantIntValue(dim.getIndex()) == rowDim;
 }
 
-static std::optional<TmaSource> matchTmaSource(PaddedTileLoad load) {
+/// With `raggedTails`, a 2-D tile whose valid rows end before the tensor
+/// does (a ragged KV cache's length, a packed sequence's end) is a TMA
+/// source too, its valid count recorded (see TmaSource::validRows).
+static std::optional<TmaSource> matchTmaSource(PaddedTileLoad load,
+                                               bool raggedTails) {
   auto sub = load.copy.getSource().getDefiningOp<memref::SubViewOp>();
   auto tensor =
       sub ? dyn_cast<BlockArgument>(sub.getSource()) : BlockArgument();
@@ -291,11 +304,92 @@ static std::optional<TmaSource> matchTmaSource(PaddedTileLoad load) {
     source.offsets.push_back(
         getValueOrCreateConstantIndexOp(b, load.copy.getLoc(), o));
   Value size = dyn_cast<Value>(sizes[source.rowDim]);
-  if (!size ||
-      !clipsAtTensorEnd(size, tensor, source.rowDim,
-                        source.offsets[source.rowDim], tileType.getDimSize(0)))
+  if (!size)
     return std::nullopt;
+  if (!clipsAtTensorEnd(size, tensor, source.rowDim,
+                        source.offsets[source.rowDim],
+                        tileType.getDimSize(0))) {
+    if (!raggedTails)
+      return std::nullopt;
+    source.validRows = size;
+  }
   return source;
+}
+
+/// For a TMA source with a ragged tail: whether the readers of its tile
+/// (in the load's block: its loop's body) take rows past the valid ones as
+/// they are (nullopt when one may not: the tail is then no TMA box) and, if
+/// they do, whether one needs them zero. The forward's products only:
+/// S = Q Kᵀ selects the scores of keys past the valid ones to -inf (a K
+/// tail may hold anything; a Q tail only makes rows that are never stored),
+/// O += P V meets them with P = 0, NaN for a NaN V row: V's tail is zeroed
+/// where the tiler says the block may be ragged (`flash.ragged_keys`; the
+/// unmasked loop's blocks are whole).
+static std::optional<bool> tailNeedsZeros(PaddedTileLoad load) {
+  llvm::DenseSet<Value> addresses = addressesOf(load);
+  Block *home = load.copy->getBlock();
+  bool zeros = false, unknown = false;
+  home->walk([&](Operation *op) {
+    if (op == load.copy.getOperation() || op == load.zeroFill.getOperation() ||
+        isMemoryEffectFree(op) ||
+        llvm::none_of(op->getOperands(),
+                      [&](Value v) { return addresses.contains(v); }))
+      return;
+    std::optional<flash::Contraction> role = flash::getContraction(op);
+    if (role == flash::Contraction::Output && flash::hasRaggedKeys(op))
+      zeros = true;
+    else if (role != flash::Contraction::Scores &&
+             role != flash::Contraction::Output)
+      unknown = true;
+  });
+  if (unknown)
+    return std::nullopt;
+  return zeros;
+}
+
+/// Zeroes rows [valid, R) of `tile` (R x C, 16-bit, in the 128-byte swizzle
+/// that wgmma reads: row r of 64-column panel p is the 128 contiguous bytes
+/// at (p R + r) 128, the swizzle only permuting 16-byte chunks inside a
+/// row), `threads` threads storing 16 bytes each per step, then fences the
+/// stores towards the async proxy (wgmma, and the next TMA into the copy)
+/// and meets at a barrier: every thread reads every row of the tile.
+static void zeroTailRows(OpBuilder &b, Location loc, Value tile, Value valid,
+                         int64_t threads) {
+  auto type = cast<MemRefType>(tile.getType());
+  int64_t rows = type.getDimSize(0), panels = type.getDimSize(1) / 64;
+  auto idx = [&](OpBuilder &at, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(at, loc, v);
+  };
+  Value ragged = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, valid,
+                                       idx(b, rows));
+  auto guard = scf::IfOp::create(b, loc, ragged, /*withElseRegion=*/false);
+  OpBuilder t = guard.getThenBodyBuilder();
+  Value flat = memref::CollapseShapeOp::create(
+      t, loc, tile, ArrayRef<ReassociationIndices>{{0, 1}});
+  auto chunkType = VectorType::get({8}, type.getElementType());
+  Value zero = arith::ConstantOp::create(t, loc, t.getZeroAttr(chunkType));
+  // Chunks [0, (R - valid) 8) of each panel, thread tid taking every
+  // `threads`-th.
+  Value perPanel = arith::MulIOp::create(
+      t, loc, arith::SubIOp::create(t, loc, idx(t, rows), valid), idx(t, 8));
+  Value tid = gpu::ThreadIdOp::create(t, loc, gpu::Dimension::x);
+  auto loop = scf::ForOp::create(t, loc, tid, perPanel, idx(t, threads));
+  {
+    OpBuilder in = OpBuilder::atBlockTerminator(loop.getBody());
+    Value chunk = loop.getInductionVar();
+    Value first = arith::AddIOp::create(
+        in, loc, arith::MulIOp::create(in, loc, valid, idx(in, 64)),
+        arith::MulIOp::create(in, loc, chunk, idx(in, 8)));
+    for (int64_t p = 0; p < panels; ++p)
+      vector::StoreOp::create(in, loc, zero, flat,
+                              ValueRange{arith::AddIOp::create(
+                                  in, loc, first, idx(in, p * rows * 64))});
+  }
+  NVVM::FenceProxyOp::create(
+      t, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
+  gpu::BarrierOp::create(t, loc);
 }
 
 /// The tensor maps a kernel's TMA copies read: one 128-byte CUtensorMap per
@@ -591,6 +685,8 @@ struct TileCopies {
   memref::ViewOp view;
   int64_t shift, copyShift;
   size_t load;
+  /// The view of the current iteration's copy (set in the body).
+  Value current = {};
 };
 
 /// A warp-specialised launch's key-block loops (one after another, each
@@ -728,12 +824,14 @@ static bool writesSharedMemory(Block *body, ArrayRef<TileCopies> entries) {
 /// body has no barrier: it waits for its position's `full` phase and
 /// releases the position on `empty` at its end; its TMA branches are left
 /// in the body for the producer (`ring.templates`).
-static bool
-multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
-                ArrayRef<PaddedTileLoad> loads, int64_t extraStart,
-                int64_t &extraEnd, int64_t limit, TensorMaps *tensorMaps,
-                ArrayRef<std::optional<TmaSource>> tmaSources, Value leader,
-                BarrierSpace *barrierSpace, WarpRing *ring = nullptr) {
+static bool multiBufferLoop(scf::ForOp loop,
+                            MutableArrayRef<scf::ExecuteRegionOp> issued,
+                            ArrayRef<PaddedTileLoad> loads, int64_t extraStart,
+                            int64_t &extraEnd, int64_t limit,
+                            TensorMaps *tensorMaps,
+                            ArrayRef<std::optional<TmaSource>> tmaSources,
+                            Value leader, BarrierSpace *barrierSpace,
+                            int64_t threads, WarpRing *ring = nullptr) {
   Block *body = loop.getBody();
   int64_t end = 0;
   std::optional<SmallVector<TileCopies>> found =
@@ -831,6 +929,7 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
     Value view = memref::ViewOp::create(b, loc, e.view.getType(),
                                         e.view.getSource(), shift,
                                         e.view.getSizes());
+    e.current = view;
     // The views, addresses and descriptors made from the tile before the
     // loop, made again from this iteration's copy for the body's uses.
     IRMapping map;
@@ -887,10 +986,23 @@ multiBufferLoop(scf::ForOp loop, MutableArrayRef<scf::ExecuteRegionOp> issued,
     phase = arith::RemUIOp::create(b, loc, phase, idx(b, 2));
     Value parity = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                          phase, idx(b, 0));
+    Operation *lastWait = nullptr;
     for (int64_t i = 0, e = viaTma.size(); i < e; ++i)
-      nvgpu::MBarrierTryWaitParityOp::create(
+      lastWait = nvgpu::MBarrierTryWaitParityOp::create(
           b, loc, barriers, parity, idx(b, kWaitTicks),
           arith::AddIOp::create(b, loc, copy, idx(b, 2 * i)));
+    // Ragged tails that a reader needs zero, cleared once the box is in and
+    // its valid count known (the count is computed in the body).
+    for (auto &[entry, source] : viaTma) {
+      if (!source.zeroTail)
+        continue;
+      Operation *after = lastWait;
+      if (Operation *def = source.validRows.getDefiningOp();
+          def && def->getBlock() == body && after->isBeforeInBlock(def))
+        after = def;
+      OpBuilder z(body, std::next(after->getIterator()));
+      zeroTailRows(z, loc, entry->current, source.validRows, threads);
+    }
     if (ring) {
       // Every thread is done with the position's copies once its body is:
       // the warpgroup MMAs reading them are waited for inside.
@@ -1149,9 +1261,10 @@ loadHeadTilesByProducer(gpu::LaunchOp launch, WarpRing &ring,
   SmallVector<Head> heads;
   Operation *loopsInBody = body.findAncestorOpInBlock(*firstLoop);
   for (auto [k, branch] : llvm::enumerate(issued)) {
+    // (A ragged head tile, a packed sequence's Q, stays on cp.async.)
     if (!branch || branch->getBlock() != home ||
         !branch->isBeforeInBlock(firstLoop) || !tmaSources[k] ||
-        !branch->getResult(0).use_empty())
+        tmaSources[k]->validRows || !branch->getResult(0).use_empty())
       continue;
     memref::ViewOp view = carvedViewOf(loads[k].shared);
     std::optional<int64_t> shift =
@@ -1222,13 +1335,40 @@ loadHeadTilesByProducer(gpu::LaunchOp launch, WarpRing &ring,
   }
 }
 
+/// Whether `op` reads a kernel argument that nothing in `launch` writes (a
+/// KV cache's lengths, a block table, packed sequences' offsets): reading
+/// it again anywhere in the launch gives the same value. (The launch's
+/// stores to global memory all name their buffer.)
+static bool readsConstantInput(gpu::LaunchOp launch, Operation *op) {
+  auto load = dyn_cast<memref::LoadOp>(op);
+  if (!load)
+    return false;
+  Value root = flash::viewRoot(load.getMemRef());
+  auto arg = dyn_cast<BlockArgument>(root);
+  if (!arg || launch->isAncestor(arg.getOwner()->getParentOp()))
+    return false;
+  return !launch.getBody()
+              .walk([&](MemoryEffectOpInterface effects) {
+                SmallVector<MemoryEffects::EffectInstance> list;
+                effects.getEffects(list);
+                for (const MemoryEffects::EffectInstance &effect : list)
+                  if (isa<MemoryEffects::Write>(effect.getEffect()) &&
+                      effect.getValue() &&
+                      flash::viewRoot(effect.getValue()) == root)
+                    return WalkResult::interrupt();
+                return WalkResult::advance();
+              })
+              .wasInterrupted();
+}
+
 /// Makes `region` (the producer's, or its walk over an outer loop) compute
 /// again at its start the values it uses from `home` (a block of the
 /// consumers' code that is not its ancestor): their pure defining ops,
 /// operands first, cloned through `again` (which may map induction
-/// variables already). Values defined before `before` in `home`, or outside
-/// `home` when `before` is null, are left. Fails on an op with effects or
-/// regions (`where` says where it was looked for).
+/// variables already), and loads of kernel arguments that the launch never
+/// writes. Values defined before `before` in `home`, or outside
+/// `home` when `before` is null, are left. Fails on an op with other effects
+/// or regions (`where` says where it was looked for).
 static LogicalResult recomputeInRegion(gpu::LaunchOp launch, Region &region,
                                        Block *home, Operation *before,
                                        IRMapping &again, StringRef where) {
@@ -1249,7 +1389,9 @@ static LogicalResult recomputeInRegion(gpu::LaunchOp launch, Region &region,
     if ((!inHome && !before) ||
         (inHome && before && def->isBeforeInBlock(before)))
       return success();
-    if (!inHome || !isMemoryEffectFree(def) || def->getNumRegions())
+    if (!inHome ||
+        !(isMemoryEffectFree(def) || readsConstantInput(launch, def)) ||
+        def->getNumRegions())
       return launch.emitError("flash-gpu-async-tile-loads: the TMA producer "
                               "needs ")
              << v << ", which is not a pure computation " << where;
@@ -1445,7 +1587,8 @@ static scf::ExecuteRegionOp issueRowVector(OpBuilder &b, PaddedTileLoad &load,
 LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
                                          int64_t stages, int64_t sharedLimit,
                                          bool tensorMapLoads,
-                                         bool warpSpecialize, bool rowVectors) {
+                                         bool warpSpecialize, bool rowVectors,
+                                         bool raggedTails) {
   SmallVector<PaddedTileLoad> loads;
   launch.getBody().walk([&](memref::CopyOp copy) {
     if (auto load = flash::matchPaddedTileLoad(copy, rowVectors))
@@ -1487,9 +1630,23 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
 
   // Where each load reads, for TMA, matched before the copies are replaced.
   SmallVector<std::optional<TmaSource>> tmaSources;
-  for (PaddedTileLoad &load : loads)
-    tmaSources.push_back(tensorMapLoads && stages >= 2 ? matchTmaSource(load)
-                                                       : std::nullopt);
+  for (PaddedTileLoad &load : loads) {
+    std::optional<TmaSource> source;
+    if (tensorMapLoads && stages >= 2)
+      source = matchTmaSource(load, raggedTails);
+    if (source && source->validRows) {
+      // The tail is cleared through the carved view: it must be the tile.
+      memref::ViewOp view = carvedViewOf(load.shared);
+      std::optional<bool> zeros = tailNeedsZeros(load);
+      if (zeros && view &&
+          view.getType().getShape() ==
+              cast<MemRefType>(load.tile.getType()).getShape())
+        source->zeroTail = *zeros;
+      else
+        source.reset();
+    }
+    tmaSources.push_back(source);
+  }
   SmallVector<scf::ExecuteRegionOp> issued;
   for (PaddedTileLoad &load : loads) {
     OpBuilder b(load.copy);
@@ -1612,7 +1769,7 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
         !multiBufferLoop(loop, issued, loads, extraStart, extraEnd, sharedLimit,
                          tensorMaps ? &*tensorMaps : nullptr, tmaSources,
                          leader, barrierSpace ? &*barrierSpace : nullptr,
-                         ring ? &ring->first : nullptr))
+                         threads, ring ? &ring->first : nullptr))
       pipelineLoop(loop, issued, loads, pipelined);
   if (ring)
     loadHeadTilesByProducer(launch, ring->first, issued, loads, tmaSources,
@@ -1699,7 +1856,7 @@ struct FlashGpuAsyncTileLoadsPass
       if (failed(flash::lowerAsyncTileLoads(
               launch, *threads, loadStages,
               flash::maxSharedMemoryPerBlock(chip), tensorMapLoads,
-              warpSpecialize, rowVectors)))
+              warpSpecialize, rowVectors, raggedTma)))
         return signalPassFailure();
     }
   }

@@ -48,11 +48,20 @@ namespace mlir::flash {
 /// rows) are cp.async copies too, one 4-byte element per thread (their
 /// tensors need a unit inner stride, not 16-byte rows), or with tensor maps
 /// one unswizzled TMA box each (their rows then 16-byte aligned).
+///
+/// With `raggedTails` a key-block tile whose valid rows end before its
+/// tensor's (a KV cache's length, a packed sequence's end) loads by TMA too,
+/// where its readers are the forward's products: the box brings whatever
+/// the tensor holds past the valid rows, S = Q Kᵀ selects those keys' scores
+/// away, and where O += P V reads a ragged block (`flash.ragged_keys`) the
+/// consumers zero V's rows past the valid ones once the box is in (a fence
+/// towards the async proxy, then a barrier of the consumers).
 LogicalResult lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
                                   int64_t stages, int64_t sharedLimit,
                                   bool tensorMapLoads = false,
                                   bool warpSpecialize = false,
-                                  bool rowVectors = false);
+                                  bool rowVectors = false,
+                                  bool raggedTails = false);
 
 } // namespace mlir::flash
 

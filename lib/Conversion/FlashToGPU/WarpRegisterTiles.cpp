@@ -1324,6 +1324,8 @@ LogicalResult TileRewriter::rewriteWarpgroupContraction(OpBuilder &b,
         aRows, bType.getDimSize(0), /*b_k_major=*/m.transposeB);
     if (std::optional<Contraction> role = getContraction(op))
       setContraction(mma, *role);
+    if (hasRaggedKeys(op))
+      setRaggedKeys(mma);
     return mma;
   };
   // `then` when B has valid rows past its first 64, else `otherwise`.

@@ -19,6 +19,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace mlir::flash {
@@ -149,6 +150,16 @@ LogicalResult flash::splitWarpRoles(gpu::LaunchOp launch, bool pingPong) {
   int64_t producerRegisters = launch->hasAttr(kPersistentAttr)
                                   ? kPersistentProducerRegisters
                                   : kProducerRegisters;
+  // (A load per key block, not the lengths read once before its loop.)
+  if (producer.getThenRegion()
+          .walk([&](memref::LoadOp load) {
+            auto loop = load->getParentOfType<scf::ForOp>();
+            return loop && producer->isAncestor(loop) ? WalkResult::interrupt()
+                                                      : WalkResult::advance();
+          })
+          .wasInterrupted())
+    producerRegisters =
+        std::max<int64_t>(producerRegisters, kLoadingProducerRegisters);
   // setmaxnreg moves registers within what the CTA got at launch (whole
   // multiples of 8 per thread of the block): the consumers' increase blocks
   // until the producer's decrease has freed all of it, so the shares must

@@ -23,6 +23,9 @@ inline constexpr llvm::StringLiteral kWarpRoleAttr = "flash.warp_role";
 /// `flash-gpu-map-to-blocks`).
 inline constexpr int64_t kProducerRegisters = 24;
 inline constexpr int64_t kPersistentProducerRegisters = 56;
+/// A producer that reads memory for each key block's coordinates (a paged
+/// cache's block table): at 24 it spills.
+inline constexpr int64_t kLoadingProducerRegisters = 32;
 
 /// Completes a launch tagged `flash.warp_specialized` (C consumer threads):
 /// everything after the producer's `scf.if` becomes the consumers' `scf.if`
