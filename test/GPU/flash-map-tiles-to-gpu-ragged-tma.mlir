@@ -39,8 +39,8 @@
 // CHECK-NEXT: scf.if %[[RAGGED]] {
 // CHECK-NEXT: %[[FLAT:.*]] = memref.collapse_shape %[[VIEW]] {{\[\[}}0, 1]] : memref<128x128xbf16, #gpu.address_space<workgroup>> into memref<16384xbf16, #gpu.address_space<workgroup>>
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c256
-// CHECK: vector.store %{{.*}}, %[[FLAT]][%{{.*}}] : memref<16384xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
-// CHECK: vector.store %{{.*}}, %[[FLAT]][%{{.*}}] : memref<16384xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK: vector.store %{{.*}}, %[[FLAT]][%{{.*}}] {alignment = 16 : i64} : memref<16384xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK: vector.store %{{.*}}, %[[FLAT]][%{{.*}}] {alignment = 16 : i64} : memref<16384xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: nvvm.barrier id = %c1_i32{{.*}} number_of_threads = %c256_i32
 // CHECK: memref.extract_aligned_pointer_as_index %[[VIEW]]
@@ -67,10 +67,18 @@
 // OFF: gpu.launch {{.*}} threads({{.*}}) in (%{{[^ ]*}} = %c256,
 // OFF-NOT: nvgpu.tma.async.load
 
-// PTX-DAG: .entry decode_kernel(
-// PTX-DAG: .entry prefill_kernel(
-// PTX-DAG: fence.proxy.async.shared::cta
-// PTX-DAG: cp.async.bulk.tensor.4d
+// In each kernel: the producer's boxes, and in the consumers' masked loop the
+// zero stores (both panels), the fence, named barrier 1 over the 256
+// consumers, then the ping-pong's turn barrier before S = Q Kᵀ.
+// PTX: .entry decode_kernel(
+// PTX-SAME: cp.async.bulk.tensor.4d
+// PTX-SAME: st.shared.v4.b32 \09[{{[^]]*}}], {0, 0, 0, 0};\0A\09st.shared.v4.b32 \09[{{[^]]*}}], {0, 0, 0, 0};
+// PTX-SAME: fence.proxy.async.shared::cta;\0A\09bar.sync \091, 256;
+// PTX-SAME: bar.sync \09%r{{[0-9]+}}, 256;
+// PTX: .entry prefill_kernel(
+// PTX-SAME: cp.async.bulk.tensor.4d
+// PTX-SAME: st.shared.v4.b32 \09[{{[^]]*}}], {0, 0, 0, 0};
+// PTX-SAME: fence.proxy.async.shared::cta;\0A\09bar.sync \091, 256;
 
 func.func @decode(%q: tensor<?x8x1x128xbf16>, %k: tensor<?x2x?x128xbf16>, %v: tensor<?x2x?x128xbf16>, %l: tensor<?xi32>, %o: tensor<?x8x1x128xbf16> {bufferization.writable = true}) -> tensor<?x8x1x128xbf16> {
   %r = flash.attention %q, %k, %v key_lengths(%l : tensor<?xi32>) : tensor<?x8x1x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16> -> tensor<?x8x1x128xbf16>

@@ -328,23 +328,26 @@ static std::optional<TmaSource> matchTmaSource(PaddedTileLoad load,
 static std::optional<bool> tailNeedsZeros(PaddedTileLoad load) {
   llvm::DenseSet<Value> addresses = addressesOf(load);
   Block *home = load.copy->getBlock();
-  bool zeros = false, unknown = false;
+  bool ragged = false, onlyScores = true, seen = false, unknown = false;
   home->walk([&](Operation *op) {
+    ragged |= flash::hasRaggedKeys(op);
     if (op == load.copy.getOperation() || op == load.zeroFill.getOperation() ||
         isMemoryEffectFree(op) ||
         llvm::none_of(op->getOperands(),
                       [&](Value v) { return addresses.contains(v); }))
       return;
     std::optional<flash::Contraction> role = flash::getContraction(op);
-    if (role == flash::Contraction::Output && flash::hasRaggedKeys(op))
-      zeros = true;
-    else if (role != flash::Contraction::Scores &&
-             role != flash::Contraction::Output)
-      unknown = true;
+    seen = true;
+    onlyScores &= role == flash::Contraction::Scores;
+    unknown |= role != flash::Contraction::Scores &&
+               role != flash::Contraction::Output;
   });
   if (unknown)
     return std::nullopt;
-  return zeros;
+  // In a ragged block, zeros unless the tile is seen read by S = Q Kᵀ
+  // alone: a reader not traced through the tile's addresses then gets
+  // zeros too.
+  return ragged && !(seen && onlyScores);
 }
 
 /// Zeroes rows [valid, R) of `tile` (R x C, 16-bit, in the 128-byte swizzle
@@ -383,7 +386,8 @@ static void zeroTailRows(OpBuilder &b, Location loc, Value tile, Value valid,
     for (int64_t p = 0; p < panels; ++p)
       vector::StoreOp::create(in, loc, zero, flat,
                               ValueRange{arith::AddIOp::create(
-                                  in, loc, first, idx(in, p * rows * 64))});
+                                  in, loc, first, idx(in, p * rows * 64))},
+                              /*nontemporal=*/false, llvm::MaybeAlign(16));
   }
   NVVM::FenceProxyOp::create(
       t, loc, NVVM::ProxyKind::async_shared,
@@ -1337,8 +1341,10 @@ loadHeadTilesByProducer(gpu::LaunchOp launch, WarpRing &ring,
 
 /// Whether `op` reads a kernel argument that nothing in `launch` writes (a
 /// KV cache's lengths, a block table, packed sequences' offsets): reading
-/// it again anywhere in the launch gives the same value. (The launch's
-/// stores to global memory all name their buffer.)
+/// it again anywhere in the launch gives the same value. Kernel arguments
+/// do not alias (the ABI's inputs and outputs are distinct tensors), so
+/// only an op that takes the buffer or a view of it may write it: one that
+/// writes memory, whose effects are unknown, or that takes its address.
 static bool readsConstantInput(gpu::LaunchOp launch, Operation *op) {
   auto load = dyn_cast<memref::LoadOp>(op);
   if (!load)
@@ -1348,15 +1354,24 @@ static bool readsConstantInput(gpu::LaunchOp launch, Operation *op) {
   if (!arg || launch->isAncestor(arg.getOwner()->getParentOp()))
     return false;
   return !launch.getBody()
-              .walk([&](MemoryEffectOpInterface effects) {
-                SmallVector<MemoryEffects::EffectInstance> list;
-                effects.getEffects(list);
-                for (const MemoryEffects::EffectInstance &effect : list)
-                  if (isa<MemoryEffects::Write>(effect.getEffect()) &&
-                      effect.getValue() &&
-                      flash::viewRoot(effect.getValue()) == root)
-                    return WalkResult::interrupt();
-                return WalkResult::advance();
+              .walk([&](Operation *inner) {
+                if (isa<memref::LoadOp>(inner) ||
+                    llvm::none_of(inner->getOperands(), [&](Value v) {
+                      return isa<MemRefType>(v.getType()) &&
+                             flash::viewRoot(v) == root;
+                    }))
+                  return WalkResult::advance();
+                if (isa<memref::ExtractAlignedPointerAsIndexOp,
+                        memref::ExtractStridedMetadataOp>(inner))
+                  return WalkResult::interrupt();
+                if (isa<ViewLikeOpInterface>(inner))
+                  return WalkResult::advance();
+                auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
+                if (!effects)
+                  return WalkResult::interrupt();
+                return effects.hasEffect<MemoryEffects::Write>()
+                           ? WalkResult::interrupt()
+                           : WalkResult::advance();
               })
               .wasInterrupted();
 }
@@ -1488,22 +1503,45 @@ static LogicalResult buildProducer(gpu::LaunchOp launch, WarpRing &ring,
         ring.startsReleased ? half
                             : arith::AddIOp::create(lb, loc, half, idx(lb, 1)),
         idx(lb, 2));
-    nvgpu::MBarrierTryWaitParityOp::create(
-        lb, loc, ring.empty,
-        arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ne, released,
-                              idx(lb, 0)),
-        idx(lb, kWaitTicks), copy);
+    // The boxes' coordinates: computed after the wait, but where they need
+    // a load from global memory (a paged cache's table entry) before it,
+    // so that its latency passes during the wait (that producer has the
+    // registers: kLoadingProducerRegisters; the others spill at 24 when
+    // their coordinates live across the wait).
     IRMapping map;
     map.map(loop.getInductionVar(), copies.getInductionVar());
     map.map(leader, on);
     if (base)
       map.map(ring.base, base);
-    for (scf::ExecuteRegionOp branch : branches) {
-      for (Operation *op : blockSlice(branch, loop.getBody()))
+    SmallVector<Operation *> slice;
+    for (scf::ExecuteRegionOp branch : branches)
+      for (Operation *op : blockSlice(branch, loop.getBody())) {
+        if (llvm::is_contained(slice, op))
+          continue;
+        if (!isMemoryEffectFree(op) && !readsConstantInput(launch, op))
+          return launch.emitError("flash-gpu-async-tile-loads: the TMA "
+                                  "producer's coordinates need ")
+                 << *op << ", which reads memory the launch may write";
+        slice.push_back(op);
+      }
+    auto cloneSlice = [&] {
+      for (Operation *op : slice)
         if (!map.contains(op->getResult(0)))
           lb.clone(*op, map);
+    };
+    bool loads = llvm::any_of(
+        slice, [](Operation *op) { return isa<memref::LoadOp>(op); });
+    if (loads)
+      cloneSlice();
+    nvgpu::MBarrierTryWaitParityOp::create(
+        lb, loc, ring.empty,
+        arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ne, released,
+                              idx(lb, 0)),
+        idx(lb, kWaitTicks), copy);
+    if (!loads)
+      cloneSlice();
+    for (scf::ExecuteRegionOp branch : branches)
       lb.clone(*branch, map);
-    }
     for (scf::ExecuteRegionOp branch : branches)
       branch->erase();
   }
@@ -1633,7 +1671,8 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
   for (PaddedTileLoad &load : loads) {
     std::optional<TmaSource> source;
     if (tensorMapLoads && stages >= 2)
-      source = matchTmaSource(load, raggedTails);
+      source = matchTmaSource(
+          load, raggedTails && !launch->hasAttr(flash::kPersistentAttr));
     if (source && source->validRows) {
       // The tail is cleared through the carved view: it must be the tile.
       memref::ViewOp view = carvedViewOf(load.shared);
