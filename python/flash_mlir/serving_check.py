@@ -27,10 +27,15 @@ from flash_mlir.runtime import load_all
 from flash_mlir.validate import manifest_params
 
 # (B, Hq, Hkv, M, N): M query rows against caches of up to N keys.
-CACHE_CASES = [(4, 8, 2, 1, 300), (3, 4, 4, 5, 1000), (5, 8, 1, 16, 4100)]
+CACHE_CASES = [(4, 8, 2, 1, 300), (3, 4, 4, 5, 1000), (5, 8, 1, 16, 4100),
+               (8, 8, 2, 1, 400)]
+# Lengths a batch starts with (the rest random): empty, full, one key, and
+# lengths around the key blocks' edges (64, 128, 176 keys per block).
+EDGE_LENGTHS = [0, None, 1, 63, 64, 65, 127, 177]
 # (Hq, Hkv, query lengths, key lengths): packed sequences.
 PACKED_CASES = [(4, 4, [5, 0, 130, 1, 77], [7, 3, 0, 200, 77]),
-                (8, 2, [300, 64, 1000], [300, 1500, 1000])]
+                (8, 2, [300, 64, 1000], [300, 1500, 1000]),
+                (4, 2, [1, 64, 65, 127, 1], [1, 63, 129, 1, 177])]
 PAD_ROWS = 3
 INDEX_DTYPES = {"i32": torch.int32, "i64": torch.int64}
 
@@ -76,7 +81,7 @@ def cache_case(kernel, case, seed, splits):
     k = randn(b, hkv, n, man["head_dim"])
     v = randn(b, hkv, n, man["value_dim"])
     lengths = torch.randint(0, n + 1, (b,), generator=g, device="cuda")
-    edges = [0, n, 1][:b]
+    edges = [n if e is None else min(e, n) for e in EDGE_LENGTHS][:b]
     lengths[:len(edges)] = torch.tensor(edges, device="cuda")
     for i in range(b):
         k[i, :, lengths[i]:] = float("nan")
