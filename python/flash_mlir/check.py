@@ -270,6 +270,15 @@ def run_backward_case(kernel, case, layout, seed):
     return ok, f"{case} {layout}: " + "; ".join(parts) + f" (tol {tol:.0e})"
 
 
+def print_kernel(ok, title, lines, verbose):
+    """A kernel's PASS/FAIL line, then its cases' lines (`ok ...` only when
+    verbose)."""
+    print(f"{'PASS' if ok else 'FAIL'} {title}")
+    for line in lines:
+        if verbose or not line.startswith("ok"):
+            print("   " + line)
+
+
 def limit_ctas(kernel, ctas):
     """Launches `kernel`'s persistent launches (and its general kernel's)
     with at most `ctas` CTAs."""
@@ -343,11 +352,8 @@ def main(argv=None):
                     kernel_ok &= ok
                     lines.append(("ok   " if ok else "FAIL ") + msg)
         failures += 0 if kernel_ok else 1
-        print(f"{'PASS' if kernel_ok else 'FAIL'} {kernel.name} ({kernel.manifest.get('chip', '?')}, "
-              f"loaded from {kernel.loaded})")
-        for line in lines:
-            if args.verbose or not line.startswith("ok"):
-                print("   " + line)
+        print_kernel(kernel_ok, f"{kernel.name} ({kernel.manifest.get('chip', '?')}, "
+                     f"loaded from {kernel.loaded})", lines, args.verbose)
     print(f"check: {failures} kernel(s) failed")
     return 1 if failures else 0
 

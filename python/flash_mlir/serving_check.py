@@ -21,8 +21,8 @@ import sys
 
 import torch
 
-from flash_mlir.check import (DTYPES, SPLITS, TOLERANCE, reference,
-                              reference_grads)
+from flash_mlir.check import (DTYPES, SPLITS, TOLERANCE, print_kernel,
+                              reference, reference_grads)
 from flash_mlir.runtime import load_all
 from flash_mlir.validate import manifest_params
 
@@ -274,29 +274,23 @@ def main(argv=None):
             print(f"skip {kernel.name}: a score_mod")
             continue
         checked += 1
-        lines, kernel_ok = [], True
-        if kernel.backward:
-            for ci, case in enumerate(PACKED_CASES):
-                ok, msg = packed_backward_case(kernel, case, ci)
-                kernel_ok &= ok
-                lines.append(("ok   " if ok else "FAIL ") + f"{case}: {msg}")
-        elif "cu_seqlens_q" in names:
-            for ci, case in enumerate(PACKED_CASES):
-                ok, msg = packed_case(kernel, case, ci)
-                kernel_ok &= ok
-                lines.append(("ok   " if ok else "FAIL ") + f"{case}: {msg}")
+        # (what, run) per case: run() -> (ok, message).
+        if "cu_seqlens_q" in names:
+            case_fn = packed_backward_case if kernel.backward else packed_case
+            runs = [(f"{case}", lambda c=case, i=ci: case_fn(kernel, c, i))
+                    for ci, case in enumerate(PACKED_CASES)]
         else:
-            for ci, case in enumerate(CACHE_CASES):
-                for splits in SPLITS if kernel.manifest.get("key_splits") else (None,):
-                    ok, msg = cache_case(kernel, case, ci, splits)
-                    kernel_ok &= ok
-                    lines.append(("ok   " if ok else "FAIL ")
-                                 + f"{case} ({splits} splits): {msg}")
+            splits_list = SPLITS if kernel.manifest.get("key_splits") else (None,)
+            runs = [(f"{case} ({s} splits)",
+                     lambda c=case, i=ci, s=s: cache_case(kernel, c, i, s))
+                    for ci, case in enumerate(CACHE_CASES) for s in splits_list]
+        lines, kernel_ok = [], True
+        for what, run in runs:
+            ok, msg = run()
+            kernel_ok &= ok
+            lines.append(("ok   " if ok else "FAIL ") + f"{what}: {msg}")
         failures += 0 if kernel_ok else 1
-        print(f"{'PASS' if kernel_ok else 'FAIL'} {kernel.name}")
-        for line in lines:
-            if args.verbose or not line.startswith("ok"):
-                print("   " + line)
+        print_kernel(kernel_ok, kernel.name, lines, args.verbose)
     print(f"serving_check: {checked} kernel(s), {failures} failed")
     return 1 if failures else 0
 

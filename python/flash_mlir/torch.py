@@ -167,6 +167,18 @@ def _forward(variant, shape, compute_lse, device, tensors):
     _launch(variant, kind, device, tensors)
 
 
+def _without_keys(out, lse, sinks):
+    """O = 0 and LSE = -inf (the sink with sinks, heads the LSE's
+    second-to-last dimension): the result of rows that see no key."""
+    out.zero_()
+    if lse.numel():
+        if sinks is None:
+            lse.fill_(-math.inf)
+        else:
+            lse.copy_(sinks.float().view(-1, 1).expand_as(lse))
+    return out, lse
+
+
 def run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse,
                 out=None, sinks=None, softcap=None):
     """Checks, then launches the forward into `out` (any strides; a new
@@ -184,12 +196,7 @@ def run_forward(q, k, v, bias, mask, causal, scale, window, compute_lse,
     if out.numel() == 0:
         return out, lse
     if shape.keys == 0:  # every row fully masked
-        out.zero_()
-        if sinks is None:
-            lse.fill_(-math.inf)
-        elif compute_lse:
-            lse.copy_(sinks.float()[None, :, None].expand(lse.shape))
-        return out, lse
+        return _without_keys(out, lse, sinks)
     packing = validate.query_head_packing(
         shape, [_info("q", q), _info("o", out)], causal, window,
         bias is not None or mask is not None)
@@ -458,12 +465,7 @@ def run_varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     if out.numel() == 0:
         return out, lse
     if shape.keys == 0:  # no sequence has a key
-        out.zero_()
-        if compute_lse:
-            lse.copy_(sinks.float()[:, None].expand(lse.shape)
-                      if sinks is not None else
-                      torch.full_like(lse, -math.inf))
-        return out, lse
+        return _without_keys(out, lse, sinks)
     variant = _varlen_variant(shape, q, causal, scale, window, max_seqlen_k,
                               sinks, softcap)
     tensors = dict(q=_packed(q), k=_packed(k), v=_packed(v), o=_packed(out),
@@ -717,10 +719,7 @@ def run_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, k, v,
     if out.numel() == 0:
         return out, lse
     if shape.keys == 0:
-        out.zero_()
-        lse.copy_(sinks.float()[None, :, None].expand(lse.shape)
-                  if sinks is not None else torch.full_like(lse, -math.inf))
-        return out, lse
+        return _without_keys(out, lse, sinks)
     page = k_cache.shape[1] if block_table is not None else 0
     q4, o4 = q.transpose(1, 2), out.transpose(1, 2)
     tensors = dict(k=k_cache.transpose(1, 2), v=v_cache.transpose(1, 2),

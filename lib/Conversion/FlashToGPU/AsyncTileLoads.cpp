@@ -1513,35 +1513,33 @@ static LogicalResult buildProducer(gpu::LaunchOp launch, WarpRing &ring,
     map.map(leader, on);
     if (base)
       map.map(ring.base, base);
-    SmallVector<Operation *> slice;
+    llvm::SetVector<Operation *> slice;
     for (scf::ExecuteRegionOp branch : branches)
       for (Operation *op : blockSlice(branch, loop.getBody())) {
-        if (llvm::is_contained(slice, op))
+        if (!slice.insert(op) || isMemoryEffectFree(op) ||
+            readsConstantInput(launch, op))
           continue;
-        if (!isMemoryEffectFree(op) && !readsConstantInput(launch, op))
-          return launch.emitError("flash-gpu-async-tile-loads: the TMA "
-                                  "producer's coordinates need ")
-                 << *op << ", which reads memory the launch may write";
-        slice.push_back(op);
+        return launch.emitError("flash-gpu-async-tile-loads: the TMA "
+                                "producer's coordinates need ")
+               << *op << ", which reads memory the launch may write";
       }
-    auto cloneSlice = [&] {
-      for (Operation *op : slice)
-        if (!map.contains(op->getResult(0)))
-          lb.clone(*op, map);
-    };
     bool loads = llvm::any_of(
         slice, [](Operation *op) { return isa<memref::LoadOp>(op); });
     if (loads)
-      cloneSlice();
+      for (Operation *op : slice)
+        lb.clone(*op, map);
     nvgpu::MBarrierTryWaitParityOp::create(
         lb, loc, ring.empty,
         arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ne, released,
                               idx(lb, 0)),
         idx(lb, kWaitTicks), copy);
-    if (!loads)
-      cloneSlice();
-    for (scf::ExecuteRegionOp branch : branches)
+    for (scf::ExecuteRegionOp branch : branches) {
+      if (!loads)
+        for (Operation *op : blockSlice(branch, loop.getBody()))
+          if (!map.contains(op->getResult(0)))
+            lb.clone(*op, map);
       lb.clone(*branch, map);
+    }
     for (scf::ExecuteRegionOp branch : branches)
       branch->erase();
   }
