@@ -61,8 +61,11 @@ def reference(q, k, v, scale, causal, window, bias=None, mask=None,
         column = sinks.double()[None, :, None, None].expand(
             s.shape[0], s.shape[1], s.shape[2], 1)
         s = torch.cat([s, column], dim=-1)
-    mx = s.amax(dim=-1, keepdim=True)
-    mx = torch.where(torch.isinf(mx), torch.zeros_like(mx), mx)
+    if s.shape[-1]:
+        mx = s.amax(dim=-1, keepdim=True)
+        mx = torch.where(torch.isinf(mx), torch.zeros_like(mx), mx)
+    else:  # no keys (and no sinks): every row fully masked
+        mx = s.new_zeros(s.shape[:-1] + (1,))
     e = torch.exp(s - mx)
     l = e.sum(dim=-1, keepdim=True)
     p = torch.where(l == 0, torch.zeros_like(e), e / l.clamp_min(1e-300))

@@ -173,11 +173,18 @@ def check_varlen(report, dtype=torch.bfloat16):
     leaf = q.clone().requires_grad_()
     compiled = torch.compile(step, fullgraph=True)
     try:
+        before = sum(fm.launches.values())
         compiled(leaf).backward()
+        ran = sum(fm.launches.values()) - before
         eager = q.clone().requires_grad_()
         step(eager).backward()
-        report(torch.equal(leaf.grad, eager.grad),
-               "varlen_attention under torch.compile(fullgraph=True)")
+        # Q is also K and V: its gradient is dQ + dK + dV, which the
+        # compiled graph may add in another order (a few units in the last
+        # place), so not bitwise.
+        err = rel(leaf.grad, eager.grad)
+        report(err <= 1e-3 and ran >= 2,
+               "varlen_attention under torch.compile(fullgraph=True)",
+               f"grad rel {err:.1e} to eager, {ran} launches")
     except Exception as e:  # noqa: BLE001
         report(False, "varlen_attention under torch.compile(fullgraph=True)",
                f"{type(e).__name__}: {e}")

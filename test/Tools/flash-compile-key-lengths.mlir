@@ -1,19 +1,19 @@
 // flash-compile's KV-cache kernels: key_lengths
 // and block_table are parameters (paged K/V keep their page size), with and
-// without split-KV; nothing spills. (They take the cp.async forms: GPU-NOTES
-// 76.)
-// RUN: rm -rf %t && flash-compile %s --chip sm_90a -o %t | FileCheck %s
+// without split-KV; nothing spills. With --ragged-tma=false they take the
+// cp.async forms (GPU-NOTES 76).
+// RUN: rm -rf %t && flash-compile %s --chip sm_90a --ragged-tma=false -o %t | FileCheck %s
 // RUN: %python -c "import json,sys; m=json.load(open(sys.argv[1])); print([(p['name'], p['dtype'], p['shape']) for p in m['params']])" %t/paged.json | FileCheck %s --check-prefix=PAGED
 // CHECK-DAG: decode: {{.*}}spill bytes 0
 // CHECK-DAG: paged: {{.*}}spill bytes 0
 // Keys per step divide the page size (the tiler would cut a block of 48 keys
 // to gcd(48, 128) = 16 so that none straddles two pages).
 // CHECK-DAG: paged128: {{.*}}, tiles 128x{{(128|64|32|16)}}, {{.*}}spill bytes 0
-// With --ragged-tma the key tiles come by TMA, so every kernel takes a
+// By default (--ragged-tma) the key tiles come by TMA, so every kernel takes a
 // warp-specialised form (a producer warpgroup: 128 threads more than its
 // consumers), the paged one's producer at 32 registers (it reads the table
 // per key block), and nothing spills.
-// RUN: rm -rf %t.tma && flash-compile %s --chip sm_90a --ragged-tma -o %t.tma | FileCheck %s --check-prefix=TMA
+// RUN: rm -rf %t.tma && flash-compile %s --chip sm_90a -o %t.tma | FileCheck %s --check-prefix=TMA
 // TMA-DAG: decode: {{.*}}, tiles 192x128, 512 threads, {{.*}}spill bytes 0
 // TMA-DAG: paged: {{.*}}, tiles 128x64, 384 threads, {{.*}}spill bytes 0
 // TMA-DAG: paged128: {{.*}}, 384 threads, {{.*}}spill bytes 0

@@ -2,14 +2,15 @@
 // grid is (blocks of the caller's max_seqlen_q, Hq, S + 1) with max_seqlen_q
 // a host-side scalar of the call; the backward's launches count blocks of
 // max_seqlen_q (dQ, D) and max_seqlen_k (dK/dV), in both of its forms.
-// RUN: rm -rf %t && flash-compile %s --chip sm_90a -o %t | FileCheck %s
+// RUN: rm -rf %t && flash-compile %s --chip sm_90a --ragged-tma=false -o %t | FileCheck %s
 // RUN: %python -c "import json,sys; m=json.load(open(sys.argv[1])); print(m['grid'], m['grid_scalars'], [p['name'] for p in m['params']])" %t/prefill.json | FileCheck %s --check-prefix=GRID
 // RUN: rm -rf %t.bwd && flash-compile %S/Inputs/varlen-backward.mlir --chip sm_90a -o %t.bwd | FileCheck %s --check-prefix=BWD
 // RUN: %python -c "import json,sys; m=json.load(open(sys.argv[1])); print(m['grid_scalars'], m['workspace'], 'spills', m['spill_bytes'], json.load(open(sys.argv[1].replace('grad.json', 'grad_general.json')))['spill_bytes']); [print('launch', l['grid'], sorted(p['name'] for p in l['params'])) for l in m['launches']]" %t.bwd/grad.json | FileCheck %s --check-prefix=BWD-GRID
 // RUN: rm -rf %t.atomic && flash-compile %S/Inputs/varlen-backward.mlir --chip sm_90a --deterministic=false -o %t.atomic | FileCheck %s --check-prefix=BWD
 // RUN: %python -c "import json,sys; m=json.load(open(sys.argv[1])); print('spills', m['spill_bytes'], json.load(open(sys.argv[1].replace('grad.json', 'grad_general.json')))['spill_bytes']); [print('launch', l['grid']) for l in m['launches']]" %t.atomic/grad.json | FileCheck %s --check-prefix=ATOMIC
-// With --ragged-tma the forward takes the warp-specialised TMA form.
-// RUN: rm -rf %t.tma && flash-compile %s --chip sm_90a --ragged-tma -o %t.tma | FileCheck %s --check-prefix=TMA
+// By default (--ragged-tma) the forward takes the warp-specialised TMA form;
+// --ragged-tma=false (above) the cp.async one.
+// RUN: rm -rf %t.tma && flash-compile %s --chip sm_90a -o %t.tma | FileCheck %s --check-prefix=TMA
 // TMA: prefill: {{.*}}, tiles 128x176, 384 threads, {{.*}}spill bytes 0
 // CHECK: prefill: {{.*}}spill bytes 0
 // GRID: [{'ceil_div': 128, 'scalar': 'max_seqlen_q'}, {'dim': 1, 'tensor': 'q'}, {'dim': 0, 'tensor': 'cu_seqlens_q'}] ['max_seqlen_q'] ['q', 'k', 'v', 'cu_seqlens_q', 'cu_seqlens_k', 'o', 'lse']

@@ -89,12 +89,12 @@ static opt<bool> tmaLoads(
              "tensor maps the runtime builds (--tma-loads=false: cp.async)"),
     cl::cat(flashCategory));
 static opt<bool> raggedTma(
-    "ragged-tma", cl::init(false),
+    "ragged-tma", cl::init(true),
     cl::desc("With --tma-loads: forward kernels of ragged KV caches "
              "(key_lengths, block_table) and packed sequences (cu_seqlens) "
              "load their key tiles by TMA too, V's rows past a block's valid "
              "ones zeroed in shared memory, and so take the warp-specialised "
-             "forms (not yet checked on a GPU)"),
+             "forms (--ragged-tma=false: cp.async)"),
     cl::cat(flashCategory));
 static opt<bool> warpSpecialize(
     "warp-specialize", cl::init(true),

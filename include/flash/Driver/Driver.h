@@ -46,8 +46,9 @@ struct KernelCompileOptions {
   /// With tmaLoads, forward kernels of ragged KV caches and packed
   /// sequences load their key tiles by TMA too, V's rows past a block's
   /// valid ones zeroed by the consumers (--flash-gpu-async-tile-loads'
-  /// ragged-tma), so that they take the warp-specialised forms.
-  bool raggedTma = false;
+  /// ragged-tma), so that they take the warp-specialised forms
+  /// (docs/GPU-NOTES.md 81: decode 2.2x, varlen forward 1.2-1.3x).
+  bool raggedTma = true;
   /// With tmaLoads, forward kernels with a producer warpgroup that issues
   /// the TMA copies (FlashAttention-3's warp specialisation): the driver
   /// tries such tiles first; forced tiles are built in that form. Backward
