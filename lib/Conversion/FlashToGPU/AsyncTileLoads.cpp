@@ -1513,31 +1513,37 @@ static LogicalResult buildProducer(gpu::LaunchOp launch, WarpRing &ring,
     map.map(leader, on);
     if (base)
       map.map(ring.base, base);
-    llvm::SetVector<Operation *> slice;
-    for (scf::ExecuteRegionOp branch : branches)
-      for (Operation *op : blockSlice(branch, loop.getBody())) {
-        if (!slice.insert(op) || isMemoryEffectFree(op) ||
+    SmallVector<SmallVector<Operation *>> slices;
+    llvm::SmallPtrSet<Operation *, 16> checked;
+    bool loads = false;
+    for (scf::ExecuteRegionOp branch : branches) {
+      slices.push_back(blockSlice(branch, loop.getBody()));
+      for (Operation *op : slices.back()) {
+        loads |= isa<memref::LoadOp>(op);
+        if (!checked.insert(op).second || isMemoryEffectFree(op) ||
             readsConstantInput(launch, op))
           continue;
         return launch.emitError("flash-gpu-async-tile-loads: the TMA "
                                 "producer's coordinates need ")
                << *op << ", which reads memory the launch may write";
       }
-    bool loads = llvm::any_of(
-        slice, [](Operation *op) { return isa<memref::LoadOp>(op); });
-    if (loads)
+    }
+    auto cloneSlice = [&](ArrayRef<Operation *> slice) {
       for (Operation *op : slice)
-        lb.clone(*op, map);
+        if (!map.contains(op->getResult(0)))
+          lb.clone(*op, map);
+    };
+    if (loads)
+      for (ArrayRef<Operation *> slice : slices)
+        cloneSlice(slice);
     nvgpu::MBarrierTryWaitParityOp::create(
         lb, loc, ring.empty,
         arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ne, released,
                               idx(lb, 0)),
         idx(lb, kWaitTicks), copy);
-    for (scf::ExecuteRegionOp branch : branches) {
+    for (auto [branch, slice] : llvm::zip_equal(branches, slices)) {
       if (!loads)
-        for (Operation *op : blockSlice(branch, loop.getBody()))
-          if (!map.contains(op->getResult(0)))
-            lb.clone(*op, map);
+        cloneSlice(slice);
       lb.clone(*branch, map);
     }
     for (scf::ExecuteRegionOp branch : branches)
