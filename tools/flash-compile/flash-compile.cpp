@@ -90,11 +90,12 @@ static opt<bool> tmaLoads(
     cl::cat(flashCategory));
 static opt<bool> raggedTma(
     "ragged-tma", cl::init(true),
-    cl::desc("With --tma-loads: forward kernels of ragged KV caches "
-             "(key_lengths, block_table) and packed sequences (cu_seqlens) "
-             "load their key tiles by TMA too, V's rows past a block's valid "
-             "ones zeroed in shared memory, and so take the warp-specialised "
-             "forms (--ragged-tma=false: cp.async)"),
+    cl::desc("With --tma-loads: kernels of ragged KV caches "
+             "(key_lengths, block_table) and packed sequences (cu_seqlens, "
+             "forward and backward) load their key-loop tiles by TMA too, "
+             "the rows past the valid ones zeroed in shared memory where a "
+             "product needs it, and so take the warp-specialised forms "
+             "(--ragged-tma=false: cp.async)"),
     cl::cat(flashCategory));
 static opt<bool> warpSpecialize(
     "warp-specialize", cl::init(true),
@@ -212,6 +213,8 @@ int main(int argc, char **argv) {
   flash::registerAllFlashDialects(registry);
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
+  // A located message for the user, not the IR of a pass's failing op.
+  ctx.printOpOnDiagnostic(false);
 
   llvm::SourceMgr sources;
   SourceMgrDiagnosticHandler handler(sources, &ctx);
