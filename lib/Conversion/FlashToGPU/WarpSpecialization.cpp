@@ -151,13 +151,20 @@ LogicalResult flash::splitWarpRoles(gpu::LaunchOp launch, bool pingPong) {
                                   ? kPersistentProducerRegisters
                                   : kProducerRegisters;
   // (A load per key block, not the lengths read once before its loop.)
-  if (producer.getThenRegion()
+  bool loadsPerBlock =
+      producer.getThenRegion()
           .walk([&](memref::LoadOp load) {
             auto loop = load->getParentOfType<scf::ForOp>();
             return loop && producer->isAncestor(loop) ? WalkResult::interrupt()
                                                       : WalkResult::advance();
           })
-          .wasInterrupted())
+          .wasInterrupted();
+  int64_t keyLoops = 0;
+  producer.getThenRegion().walk([&](scf::ForOp loop) {
+    if (!loop->hasAttr(kTileLoopAttr))
+      ++keyLoops;
+  });
+  if (loadsPerBlock || keyLoops > 2)
     producerRegisters =
         std::max<int64_t>(producerRegisters, kLoadingProducerRegisters);
   // setmaxnreg moves registers within what the CTA got at launch (whole

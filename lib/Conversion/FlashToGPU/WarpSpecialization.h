@@ -24,8 +24,11 @@ inline constexpr llvm::StringLiteral kWarpRoleAttr = "flash.warp_role";
 inline constexpr int64_t kProducerRegisters = 24;
 inline constexpr int64_t kPersistentProducerRegisters = 56;
 /// A producer that reads memory for each key block's coordinates (a paged
-/// cache's block table): at 24 it spills.
-inline constexpr int64_t kLoadingProducerRegisters = 32;
+/// cache's block table), or walks more than two key loops (a sliding
+/// window's: its first blocks, the unmasked ones, the diagonal's), whose
+/// coordinates outlive 24 registers: at 24 it spills (a window over a
+/// ragged cache at 32 too).
+inline constexpr int64_t kLoadingProducerRegisters = 40;
 
 /// Completes a launch tagged `flash.warp_specialized` (C consumer threads):
 /// everything after the producer's `scf.if` becomes the consumers' `scf.if`
