@@ -78,6 +78,7 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
   options.stagedReductions =
       compile.stagedReductions && compile.chip == Chip::Sm90a;
   options.tmaRowVectors = compile.tmaRowVectors;
+  options.raggedTma = compile.raggedTma;
   options.asyncMma = overlap;
   options.warpSpecialize =
       specialize && options.tmaLoads && options.loadStages >= 2;

@@ -268,9 +268,14 @@ def FlashGpuAsyncTileLoadsPass : Pass<"flash-gpu-async-tile-loads"> {
       keys' scores to -inf, and in a block the tiler tagged
       `flash.ragged_keys` the consumers zero V's rows past the valid ones
       once the box is in (16-byte stores, a fence towards the async proxy,
-      a barrier of the consumers), so that P V meets zeros. The producer
-      reads the lengths, offsets or block table itself (kernel arguments the
-      launch never writes).
+      a barrier of the consumers), so that P V meets zeros. In the
+      backward (varlen: `cu_seqlens`) the key-loop tiles that its products
+      read past a sequence's end (K, V in the dQ nest; Q, dO in the dK/dV
+      nest) are zeroed past the valid rows in every block, as the cp.async
+      copy's zero fill was (a test skips whole tiles at run time); ragged
+      LSE and D rows stay cp.async copies. The producer reads the lengths,
+      offsets or block table itself (kernel arguments the launch never
+      writes).
     - In kernels that add into global memory (`flash.atomic_add`), padded
       loads of f32 row vectors (LSE, D) are cp.async copies too, and with
       `tma-loads` (and `tma-row-vectors`) unswizzled TMA boxes along the
@@ -306,10 +311,11 @@ def FlashGpuAsyncTileLoadsPass : Pass<"flash-gpu-async-tile-loads"> {
            "vectors (LSE, D) by TMA with the tiles (false: element copies, "
            "each behind a barrier, which take fewer registers)">,
     Option<"raggedTma", "ragged-tma", "bool", "false",
-           "With tma-loads: forward key tiles whose valid rows end before "
+           "With tma-loads: key-loop tiles whose valid rows end before "
            "their tensor's (a KV cache's length, a packed sequence's end) by "
-           "TMA too; the consumers zero V's rows past the valid ones in a "
-           "ragged block (flash.ragged_keys)">
+           "TMA too; the consumers zero the rows past the valid ones where a "
+           "product needs zeros (V in a ragged forward block, "
+           "flash.ragged_keys; every tile a backward product reads)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -44,10 +44,11 @@ struct KernelCompileOptions {
   /// other kernels ignore it.
   bool tmaLoads = true;
   /// With tmaLoads, forward kernels of ragged KV caches and packed
-  /// sequences load their key tiles by TMA too, V's rows past a block's
-  /// valid ones zeroed by the consumers (--flash-gpu-async-tile-loads'
-  /// ragged-tma), so that they take the warp-specialised forms
-  /// (docs/GPU-NOTES.md 81: decode 2.2x, varlen forward 1.2-1.3x).
+  /// sequences load their key-loop tiles by TMA too (forward and
+  /// backward), the rows past the valid ones zeroed by the consumers where
+  /// a product needs it (--flash-gpu-async-tile-loads' ragged-tma), so that
+  /// they take the warp-specialised forms (docs/GPU-NOTES.md 81: decode
+  /// 2.2x, varlen forward 1.2-1.3x; 82: the varlen backward).
   bool raggedTma = true;
   /// With tmaLoads, forward kernels with a producer warpgroup that issues
   /// the TMA copies (FlashAttention-3's warp specialisation): the driver

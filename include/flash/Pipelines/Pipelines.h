@@ -127,9 +127,9 @@ struct FlashMapTilesToGpuOptions
       llvm::cl::init(true)};
   PassOptions::Option<bool> raggedTma{
       *this, "ragged-tma",
-      llvm::cl::desc("With tma-loads: ragged forward key tiles (KV-cache "
-                     "lengths, packed sequences) by TMA, V's tail zeroed "
-                     "(--flash-gpu-async-tile-loads)"),
+      llvm::cl::desc("With tma-loads: ragged key-loop tiles (KV-cache "
+                     "lengths, packed sequences) by TMA, their tails zeroed "
+                     "where a product needs it (--flash-gpu-async-tile-loads)"),
       llvm::cl::init(false)};
   PassOptions::Option<bool> stagedReductions{
       *this, "staged-reductions",
@@ -272,9 +272,10 @@ struct FlashGpuPipelineOptions
       llvm::cl::init(true)};
   PassOptions::Option<bool> raggedTma{
       *this, "ragged-tma",
-      llvm::cl::desc("With tma-loads: ragged forward key tiles (KV-cache "
-                     "lengths, packed sequences) by TMA, V's tail zeroed "
-                     "(see --flash-gpu-async-tile-loads)"),
+      llvm::cl::desc(
+          "With tma-loads: ragged key-loop tiles (KV-cache "
+          "lengths, packed sequences) by TMA, their tails zeroed "
+          "where a product needs it (see --flash-gpu-async-tile-loads)"),
       llvm::cl::init(false)};
   PassOptions::Option<bool> stagedReductions{
       *this, "staged-reductions",

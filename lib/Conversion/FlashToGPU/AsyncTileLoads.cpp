@@ -319,16 +319,23 @@ static std::optional<TmaSource> matchTmaSource(PaddedTileLoad load,
 /// For a TMA source with a ragged tail: whether the readers of its tile
 /// (in the load's block: its loop's body) take rows past the valid ones as
 /// they are (nullopt when one may not: the tail is then no TMA box) and, if
-/// they do, whether one needs them zero. The forward's products only:
-/// S = Q Kᵀ selects the scores of keys past the valid ones to -inf (a K
-/// tail may hold anything; a Q tail only makes rows that are never stored),
-/// O += P V meets them with P = 0, NaN for a NaN V row: V's tail is zeroed
-/// where the tiler says the block may be ragged (`flash.ragged_keys`; the
-/// unmasked loop's blocks are whole).
+/// they do, whether one needs them zero.
+/// - The forward's products: S = Q Kᵀ selects the scores of keys past the
+///   valid ones to -inf (a K tail may hold anything; a Q tail only makes
+///   rows that are never stored), O += P V meets them with P = 0, NaN for
+///   a NaN V row: V's tail is zeroed where the tiler says the block may be
+///   ragged (`flash.ragged_keys`; the unmasked loop's blocks are whole).
+/// - The backward's: zeros in every block (the zeroing skips whole tiles
+///   at run time), the zero fill the cp.async copy gave them. Their
+///   arithmetic relies on it: a query row past a sequence's end has S = 0
+///   and a finite P (from its zero-filled LSE), which dV += Pᵀ dO and
+///   dK += dSᵀ Q meet with zero rows of dO and Q; a key past it has P = 0,
+///   which dQ += dS K meets with a zero row of K.
 static std::optional<bool> tailNeedsZeros(PaddedTileLoad load) {
   llvm::DenseSet<Value> addresses = addressesOf(load);
   Block *home = load.copy->getBlock();
-  bool ragged = false, onlyScores = true, seen = false, unknown = false;
+  bool ragged = false, onlyScores = true, seen = false, unknown = false,
+       backward = false;
   home->walk([&](Operation *op) {
     ragged |= flash::hasRaggedKeys(op);
     if (op == load.copy.getOperation() || op == load.zeroFill.getOperation() ||
@@ -339,11 +346,16 @@ static std::optional<bool> tailNeedsZeros(PaddedTileLoad load) {
     std::optional<flash::Contraction> role = flash::getContraction(op);
     seen = true;
     onlyScores &= role == flash::Contraction::Scores;
-    unknown |= role != flash::Contraction::Scores &&
-               role != flash::Contraction::Output;
+    if (!role)
+      unknown = true;
+    else if (role != flash::Contraction::Scores &&
+             role != flash::Contraction::Output)
+      backward = true;
   });
   if (unknown)
     return std::nullopt;
+  if (backward)
+    return true;
   // In a ragged block, zeros unless the tile is seen read by S = Q Kᵀ
   // alone: a reader not traced through the tile's addresses then gets
   // zeros too.

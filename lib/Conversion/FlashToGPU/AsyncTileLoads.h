@@ -55,7 +55,8 @@ namespace mlir::flash {
 /// the tensor holds past the valid rows, S = Q Kᵀ selects those keys' scores
 /// away, and where O += P V reads a ragged block (`flash.ragged_keys`) the
 /// consumers zero V's rows past the valid ones once the box is in (a fence
-/// towards the async proxy, then a barrier of the consumers). Not in a
+/// towards the async proxy, then a barrier of the consumers); where a
+/// backward product reads it, in every block. Not in a
 /// persistent launch (its tiles' key loops differ per sequence; unbuilt),
 /// and untried with `--flash-gpu-async-mma`'s pipelined key loops.
 LogicalResult lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
