@@ -6,8 +6,10 @@ cuDNN backends) in the same run.
 
 FlashAttention's benchmark convention: 16k tokens in total (batch =
 16384 / seq), model width 2048 (heads = 2048 / D), forward FLOPs
-4 * B * H * seq^2 * D, halved for causal. For each kernel whose dtype, D and
-causal flag fit, times ours, SDPA-FA2 and SDPA-cuDNN with CUDA events
+4 * B * H * seq^2 * D, halved for causal (with a sliding window: 4 * B * H
+* D per visible pair). For each kernel whose dtype, D and causal flag fit,
+times ours, SDPA-FA2 and SDPA-cuDNN (not for a sliding window, which SDPA
+lacks: FlexAttention's block mask with --flex) with CUDA events
 around each call, enqueued behind a short GPU spin so that the host's launch
 work (Python for ours, the SDPA dispatcher for torch's) overlaps it and the
 events time GPU work only (the GPU brought to working clocks first; three
@@ -225,7 +227,22 @@ def bench_memory(forward, backward, max_seq):
 _flex = None
 
 
-def flex(seq, causal, scale):
+def visible_pairs(seq, causal, window):
+    """(query, key) pairs a square attention computes: all of them, half
+    with the diagonal for causal, and with a sliding window key j only where
+    j >= i - window (flash.attention's window: row i sees keys i - window
+    ... i when causal)."""
+    if window is None:
+        return seq * seq / (2 if causal else 1)
+    w = min(window, seq)
+    # Rows i < w see keys 0 ... i (causal) or 0 ... seq - 1; the others w + 1
+    # keys or seq - (i - w).
+    if causal:
+        return w * (w + 1) / 2 + (seq - w) * (w + 1)
+    return w * seq + sum(seq - (i - w) for i in range(w, seq))
+
+
+def flex(seq, causal, scale, window=None):
     """FlexAttention (Triton, through torch.compile) on the same inputs; one
     compiled function for all shapes, with room for a compile per shape."""
     global _flex
@@ -237,7 +254,12 @@ def flex(seq, causal, scale):
         _flex = torch.compile(flex_attention, dynamic=False)
     compiled = _flex
     mask = None
-    if causal:
+    if window is not None:
+        def sees(b, h, q, kv):
+            inside = q - kv <= window
+            return (q >= kv) & inside if causal else inside
+        mask = create_block_mask(sees, None, None, seq, seq, device="cuda")
+    elif causal:
         mask = create_block_mask(lambda b, h, q, kv: q >= kv, None, None, seq, seq,
                                  device="cuda")
 
@@ -318,10 +340,12 @@ def main(argv=None):
         man = kernel.manifest
         if kernel.backward:
             continue
-        if man["dtype"] not in DTYPES or man["has_bias"] or man["has_mask"] \
-                or man["window"] is not None:
+        if man["dtype"] not in DTYPES or man["has_bias"] or man["has_mask"]:
             continue
         dtype, d, causal = DTYPES[man["dtype"]], man["head_dim"], man["causal"]
+        # SDPA has no sliding window: such kernels meet FlexAttention's (with
+        # --flex) and the --against build's only.
+        window = man["window"]
         for seq in seqs:
             b, h = 16384 // seq, 2048 // d
             inputs = []
@@ -329,7 +353,7 @@ def main(argv=None):
                 q, k, v = (torch.randn(b, h, seq, d, device="cuda", dtype=dtype)
                            for _ in range(3))
                 inputs.append((q, k, v, torch.empty_like(q)))
-            flops = 4 * b * h * seq * seq * d / (2 if causal else 1)
+            flops = 4 * b * h * d * visible_pairs(seq, causal, window)
             lse = torch.empty(b, h, seq, device="cuda") if man.get("has_lse") else None
 
             def ours(q, k, v, o):
@@ -339,11 +363,12 @@ def main(argv=None):
                     kernel(q=q, k=k, v=v, o=o, lse=lse)
             # Rounds that interleave the three, so that clock and thermal drift
             # during the run hits them alike; the median of the rounds.
-            fns = [("ours", ours),
-                   ("fa2", sdpa(SDPBackend.FLASH_ATTENTION, causal, man["scale"])),
-                   ("cudnn", sdpa(SDPBackend.CUDNN_ATTENTION, causal, man["scale"]))]
+            fns = [("ours", ours)]
+            if window is None:
+                fns += [("fa2", sdpa(SDPBackend.FLASH_ATTENTION, causal, man["scale"])),
+                        ("cudnn", sdpa(SDPBackend.CUDNN_ATTENTION, causal, man["scale"]))]
             if args.flex:
-                fns.append(("flex", flex(seq, causal, man["scale"])))
+                fns.append(("flex", flex(seq, causal, man["scale"], window)))
             alt = other.get(kernel.name)
             if alt is not None:
                 def alternative(q, k, v, o, alt=alt):
@@ -366,6 +391,8 @@ def main(argv=None):
                               file=sys.stderr)
             result = {name: None if not t else flops / (statistics.median(t) * 1e-3) / 1e12
                       for name, t in samples.items()}
+            result.setdefault("fa2", None)
+            result.setdefault("cudnn", None)
 
             def fmt(x):
                 return "n/a" if x is None else f"{x:.1f}"
