@@ -729,9 +729,17 @@ def takes_persistent_form(manifest, keys):
     (its manifest's `persistent_form`): up to `max_keys`. A tile's key loop
     is then short, and in the persistent form a CTA's next tile (its Q and
     first K and V) loads under the end of the current one; with longer
-    loops the kernel of one tile per CTA is faster (docs/GPU-NOTES.md 64)."""
+    loops the kernel of one tile per CTA is faster (docs/GPU-NOTES.md 64).
+    Under a causal sliding window a tile's loop walks at most window +
+    block_rows keys however long the sequence (GPU-NOTES 84: at W = 512 and
+    16k keys the form is 1.5x the kernel), so that bound counts."""
     form = manifest.get("persistent_form")
-    return bool(form) and 0 < keys <= form["max_keys"]
+    if not form or keys <= 0:
+        return False
+    window = manifest.get("window")
+    if manifest.get("causal") and window is not None:
+        keys = min(keys, window + manifest["block_rows"])
+    return keys <= form["max_keys"]
 
 
 def companion_manifests(manifests):

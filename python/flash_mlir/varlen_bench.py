@@ -142,7 +142,7 @@ def main(argv=None):
                 samples = {tag: [] for tag, _ in fns}
                 for r in range(args.rounds):
                     for tag, fn in rotated(fns, r):
-                        samples[tag].append(time_ms(fn, [t], warmup=1, reps=5,
+                        samples[tag].append(time_ms(fn, [(t,)], warmup=1, reps=5,
                                                     budget_ms=1500.0))
                 scale = 3.5 if kind == "fwd+bwd" else 1.0
                 tf = {tag: scale * work / (statistics.median(s) * 1e-3) / 1e12

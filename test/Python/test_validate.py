@@ -350,6 +350,20 @@ class PersistentForm(unittest.TestCase):
         self.assertFalse(takes_persistent_form(self.form, 2049))
         self.assertFalse(takes_persistent_form(self.form, 16384))
 
+    def test_causal_window_counts_its_loop(self):
+        # A tile's loop under a causal window walks at most window +
+        # block_rows keys, however long the sequence.
+        window = {**self.form, "causal": True, "window": 512, "block_rows": 128}
+        self.assertTrue(takes_persistent_form(window, 16384))
+        self.assertTrue(takes_persistent_form(window, 1 << 20))
+        wide = {**window, "window": 4096}
+        self.assertFalse(takes_persistent_form(wide, 16384))
+        self.assertTrue(takes_persistent_form(wide, 2048))
+        # Without a causal mask a window bounds the loop from one side only.
+        one_sided = {**window, "causal": False}
+        self.assertFalse(takes_persistent_form(one_sided, 16384))
+        self.assertFalse(takes_persistent_form({**window, "window": None}, 16384))
+
     def test_no_form_no_keys(self):
         self.assertFalse(takes_persistent_form({}, 1024))
         self.assertFalse(takes_persistent_form({"persistent_form": None}, 1024))
