@@ -7,7 +7,7 @@
 // bounds clamped to it, each loop starting where the previous one ends), and
 // writes its normalised O (f32) and LSE into the workspaces o_split
 // [3, B, Hq, M, Dv] and lse_split [3, B, Hq, M]. The second merges them per
-// (batch, head, block of 16 rows), eight splits at a time (each chunk of
+// (batch, head, block of 4 rows), eight splits at a time (each chunk of
 // partial results read at once, padded with -inf LSE and zero O): the
 // rows' largest LSE over the splits, then the weighted sum of the partial O.
 
@@ -28,17 +28,17 @@
 // CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%[[S]], %[[B]], %[[H]], %{{.*}}, 0] [1, 1, 1, %{{.*}}, 32] {{.*}} : tensor<?x32xf32> into tensor<3x?x?x?x32xf32>
 // CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%[[S]], %[[B]], %[[H]], %{{.*}}] [1, 1, 1, %{{.*}}] {{.*}} : tensor<?xf32> into tensor<3x?x?x?xf32>
 // CHECK: scf.forall (%[[B2:.*]], %[[H2:.*]], %{{.*}}) in (%c2, %c8, %c1) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<2x8x1x32xbf16>)
-// CHECK: scf.for %[[C:.*]] = %c0 to %c3 step %c8 iter_args(%{{.*}} = %{{.*}}) -> (tensor<16xf32>)
+// CHECK: scf.for %[[C:.*]] = %c0 to %c3 step %c8 iter_args(%{{.*}} = %{{.*}}) -> (tensor<4xf32>)
 // CHECK: tensor.extract_slice %[[PART]]#1[%[[C]], %[[B2]], %[[H2]], %{{.*}}] [%{{.*}}, 1, 1, %{{.*}}] {{.*}} to tensor<?x?xf32>
 // CHECK: tensor.pad
 // CHECK: tensor.yield %cst{{.*}} : f32
-// CHECK: tensor<?x?xf32> to tensor<8x16xf32>
+// CHECK: tensor<?x?xf32> to tensor<8x4xf32>
 // CHECK: iterator_types = ["reduction", "parallel"]
 // CHECK: arith.maximumf
-// CHECK: scf.for %[[C2:.*]] = %c0 to %c3 step %c8 iter_args({{.*}}) -> (tensor<16xf32>, tensor<16x32xf32>)
+// CHECK: scf.for %[[C2:.*]] = %c0 to %c3 step %c8 iter_args({{.*}}) -> (tensor<4xf32>, tensor<4x32xf32>)
 // CHECK: math.exp2
 // CHECK: tensor.extract_slice %[[PART]]#0[%[[C2]], %[[B2]], %[[H2]], %{{.*}}, 0] [%{{.*}}, 1, 1, %{{.*}}, 32]
-// CHECK: tensor<?x?x32xf32> to tensor<8x16x32xf32>
+// CHECK: tensor<?x?x32xf32> to tensor<8x4x32xf32>
 // CHECK: iterator_types = ["reduction", "parallel", "parallel"]
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 func.func @decode(%q: tensor<2x8x1x32xbf16>, %k: tensor<2x2x?x32xbf16>, %v: tensor<2x2x?x32xbf16>) -> tensor<2x8x1x32xbf16> {

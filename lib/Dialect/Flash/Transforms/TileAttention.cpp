@@ -61,8 +61,11 @@ foldSink(OpBuilder &b, Location loc, Value mRow, Value lRow, Value sink,
 namespace {
 constexpr double kLog2e = 1.4426950408889634;
 /// Split-KV's merge: rows per iteration, and splits read at once (a chunk of
-/// partial results: 8 x 16 x Dv f32, 64 KB at Dv = 128).
-constexpr int64_t kMergeRows = 16;
+/// partial results: 8 x 4 x Dv f32, 16 KB at Dv = 128). Four rows: a decode
+/// step packs a few query rows per head (M x the group's query heads), and
+/// a merge CTA of 16 rows spent most of its time on padding (4 rows: decode
+/// at B = 1 4-10% faster, docs/GPU-NOTES.md 84).
+constexpr int64_t kMergeRows = 4;
 constexpr int64_t kMergeSplits = 8;
 constexpr double kLn2 = 0.6931471805599453;
 
