@@ -36,6 +36,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
+from flash_mlir.flops import forward_flops
 from flash_mlir.runtime import load_all
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
@@ -227,21 +228,6 @@ def bench_memory(forward, backward, max_seq):
 _flex = None
 
 
-def visible_pairs(seq, causal, window):
-    """(query, key) pairs a square attention computes: all of them, half
-    with the diagonal for causal, and with a sliding window key j only where
-    j >= i - window (flash.attention's window: row i sees keys i - window
-    ... i when causal)."""
-    if window is None:
-        return seq * seq / (2 if causal else 1)
-    w = min(window, seq)
-    # Rows i < w see keys 0 ... i (causal) or 0 ... seq - 1; the others w + 1
-    # keys or seq - (i - w).
-    if causal:
-        return w * (w + 1) / 2 + (seq - w) * (w + 1)
-    return w * seq + sum(seq - (i - w) for i in range(w, seq))
-
-
 def flex(seq, causal, scale, window=None):
     """FlexAttention (Triton, through torch.compile) on the same inputs; one
     compiled function for all shapes, with room for a compile per shape."""
@@ -353,7 +339,7 @@ def main(argv=None):
                 q, k, v = (torch.randn(b, h, seq, d, device="cuda", dtype=dtype)
                            for _ in range(3))
                 inputs.append((q, k, v, torch.empty_like(q)))
-            flops = 4 * b * h * d * visible_pairs(seq, causal, window)
+            flops = forward_flops(b, h, seq, d, causal, window)
             lse = torch.empty(b, h, seq, device="cuda") if man.get("has_lse") else None
 
             def ours(q, k, v, o):

@@ -24,6 +24,7 @@ import torch
 
 from flash_mlir.bench import ROUNDS, rotated, time_ms, warm_up_gpu
 from flash_mlir.check import DTYPES
+from flash_mlir.flops import forward_flops
 from flash_mlir.runtime import Kernel
 
 MIXED = [2048, 512, 8192, 1024, 512, 4096]
@@ -31,7 +32,7 @@ BATCHES = [("mixed", MIXED), ("4 x 4096", [4096] * 4), ("8 x 2048", [2048] * 8)]
 
 
 def flops(lengths, heads, dim, causal):
-    return sum(4 * heads * dim * n * n / (2 if causal else 1) for n in lengths)
+    return sum(forward_flops(1, heads, n, dim, causal) for n in lengths)
 
 
 def packed_tensors(lengths, heads, dim, dtype):
