@@ -19,6 +19,7 @@
 #include "flash/Dialect/Flash/Transforms/Passes.h"
 #include "flash/Dialect/Flash/Transforms/Transforms.h"
 #include "flash/Pipelines/Pipelines.h"
+#include "flash/Target/AttentionTarget.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Pass/PassManager.h"
@@ -136,12 +137,14 @@ json::Array workspaceList(ArrayRef<Param> params) {
 /// launch takes the form with a producer warpgroup where ptxas assembles
 /// it without spills, and the other form elsewhere (the dQ kernel's loop is
 /// 2-5% faster so; the dK/dV kernel spills at two CTAs per SM:
-/// docs/GPU-NOTES.md 51).
+/// docs/GPU-NOTES.md 51). `spills`: the bytes both launches spill;
+/// `queryLaunchSpills`, if given, the dQ launch's.
 LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
                               StringRef outputDir, bool asyncCopies,
                               StringRef general, int64_t kvBlockCols,
                               bool specialize, int64_t &spills,
-                              const KernelCompileOptions &compile) {
+                              const KernelCompileOptions &compile,
+                              int64_t *queryLaunchSpills = nullptr) {
   FailureOr<BuiltBackward> plain = buildBackward(
       op, name, asyncCopies, kvBlockCols, /*specialize=*/false, compile);
   if (failed(plain))
@@ -185,6 +188,8 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
     PtxasReport &report = *assembled;
     maxRegisters = std::max(maxRegisters, report.registers);
     spillBytes += std::max<int64_t>(report.spillBytes, 0);
+    if (i == 0 && queryLaunchSpills)
+      *queryLaunchSpills = std::max<int64_t>(report.spillBytes, 0);
     launchList.push_back(json::Object{
         {"entry", l->entry},
         {"ptx", base + ".ptx"},
@@ -347,13 +352,38 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
   }
   KernelCompileOptions sequential = compile;
   sequential.overlapProducts = false;
+  // Where the dQ launch spills (narrower dK/dV steps do not change it),
+  // the same kernels with half as many keys per dQ step, the dK/dV nest's
+  // tiles kept as they were (the softcap varlen backward's general kernel:
+  // 20 bytes at 64 keys, none at 32).
+  bool dqTilesFree =
+      !compile.blockRows && !compile.blockCols && !compile.kvBlockRows;
+  BackwardTiles chosen = chooseBackwardTiles(
+      getAttentionTarget(tileTargetOf(compile.chip)), op.getQuery().getType().getShape().back(),
+      op.getValue().getType().getShape().back(),
+      op.getQuery().getType().getElementType().getIntOrFloatBitWidth() / 8);
   for (auto [i, cols] : llvm::enumerate(candidates)) {
-    int64_t spills = 0;
+    int64_t spills = 0, querySpills = 0;
     if (failed(compileBackward(op, name, outputDir, asyncCopies, general, cols,
-                               /*specialize=*/false, spills, sequential)))
+                               /*specialize=*/false, spills, sequential,
+                               &querySpills)))
       return failure();
     if (spills == 0)
       return success();
+    if (querySpills > 0 && dqTilesFree && chosen.blockCols > 16) {
+      KernelCompileOptions narrow = sequential;
+      narrow.blockCols = chosen.blockCols / 2;
+      narrow.kvBlockRows = chosen.kvRows;
+      if (compile.log)
+        *compile.log << name << ": the dQ launch spills " << querySpills
+                     << " bytes; " << narrow.blockCols
+                     << " keys per dQ step\n";
+      if (failed(compileBackward(op, name, outputDir, asyncCopies, general,
+                                 cols, /*specialize=*/false, spills, narrow)))
+        return failure();
+      if (spills == 0)
+        return success();
+    }
     if (i + 1 < candidates.size() && compile.log)
       *compile.log << name << ": spills " << spills
                    << " bytes; narrower dK/dV steps\n";

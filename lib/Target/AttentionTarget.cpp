@@ -93,6 +93,37 @@ AttentionTiles flash::chooseAttentionTiles(const AttentionTarget &target,
   return paperTiles(target, headDim, valueDim, elementBytes);
 }
 
+BackwardTiles flash::chooseBackwardTiles(const AttentionTarget &target,
+                                         int64_t headDim, int64_t valueDim,
+                                         int64_t elementBytes,
+                                         const BackwardTiles &requested) {
+  AttentionTiles tiles =
+      chooseAttentionTiles(target, headDim, valueDim, elementBytes);
+  // Tensor cores: the dQ nest holds dQ [Br, D] and two Br x Bc score tiles
+  // in registers, the dK/dV nest dK and dV [rows, D], so its score tiles
+  // get 32 query columns above D = 64. Rows are 16 per warp.
+  int64_t d = std::max(headDim, valueDim);
+  BackwardTiles chosen;
+  if (target.tensorCores) {
+    tiles.blockRows = tiles.blockCols = d <= 128 ? 64 : 32;
+    chosen.kvRows = tiles.blockCols;
+    chosen.kvCols = d <= 64 ? 64 : 32;
+  }
+  chosen.blockRows = requested.blockRows > 0 ? requested.blockRows
+                                             : tiles.blockRows;
+  chosen.blockCols = requested.blockCols > 0 ? requested.blockCols
+                                             : tiles.blockCols;
+  if (requested.blockRows > 0 || chosen.kvCols == 0)
+    chosen.kvCols = chosen.blockRows;
+  if (requested.blockCols > 0 || chosen.kvRows == 0)
+    chosen.kvRows = chosen.blockCols;
+  if (requested.kvRows > 0)
+    chosen.kvRows = requested.kvRows;
+  if (requested.kvCols > 0)
+    chosen.kvCols = requested.kvCols;
+  return chosen;
+}
+
 HbmTraffic flash::estimateHbmTraffic(int64_t querySeq, int64_t keySeq,
                                      int64_t headDim, int64_t valueDim,
                                      int64_t blockRows, int64_t elementBytes) {

@@ -73,6 +73,20 @@ AttentionTiles chooseAttentionTiles(const AttentionTarget &target,
                                     int64_t headDim, int64_t valueDim,
                                     int64_t elementBytes);
 
+/// The backward's tiles: the dQ nest's Br x Bc, and the dK/dV nest's key
+/// rows per CTA (`kvRows`) and query columns per step (`kvCols`). Each
+/// request left 0 takes the target's choice: on tensor-core targets 64 x 64
+/// (32 x 32 above D = 128), dK/dV CTAs of Bc keys and steps of 64 query
+/// columns (32 above D = 64); a requested Br or Bc also sets the dK/dV
+/// columns or rows that follow it unless those are requested too.
+struct BackwardTiles {
+  int64_t blockRows = 0, blockCols = 0, kvRows = 0, kvCols = 0;
+};
+BackwardTiles chooseBackwardTiles(const AttentionTarget &target,
+                                  int64_t headDim, int64_t valueDim,
+                                  int64_t elementBytes,
+                                  const BackwardTiles &requested = {});
+
 /// On-chip bytes of a Br x Bc choice on `target`.
 int64_t attentionTileBytes(const AttentionTarget &target, int64_t blockRows,
                            int64_t blockCols, int64_t headDim, int64_t valueDim,

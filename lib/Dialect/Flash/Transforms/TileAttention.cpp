@@ -1065,26 +1065,11 @@ struct FlashTileAttentionPass
       if (failed(checkHeadDims(op, *tgt, d, dv, bytes)) ||
           failed(checkAttentionSizes(op, /*scores=*/false)))
         return signalPassFailure();
-      AttentionTiles tiles = chooseAttentionTiles(*tgt, d, dv, bytes);
-      // Tensor cores: the dQ nest holds dQ [Br, D] and two Br x Bc score
-      // tiles in registers, the dK/dV nest dK and dV [rows, D], so its score
-      // tiles get 32 query columns above D = 64. Rows are 16 per warp.
-      int64_t kvRows = 0, kvCols = 0;
-      if (tgt->tensorCores) {
-        tiles.blockRows = tiles.blockCols = std::max(d, dv) <= 128 ? 64 : 32;
-        kvRows = tiles.blockCols;
-        kvCols = std::max(d, dv) <= 64 ? 64 : 32;
-      }
-      int64_t br = blockRows > 0 ? blockRows : tiles.blockRows;
-      int64_t bc = blockCols > 0 ? blockCols : tiles.blockCols;
-      if (blockRows > 0 || kvCols == 0)
-        kvCols = br;
-      if (blockCols > 0 || kvRows == 0)
-        kvRows = bc;
-      if (kvBlockRows > 0)
-        kvRows = kvBlockRows;
-      if (kvBlockCols > 0)
-        kvCols = kvBlockCols;
+      BackwardTiles tiles = chooseBackwardTiles(
+          *tgt, d, dv, bytes,
+          {blockRows, blockCols, kvBlockRows, kvBlockCols});
+      int64_t br = tiles.blockRows, bc = tiles.blockCols;
+      int64_t kvRows = tiles.kvRows, kvCols = tiles.kvCols;
       // The CPU form walks each sequence's own blocks: no bounds.
       FailureOr<PackedBounds> bounds =
           tgt->tensorCores ? packedBoundsOf(op) : PackedBounds{};
