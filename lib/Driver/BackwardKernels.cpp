@@ -359,7 +359,8 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
   bool dqTilesFree =
       !compile.blockRows && !compile.blockCols && !compile.kvBlockRows;
   BackwardTiles chosen = chooseBackwardTiles(
-      getAttentionTarget(tileTargetOf(compile.chip)), op.getQuery().getType().getShape().back(),
+      getAttentionTarget(tileTargetOf(compile.chip)),
+      op.getQuery().getType().getShape().back(),
       op.getValue().getType().getShape().back(),
       op.getQuery().getType().getElementType().getIntOrFloatBitWidth() / 8);
   for (auto [i, cols] : llvm::enumerate(candidates)) {
@@ -376,8 +377,7 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
       narrow.kvBlockRows = chosen.kvRows;
       if (compile.log)
         *compile.log << name << ": the dQ launch spills " << querySpills
-                     << " bytes; " << narrow.blockCols
-                     << " keys per dQ step\n";
+                     << " bytes; " << narrow.blockCols << " keys per dQ step\n";
       if (failed(compileBackward(op, name, outputDir, asyncCopies, general,
                                  cols, /*specialize=*/false, spills, narrow)))
         return failure();

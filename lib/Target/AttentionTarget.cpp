@@ -109,10 +109,10 @@ BackwardTiles flash::chooseBackwardTiles(const AttentionTarget &target,
     chosen.kvRows = tiles.blockCols;
     chosen.kvCols = d <= 64 ? 64 : 32;
   }
-  chosen.blockRows = requested.blockRows > 0 ? requested.blockRows
-                                             : tiles.blockRows;
-  chosen.blockCols = requested.blockCols > 0 ? requested.blockCols
-                                             : tiles.blockCols;
+  chosen.blockRows =
+      requested.blockRows > 0 ? requested.blockRows : tiles.blockRows;
+  chosen.blockCols =
+      requested.blockCols > 0 ? requested.blockCols : tiles.blockCols;
   if (requested.blockRows > 0 || chosen.kvCols == 0)
     chosen.kvCols = chosen.blockRows;
   if (requested.blockCols > 0 || chosen.kvRows == 0)

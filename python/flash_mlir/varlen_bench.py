@@ -107,22 +107,20 @@ def main(argv=None):
     print(rows[0])
     print(rows[1])
     warm_up_gpu()
+    # (batch label, layout, lengths, tensors, grid scalars), allocated once.
+    inputs = [(label, "varlen", lengths, packed_tensors(lengths, h, d, dtype),
+               {"max_seqlen_q": max(lengths), "max_seqlen_k": max(lengths)})
+              for label, lengths in BATCHES]
+    inputs += [(f"{batch} x {seq}", "dense", [seq] * batch,
+                dense_tensors(batch, seq, h, d, dtype), None)
+               for batch, seq in ((4, 4096), (8, 2048))]
     for causal in (False, True):
         family = f"fm_{args.dtype}_d{d}" + ("_causal" if causal else "")
         for kind in ("fwd", "fwd+bwd"):
-            cases = []  # (batch label, kernel label, fn maker, tensors, flops)
-            for label, lengths in BATCHES:
-                t = packed_tensors(lengths, h, d, dtype)
-                scalars = {"max_seqlen_q": max(lengths),
-                           "max_seqlen_k": max(lengths)}
-                cases.append((label, "varlen", f"{family}_varlen", t, scalars,
-                              flops(lengths, h, d, causal)))
-            for batch, seq in ((4, 4096), (8, 2048)):
-                cases.append((f"{batch} x {seq}", "dense", family,
-                              dense_tensors(batch, seq, h, d, dtype), None,
-                              flops([seq] * batch, h, d, causal)))
             results = []
-            for label, what, base, t, scalars, work in cases:
+            for label, what, lengths, t, scalars in inputs:
+                base = family + ("_varlen" if what == "varlen" else "")
+                work = flops(lengths, h, d, causal)
                 fns = []
                 for tag, directory in (("ours", args.directory),
                                        ("alt", args.against)):
@@ -149,15 +147,20 @@ def main(argv=None):
                 tf = {tag: scale * work / (statistics.median(s) * 1e-3) / 1e12
                       for tag, s in samples.items()}
                 results.append((label, what, tf))
-            dense = next((tf["ours"] for label, what, tf in results
+            dense = next((tf.get("ours") for label, what, tf in results
                           if what == "dense" and label == "4 x 4096"), None)
             for label, what, tf in results:
-                ratio = f"{tf['ours'] / dense:.3f}" if dense else "n/a"
+                ours = tf.get("ours")
+                if ours is None:
+                    print(f"   {label} {what}: no {kind} kernels in "
+                          f"{args.directory}", file=sys.stderr)
+                    continue
+                ratio = f"{ours / dense:.3f}" if dense else "n/a"
                 row = (f"| {'yes' if causal else 'no'} | {kind} | {label} | {what} | "
-                       f"{tf['ours']:.1f} | {ratio} |")
+                       f"{ours:.1f} | {ratio} |")
                 if args.against:
                     alt = tf.get("alt")
-                    row += (f" {alt:.1f} | {alt / tf['ours']:.3f} |" if alt
+                    row += (f" {alt:.1f} | {alt / ours:.3f} |" if alt
                             else " n/a | n/a |")
                 print(row, flush=True)
                 rows.append(row)

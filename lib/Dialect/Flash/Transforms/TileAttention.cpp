@@ -1066,8 +1066,7 @@ struct FlashTileAttentionPass
           failed(checkAttentionSizes(op, /*scores=*/false)))
         return signalPassFailure();
       BackwardTiles tiles = chooseBackwardTiles(
-          *tgt, d, dv, bytes,
-          {blockRows, blockCols, kvBlockRows, kvBlockCols});
+          *tgt, d, dv, bytes, {blockRows, blockCols, kvBlockRows, kvBlockCols});
       int64_t br = tiles.blockRows, bc = tiles.blockCols;
       int64_t kvRows = tiles.kvRows, kvCols = tiles.kvCols;
       // The CPU form walks each sequence's own blocks: no bounds.
