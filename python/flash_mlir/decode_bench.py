@@ -1,16 +1,19 @@
 """Times split-KV decoding against torch SDPA (issue 15's decode bars).
 
     python -m flash_mlir.decode_bench DIR [--kernels K1,K2] [--splits 1,4,8,16]
-        [--trace] [--no-sdpa]
+        [--shapes 1x8192,8x32768] [--trace] [--no-sdpa]
 
 For each split-KV kernel of DIR (a manifest with `key_splits`: the `decode`
 kernel of a bf16 D = 128 family, or a forced-tile build of one) times one
 decode step, bf16, Hq = 32, Hkv = 8, M = 1 (the group's four query heads
 packed as the rows of one head, as flash_mlir.torch packs them), at
-(B, N) = (1, 8k), (1, 32k), (8, 8k), (8, 32k): with the runtime's split
-count and with each of --splits, in us per call (bench.py's method: CUDA
-events behind a GPU spin, medians), and checks O against SDPA. SDPA's
-cuDNN and FlashAttention-2 backends on the same shapes (enable_gqa). With
+(B, N) = (1, 8k), (1, 32k), (8, 8k), (8, 32k), (64, 8k), (64, 32k) (issue
+15's bars): with the runtime's split count and with each of --splits, in
+us per call (bench.py's method: CUDA events behind a GPU spin, medians),
+with the KV cache's read rate (K and V bytes per second) against the
+device's copy bandwidth (a 2 GiB device-to-device copy, read + write), and
+checks O against SDPA's math backend (per sequence). SDPA's cuDNN and
+FlashAttention-2 backends on the same shapes (enable_gqa). With
 --trace, each call's kernels (the split kernel, the merge; cuDNN's) with
 their durations and the gaps between them, from torch.profiler (CUPTI).
 """
@@ -28,7 +31,7 @@ import torch.nn.functional as F
 from flash_mlir.bench import time_ms, warm_up_gpu
 from flash_mlir.runtime import load_all
 
-SHAPES = ((1, 8192), (1, 32768), (8, 8192), (8, 32768))
+SHAPES = "1x8192,1x32768,8x8192,8x32768,64x8192,64x32768"
 KV_HEADS, GROUP, DIM = 8, 4, 128
 
 
@@ -39,6 +42,31 @@ def decode_tensors(batch, keys):
                     dtype=torch.bfloat16)
     return dict(q=q, k=k, v=torch.randn_like(k), o=torch.empty_like(q),
                 lse=torch.empty(batch, KV_HEADS, GROUP, device="cuda"))
+
+
+def kv_bytes(batch, keys):
+    """Bytes of K and V a decode step reads (bf16)."""
+    return 2 * batch * KV_HEADS * keys * DIM * 2
+
+
+def copy_bandwidth():
+    """The device's copy bandwidth in bytes/s: a 2 GiB device-to-device
+    copy, its bytes read plus written over the median time."""
+    src = torch.empty(1 << 30, dtype=torch.int16, device="cuda").random_()
+    dst = torch.empty_like(src)
+    us = median_us(lambda: dst.copy_(src))
+    return 2 * src.numel() * src.element_size() / (us * 1e-6)
+
+
+def reference_o(t):
+    """O by SDPA's math backend in f32, one sequence at a time (the whole
+    batch's expanded K and V would not fit at B = 64, N = 32k)."""
+    from torch.nn.attention import SDPBackend
+    outs = []
+    for b in range(t["q"].shape[0]):
+        one = {n: t[n][b:b + 1].float() for n in ("q", "k", "v")}
+        outs.append(sdpa_call(SDPBackend.MATH, one)())
+    return torch.cat(outs)
 
 
 def median_us(fn):
@@ -96,6 +124,8 @@ def main(argv=None):
     p.add_argument("directory")
     p.add_argument("--kernels", help="comma-separated kernel names")
     p.add_argument("--splits", default="1,4,8,12,16,24,32")
+    p.add_argument("--shapes", default=SHAPES,
+                   help="comma-separated BxN (batch x cached keys)")
     p.add_argument("--trace", action="store_true")
     p.add_argument("--no-sdpa", action="store_true")
     args = p.parse_args(argv)
@@ -109,8 +139,17 @@ def main(argv=None):
               file=sys.stderr)
         return 1
     splits = [int(s) for s in args.splits.split(",")]
+    shapes = [tuple(int(x) for x in s.split("x"))
+              for s in args.shapes.split(",")]
     warm_up_gpu()
-    for batch, keys in SHAPES:
+    copy = copy_bandwidth()
+    print(f"device copy bandwidth: {copy / 1e12:.2f} TB/s", flush=True)
+
+    def rate(us, batch, keys):
+        r = kv_bytes(batch, keys) / (us * 1e-6)
+        return f"{r / 1e12:.2f} TB/s, {100 * r / copy:.0f}% of copy"
+
+    for batch, keys in shapes:
         t = decode_tensors(batch, keys)
         print(f"B = {batch}, N = {keys}:", flush=True)
         backends = [] if args.no_sdpa else [
@@ -119,30 +158,32 @@ def main(argv=None):
         for label, backend in backends:
             try:
                 us = median_us(sdpa_call(backend, t))
-                print(f"  {label}: {us:.1f} us", flush=True)
+                print(f"  {label}: {us:.1f} us ({rate(us, batch, keys)})",
+                      flush=True)
                 if args.trace:
                     for row in kernel_trace(sdpa_call(backend, t)):
                         print("    %s grid %s: %.1f us (gap %.1f us)" % row)
             except RuntimeError as e:
                 print(f"  {label}: failed ({str(e).splitlines()[0]})")
-        reference = sdpa_call(SDPBackend.MATH, {
-            n: (x.float() if x.dtype == torch.bfloat16 else x)
-            for n, x in t.items()})()
+        reference = reference_o(t)
         for kernel in kernels:
             own = kernel.splits(t)
             blocks = -(-keys // kernel.manifest["block_cols"])
             timed = [own] + [s for s in splits if s != own and s <= blocks]
-            parts = []
+            parts, best = [], None
             for s in timed:
                 us = median_us(lambda: kernel.launch(dict(t), splits=s))
                 parts.append(f"{s}{'*' if s == own else ''}: {us:.1f}")
+                if s == own:
+                    best = us
             out = dict(t)
             kernel.launch(out)
             torch.cuda.synchronize()
             err = (out["o"].float().reshape(reference.shape) - reference).abs().max()
             print(f"  {kernel.name} ({kernel.manifest['block_rows']}x"
                   f"{kernel.manifest['block_cols']}), us by splits (* the "
-                  f"runtime's): {', '.join(parts)}; max |O - SDPA| {err:.1e}",
+                  f"runtime's): {', '.join(parts)}; max |O - SDPA| {err:.1e}; "
+                  f"runtime's split count: {rate(best, batch, keys)}",
                   flush=True)
             if args.trace:
                 for row in kernel_trace(lambda: kernel.launch(dict(t))):

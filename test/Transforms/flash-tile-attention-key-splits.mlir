@@ -7,9 +7,10 @@
 // bounds clamped to it, each loop starting where the previous one ends), and
 // writes its normalised O (f32) and LSE into the workspaces o_split
 // [3, B, Hq, M, Dv] and lse_split [3, B, Hq, M]. The second merges them per
-// (batch, head, block of 4 rows), eight splits at a time (each chunk of
-// partial results read at once, padded with -inf LSE and zero O): the
-// rows' largest LSE over the splits, then the weighted sum of the partial O.
+// (batch, head, block of 4 rows), reading every split's partial results in
+// place (no copies): the rows' largest LSE over the splits, the sum of the
+// weights, then the weighted sum of the partial O, the splits the innermost
+// (reduction) loop of each.
 
 // CHECK-LABEL: func @decode
 // CHECK-DAG: %[[OS:.*]] = tensor.empty({{.*}}) {flash.workspace = "o_split"} : tensor<3x?x?x?x32xf32>
@@ -28,18 +29,16 @@
 // CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%[[S]], %[[B]], %[[H]], %{{.*}}, 0] [1, 1, 1, %{{.*}}, 32] {{.*}} : tensor<?x32xf32> into tensor<3x?x?x?x32xf32>
 // CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%[[S]], %[[B]], %[[H]], %{{.*}}] [1, 1, 1, %{{.*}}] {{.*}} : tensor<?xf32> into tensor<3x?x?x?xf32>
 // CHECK: scf.forall (%[[B2:.*]], %[[H2:.*]], %{{.*}}) in (%c2, %c8, %c1) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<2x8x1x32xbf16>)
-// CHECK: scf.for %[[C:.*]] = %c0 to %c3 step %c8 iter_args(%{{.*}} = %{{.*}}) -> (tensor<4xf32>)
-// CHECK: tensor.extract_slice %[[PART]]#1[%[[C]], %[[B2]], %[[H2]], %{{.*}}] [%{{.*}}, 1, 1, %{{.*}}] {{.*}} to tensor<?x?xf32>
-// CHECK: tensor.pad
-// CHECK: tensor.yield %cst{{.*}} : f32
-// CHECK: tensor<?x?xf32> to tensor<8x4xf32>
-// CHECK: iterator_types = ["reduction", "parallel"]
+// CHECK-NOT: tensor.pad
+// CHECK-DAG: %[[LSE:.*]] = tensor.extract_slice %[[PART]]#1[0, %[[B2]], %[[H2]], %{{.*}}] [%c3, 1, 1, %{{.*}}] {{.*}} to tensor<?x?xf32>
+// CHECK-DAG: %[[OUT:.*]] = tensor.extract_slice %[[PART]]#0[0, %[[B2]], %[[H2]], %{{.*}}, 0] [%c3, 1, 1, %{{.*}}, 32] {{.*}} to tensor<?x?x32xf32>
+// CHECK: %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[LSE]] : tensor<?x?xf32>) outs(%{{.*}} : tensor<?xf32>)
 // CHECK: arith.maximumf
-// CHECK: scf.for %[[C2:.*]] = %c0 to %c3 step %c8 iter_args({{.*}}) -> (tensor<4xf32>, tensor<4x32xf32>)
+// CHECK: tensor.insert_slice %[[MAX]] into %{{.*}} : tensor<?xf32> into tensor<4xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[LSE]], %[[MAX]] : tensor<?x?xf32>, tensor<?xf32>) outs(%{{.*}} : tensor<?xf32>)
 // CHECK: math.exp2
-// CHECK: tensor.extract_slice %[[PART]]#0[%[[C2]], %[[B2]], %[[H2]], %{{.*}}, 0] [%{{.*}}, 1, 1, %{{.*}}, 32]
-// CHECK: tensor<?x?x32xf32> to tensor<8x4x32xf32>
-// CHECK: iterator_types = ["reduction", "parallel", "parallel"]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[OUT]], %[[LSE]], %[[MAX]] : tensor<?x?x32xf32>, tensor<?x?xf32>, tensor<?xf32>) outs(%{{.*}} : tensor<?x32xf32>)
+// CHECK: math.exp2
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 func.func @decode(%q: tensor<2x8x1x32xbf16>, %k: tensor<2x2x?x32xbf16>, %v: tensor<2x2x?x32xbf16>) -> tensor<2x8x1x32xbf16> {
   %o = flash.attention %q, %k, %v : tensor<2x8x1x32xbf16>, tensor<2x2x?x32xbf16>, tensor<2x2x?x32xbf16> -> tensor<2x8x1x32xbf16>
@@ -57,7 +56,7 @@ func.func @decode(%q: tensor<2x8x1x32xbf16>, %k: tensor<2x2x?x32xbf16>, %v: tens
 // CHECK-NOT: tensor.empty{{.*}}workspace
 // CHECK: %[[N:.*]] = tensor.dim %[[OS]], %c0
 // CHECK: scf.forall ({{.*}}) in (%c1, %c8, %[[N]]) shared_outs(%{{.*}} = %[[OS]], %{{.*}} = %[[LS]])
-// CHECK: scf.for %{{.*}} = %c0 to %[[N]] step %c8
+// CHECK: tensor.extract_slice %{{.*}}[0, %{{.*}}, %{{.*}}, %{{.*}}] [%[[N]], 1, 1, %{{.*}}] {{.*}} : tensor<?x1x8x4xf32> to tensor<?x?xf32>
 // RUNTIME-LABEL: func @runtime
 // RUNTIME: %[[N:.*]] = tensor.dim %arg3, %c0
 // RUNTIME: scf.forall ({{.*}}) in (%c1, %c8, %[[N]])

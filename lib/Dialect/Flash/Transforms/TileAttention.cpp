@@ -60,13 +60,9 @@ foldSink(OpBuilder &b, Location loc, Value mRow, Value lRow, Value sink,
 
 namespace {
 constexpr double kLog2e = 1.4426950408889634;
-/// Split-KV's merge: rows per iteration, and splits read at once (a chunk of
-/// partial results: 8 x 4 x Dv f32, 16 KB at Dv = 128). Four rows: a decode
-/// step packs a few query rows per head (M x the group's query heads), and
-/// a merge CTA of 16 rows spent most of its time on padding (4 rows: decode
-/// at B = 1 4-10% faster, docs/GPU-NOTES.md 84).
+/// Split-KV's merge: query rows per CTA. Four: a decode step packs a few
+/// query rows per head (M x the group's query heads).
 constexpr int64_t kMergeRows = 4;
-constexpr int64_t kMergeSplits = 8;
 constexpr double kLn2 = 0.6931471805599453;
 
 /// Builds the loop nest of one rank-4 attention op.
@@ -91,11 +87,10 @@ private:
   SmallVector<Value> buildSplitCombine(Value partialOut, Value partialLse,
                                        ValueRange outs);
 
-  /// Splits [first, first + count) of a partial result's rows [rowAt,
-  /// rowAt + rowCount), padded with `pad` to kMergeSplits x kMergeRows
-  /// (x Dv).
-  Value partialChunk(Value partial, Value first, Value count, Value batchAt,
-                     Value headAt, Value rowAt, Value rowCount, double pad);
+  /// Every split's part of a partial result for rows [rowAt, rowAt +
+  /// rowCount), read in place: splits x rows (x Dv).
+  Value partialRows(Value partial, Value batchAt, Value headAt, Value rowAt,
+                    Value rowCount);
 
   /// The slice `source[offsets][sizes]` of rank-reduced shape `sliceShape`,
   /// zero-padded at the high end to the static shape `padded`.
@@ -776,30 +771,24 @@ SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
   return SmallVector<Value>(forall.getResults());
 }
 
-Value AttentionTiler::partialChunk(Value partial, Value first, Value count,
-                                   Value batchAt, Value headAt, Value rowAt,
-                                   Value rowCount, double pad) {
+Value AttentionTiler::partialRows(Value partial, Value batchAt,
+                                  Value headAt, Value rowAt, Value rowCount) {
   OpFoldResult one = b.getIndexAttr(1);
   bool withColumns = cast<RankedTensorType>(partial.getType()).getRank() == 5;
-  SmallVector<OpFoldResult> offsets = {first, batchAt, headAt, rowAt};
-  SmallVector<OpFoldResult> sizes = {count, one, one, rowCount};
+  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), batchAt, headAt,
+                                       rowAt};
+  SmallVector<OpFoldResult> sizes = {splitCount, one, one, rowCount};
   SmallVector<int64_t> sliceShape = {ShapedType::kDynamic,
-                                     ShapedType::kDynamic},
-                       padded = {kMergeSplits, kMergeRows};
+                                     ShapedType::kDynamic};
   if (withColumns) {
     offsets.push_back(b.getIndexAttr(0));
     sizes.push_back(b.getIndexAttr(valueDim));
     sliceShape.push_back(valueDim);
-    padded.push_back(valueDim);
   }
   SmallVector<OpFoldResult> strides(offsets.size(), one);
-  Value slice = tensor::ExtractSliceOp::create(
+  return tensor::ExtractSliceOp::create(
       b, loc, RankedTensorType::get(sliceShape, f32), partial, offsets, sizes,
       strides);
-  Value padValue = arith::ConstantOp::create(
-      b, loc, b.getF32FloatAttr(static_cast<float>(pad)));
-  return tensor::createPadHighOp(RankedTensorType::get(padded, f32), slice,
-                                 padValue, /*nofold=*/false, loc, b);
 }
 
 SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
@@ -815,12 +804,6 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
   Value rowAt = mul(ivs[2], idx(kMergeRows));
   Value rowCount = min(idx(kMergeRows), sub(totalQueries, rowAt));
   constexpr double ninf = -std::numeric_limits<double>::infinity();
-  // The LSE of splits [first, first + count): splits and rows past the end
-  // read as -inf, so that they weigh nothing.
-  auto lseChunk = [&](Value first, Value count) {
-    return partialChunk(partialLse, first, count, ivs[0], ivs[1], rowAt,
-                        rowCount, ninf);
-  };
   // exp(x - ref) in natural units, a ref of -inf (no split saw a key)
   // taken as 0.
   auto expFrom = [&](OpBuilder &nb, Location nl, Value x, Value ref) {
@@ -835,60 +818,58 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
             nb, nl, nb.getF32FloatAttr(static_cast<float>(kLog2e))));
     return math::Exp2Op::create(nb, nl, d).getResult();
   };
-  // A loop over the splits kMergeSplits at a time: each chunk's partial
-  // results are read at once, not one split after another.
-  auto chunkLoop =
-      [&](ValueRange init,
-          function_ref<SmallVector<Value>(Value, Value, ValueRange)> step)
-      -> SmallVector<Value> {
-    auto loop =
-        scf::ForOp::create(b, loc, idx(0), splitCount, idx(kMergeSplits), init);
-    OpBuilder::InsertionGuard inLoop(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value first = loop.getInductionVar();
-    Value count = min(idx(kMergeSplits), sub(splitCount, first));
-    scf::YieldOp::create(b, loc, step(first, count, loop.getRegionIterArgs()));
-    return SmallVector<Value>(loop.getResults());
-  };
-  auto add = [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-    return arith::AddFOp::create(nb, nl, a[0], a[1]);
-  };
 
+  // The partial results are read where the splits wrote them, the splits
+  // the innermost (reduction) loop of each generic: on the GPU a thread per
+  // output element walks the splits, its loads independent of each other
+  // (docs/Rationale.md, "The split-KV merge").
+  Value lse = partialRows(partialLse, ivs[0], ivs[1], rowAt, rowCount);
+  Value out = partialRows(partialOut, ivs[0], ivs[1], rowAt, rowCount);
+  // A reduction over the splits into the first rowCount rows of a static
+  // tile of kMergeRows rows filled with `init` (its operands have rowCount
+  // rows; the rows past them keep `init`): (the tile, its rowCount rows).
+  auto overSplits = [&](ValueRange ins, ArrayRef<int64_t> shape, double init,
+                        ArrayRef<AffineMap> maps, ArrayRef<IteratorType> iters,
+                        BodyFn body) {
+    Value tile = filled(shape, init);
+    SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0)),
+        sizes = {rowCount}, strides(shape.size(), b.getIndexAttr(1));
+    SmallVector<int64_t> sliceShape = {ShapedType::kDynamic};
+    for (int64_t size : shape.drop_front()) {
+      sizes.push_back(b.getIndexAttr(size));
+      sliceShape.push_back(size);
+    }
+    Value rows = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get(sliceShape, f32), tile, offsets, sizes,
+        strides);
+    Value reduced = generic(ins, rows, maps, iters, body);
+    Value whole = tensor::InsertSliceOp::create(b, loc, reduced, tile, offsets,
+                                                sizes, strides);
+    return std::make_pair(whole, reduced);
+  };
   // The largest partial LSE of each row, then O = sum_s w_s O_s / sum_s w_s
-  // with w_s = exp(LSE_s - max): every weight at most 1.
-  Value rowMax = chunkLoop(
-      {filled({kMergeRows}, ninf)},
-      [&](Value first, Value count, ValueRange carried) -> SmallVector<Value> {
-        return {generic(lseChunk(first, count), carried[0],
-                        {id(2), map(2, {1})}, {kRed, kPar},
-                        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                          return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
-                        })};
-      })[0];
-  SmallVector<Value> sums = chunkLoop(
-      {filled({kMergeRows}, 0.0), filled({kMergeRows, valueDim}, 0.0)},
-      [&](Value first, Value count, ValueRange carried) -> SmallVector<Value> {
-        Value weight =
-            generic({lseChunk(first, count), rowMax},
-                    empty({kMergeSplits, kMergeRows}, f32),
-                    {id(2), map(2, {1}), id(2)}, {kPar, kPar},
-                    [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                      return expFrom(nb, nl, a[0], a[1]);
-                    });
-        Value total = generic(weight, carried[0], {id(2), map(2, {1})},
-                              {kRed, kPar}, add);
-        Value out = partialChunk(partialOut, first, count, ivs[0], ivs[1],
-                                 rowAt, rowCount, 0.0);
-        Value acc =
-            generic({out, weight}, carried[1],
-                    {id(3), map(3, {0, 1}), map(3, {1, 2})}, {kRed, kPar, kPar},
-                    [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                      Value x = arith::MulFOp::create(nb, nl, a[0], a[1]);
-                      return arith::AddFOp::create(nb, nl, a[2], x);
-                    });
-        return {total, acc};
+  // with w_s = exp(LSE_s - max): every weight at most 1. Loops (row, split)
+  // and (row, column, split).
+  auto [rowMax, rowMaxRows] = overSplits(
+      lse, {kMergeRows}, ninf, {map(2, {1, 0}), map(2, {0})}, {kPar, kRed},
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
       });
-  Value total = sums[0], acc = sums[1];
+  Value total = overSplits(
+      {lse, rowMaxRows}, {kMergeRows}, 0.0,
+      {map(2, {1, 0}), map(2, {0}), map(2, {0})}, {kPar, kRed},
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        return arith::AddFOp::create(nb, nl, a[2], expFrom(nb, nl, a[0], a[1]));
+      }).first;
+  Value acc = overSplits(
+      {out, lse, rowMaxRows}, {kMergeRows, valueDim}, 0.0,
+      {map(3, {2, 0, 1}), map(3, {2, 0}), map(3, {0}), map(3, {0, 1})},
+      {kPar, kPar, kRed},
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value w = expFrom(nb, nl, a[1], a[2]);
+        Value x = arith::MulFOp::create(nb, nl, a[0], w);
+        return arith::AddFOp::create(nb, nl, a[3], x);
+      }).first;
 
   // The sink joins the merged row as in the unsplit epilogue, in natural
   // units: m_f = max(max, sink), l_f = l exp(max - m_f) + exp(sink - m_f).
