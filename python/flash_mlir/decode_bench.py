@@ -131,7 +131,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     from torch.nn.attention import SDPBackend
     wanted = set(args.kernels.split(",")) if args.kernels else None
-    kernels = [k for k in load_all(args.directory, general=False)
+    loaded = {k.name: k for k in load_all(args.directory, general=False)}
+    kernels = [k for k in loaded.values()
                if k.manifest.get("key_splits") and k.manifest["head_dim"] == DIM
                and (wanted is None or k.name in wanted)]
     if not kernels:
@@ -185,6 +186,15 @@ def main(argv=None):
                   f"runtime's): {', '.join(parts)}; max |O - SDPA| {err:.1e}; "
                   f"runtime's split count: {rate(best, batch, keys)}",
                   flush=True)
+            # Where the runtime takes one run, the PyTorch op launches the
+            # family's plain forward instead (no merge).
+            plain = (loaded.get(kernel.name[:-len("decode")] + "fwd")
+                     if kernel.name.endswith("_decode") else None)
+            if own == 1 and plain is not None:
+                us = median_us(lambda: plain.launch(
+                    {n: t[n] for n in ("q", "k", "v", "o")}))
+                print(f"  {plain.name} (the op's choice at one run): {us:.1f} us"
+                      f" ({rate(us, batch, keys)})", flush=True)
             if args.trace:
                 for row in kernel_trace(lambda: kernel.launch(dict(t))):
                     print("    %s grid %s: %.1f us (gap %.1f us)" % row)

@@ -653,14 +653,20 @@ def grid_size(g, shape_of, scalars=None):
     return int(size)
 
 
+# A split-KV CTA's fixed cost in key blocks' time (docs/GPU-NOTES.md 85).
+CTA_COST_IN_KEY_BLOCKS = 2
+
+
 def choose_key_splits(manifest, batch, heads, queries, keys, resident_ctas,
                       max_splits=64):
     """How many runs a split-KV kernel (manifest `key_splits`) cuts each
     query block's keys into: one when its (batch, head, query block) tiles
-    fill the GPU already; otherwise the fewest runs whose CTAs come within
-    15% of the best use of the GPU's waves (FlashAttention's rule: the
-    tiles times S over waves of `resident_ctas`), each run at least two key
-    blocks long."""
+    fill the GPU already; otherwise the count with the shortest critical
+    path, the waves of `resident_ctas` CTAs times the key blocks of the
+    longest run plus a CTA's fixed cost (about two key blocks' time: its
+    start, its epilogue, its part of the merge), runs being whole key
+    blocks (47 blocks take 3 a run in 16 runs but 4 in 14), each at least
+    two key blocks long, the fewest runs among equals."""
     rows, cols = manifest["block_rows"], manifest["block_cols"]
     tiles = batch * heads * -(-queries // rows)
     blocks = -(-keys // cols)
@@ -668,13 +674,11 @@ def choose_key_splits(manifest, batch, heads, queries, keys, resident_ctas,
         return 1
     most = max(1, min(max_splits, blocks // 2))
 
-    def use(s):
-        ctas = tiles * s
-        waves = -(-ctas // resident_ctas)
-        return ctas / (waves * resident_ctas)
+    def critical_path(s):
+        waves = -(-tiles * s // resident_ctas)
+        return waves * (-(-blocks // s) + CTA_COST_IN_KEY_BLOCKS)
 
-    best = max(use(s) for s in range(1, most + 1))
-    return next(s for s in range(1, most + 1) if use(s) >= 0.85 * best)
+    return min(range(1, most + 1), key=lambda s: (critical_path(s), s))
 
 
 def wants_key_splits(batch, heads, queries, keys, sms, rows=128,

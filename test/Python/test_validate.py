@@ -396,9 +396,18 @@ class KeySplits(unittest.TestCase):
 
     def test_few_tiles_split_the_keys(self):
         # Batch 1, 8 KV heads: 8 tiles; a split count that fills the waves.
-        s = choose_key_splits(self.man, 1, 8, 4, 32768, 132)
-        self.assertGreater(s, 1)
-        self.assertGreaterEqual(8 * s / (-(-8 * s // 132) * 132), 0.85 * 0.96)
+        # 187 key blocks of 176: 16 runs of 12 blocks on 128 CTAs (17 runs
+        # would take a second wave).
+        self.assertEqual(choose_key_splits(self.man, 1, 8, 4, 32768, 132), 16)
+        # 47 blocks: 16 runs of 3 (14 runs, the most in one wave by CTA
+        # count alone, take 4 blocks each).
+        self.assertEqual(choose_key_splits(self.man, 1, 8, 4, 8192, 132), 16)
+        # Batch 8: 64 tiles; 2 runs of 24 blocks on 128 CTAs; 4 runs of 12
+        # take two waves, no shorter.
+        self.assertEqual(choose_key_splits(self.man, 8, 8, 4, 8192, 132), 2)
+        # 187 blocks at batch 8: 2 runs of 94 in one wave, not 47 runs of 4
+        # in 23 waves (each CTA's fixed cost counts).
+        self.assertEqual(choose_key_splits(self.man, 8, 8, 4, 32768, 132), 2)
         # Runs of at least two key blocks: 1000 keys are 6 blocks, 3 runs.
         self.assertLessEqual(choose_key_splits(self.man, 1, 1, 1, 1000, 132), 3)
         self.assertEqual(choose_key_splits(self.man, 1, 1, 1, 100, 132), 1)

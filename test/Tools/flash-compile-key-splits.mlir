@@ -19,7 +19,7 @@
 
 // SPLIT: True True True ['o_split:o:None', 'lse_split:q:3']
 // SPLIT-NEXT: [{'product': [{'ceil_div': 128, 'dim': 2, 'tensor': 'q'}, {'dim': 0, 'tensor': 'o_split'}]}, {'dim': 1, 'tensor': 'q'}, {'dim': 0, 'tensor': 'q'}] ['tensor_maps', {{.*}}'o_split'{{.*}}'lse_split'{{.*}}]
-// SPLIT-NEXT: [{'ceil_div': 4, 'dim': 2, 'tensor': 'q'}, {'dim': 1, 'tensor': 'q'}, {'dim': 0, 'tensor': 'q'}] [{{.*}}'o_split', 'lse_split', 'sinks', 'o', 'lse']
+// SPLIT-NEXT: [{'ceil_div': 2, 'dim': 2, 'tensor': 'q'}, {'dim': 1, 'tensor': 'q'}, {'dim': 0, 'tensor': 'q'}] [{{.*}}'o_split', 'lse_split', 'sinks', 'o', 'lse']
 
 // PLAIN: None False {'ceil_div': {{[0-9]+}}, 'dim': 2, 'tensor': 'q'}
 

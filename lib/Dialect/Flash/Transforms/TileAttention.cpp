@@ -60,9 +60,10 @@ foldSink(OpBuilder &b, Location loc, Value mRow, Value lRow, Value sink,
 
 namespace {
 constexpr double kLog2e = 1.4426950408889634;
-/// Split-KV's merge: query rows per CTA. Four: a decode step packs a few
-/// query rows per head (M x the group's query heads).
-constexpr int64_t kMergeRows = 4;
+/// Split-KV's merge: query rows per CTA (two: a thread per output element
+/// at Dv = 128), and splits whose partial results each thread loads at once.
+constexpr int64_t kMergeRows = 2;
+constexpr int64_t kMergeSplits = 8;
 constexpr double kLn2 = 0.6931471805599453;
 
 /// Builds the loop nest of one rank-4 attention op.
@@ -819,57 +820,82 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
     return math::Exp2Op::create(nb, nl, d).getResult();
   };
 
-  // The partial results are read where the splits wrote them, the splits
-  // the innermost (reduction) loop of each generic: on the GPU a thread per
-  // output element walks the splits, its loads independent of each other
-  // (docs/Rationale.md, "The split-KV merge").
+  // One pass over the splits, the partial results read where the splits
+  // wrote them: each output element (a parallel loop over rows and columns;
+  // a thread each on the GPU) walks the splits with its own running max m
+  // and sum l (FlashAttention's online softmax over the partial LSEs), in
+  // chunks of kMergeSplits whose loads are all issued before any is used
+  // (docs/Rationale.md, "The split-KV merge"). Per split s:
+  // m' = max(m, LSE_s), a = exp(m - m'), w = exp(LSE_s - m'),
+  // acc' = a acc + w O_s, l' = a l + w.
   Value lse = partialRows(partialLse, ivs[0], ivs[1], rowAt, rowCount);
   Value out = partialRows(partialOut, ivs[0], ivs[1], rowAt, rowCount);
-  // A reduction over the splits into the first rowCount rows of a static
-  // tile of kMergeRows rows filled with `init` (its operands have rowCount
-  // rows; the rows past them keep `init`): (the tile, its rowCount rows).
-  auto overSplits = [&](ValueRange ins, ArrayRef<int64_t> shape, double init,
-                        ArrayRef<AffineMap> maps, ArrayRef<IteratorType> iters,
-                        BodyFn body) {
-    Value tile = filled(shape, init);
-    SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0)),
-        sizes = {rowCount}, strides(shape.size(), b.getIndexAttr(1));
-    SmallVector<int64_t> sliceShape = {ShapedType::kDynamic};
-    for (int64_t size : shape.drop_front()) {
-      sizes.push_back(b.getIndexAttr(size));
-      sliceShape.push_back(size);
-    }
-    Value rows = tensor::ExtractSliceOp::create(
-        b, loc, RankedTensorType::get(sliceShape, f32), tile, offsets, sizes,
-        strides);
-    Value reduced = generic(ins, rows, maps, iters, body);
-    Value whole = tensor::InsertSliceOp::create(b, loc, reduced, tile, offsets,
-                                                sizes, strides);
-    return std::make_pair(whole, reduced);
-  };
-  // The largest partial LSE of each row, then O = sum_s w_s O_s / sum_s w_s
-  // with w_s = exp(LSE_s - max): every weight at most 1. Loops (row, split)
-  // and (row, column, split).
-  auto [rowMax, rowMaxRows] = overSplits(
-      lse, {kMergeRows}, ninf, {map(2, {1, 0}), map(2, {0})}, {kPar, kRed},
-      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        return arith::MaximumFOp::create(nb, nl, a[0], a[1]);
+  OpFoldResult zeroIndex = b.getIndexAttr(0), oneIndex = b.getIndexAttr(1);
+  SmallVector<OpFoldResult> tileAt = {zeroIndex, zeroIndex},
+                            tileSizes = {rowCount, b.getIndexAttr(valueDim)},
+                            unitStrides = {oneIndex, oneIndex};
+  // Tiles of kMergeRows rows; the merge writes their first rowCount rows,
+  // the rest keep their fill. l starts at -0.0: a fill unlike acc's, which
+  // CSE would otherwise merge into one buffer that bufferization then
+  // copies for each.
+  SmallVector<Value> tiles = {filled({kMergeRows, valueDim}, 0.0),
+                              filled({kMergeRows, valueDim}, ninf),
+                              filled({kMergeRows, valueDim}, -0.0)};
+  SmallVector<Value> inits;
+  for (Value tile : tiles)
+    inits.push_back(tensor::ExtractSliceOp::create(
+        b, loc,
+        RankedTensorType::get({ShapedType::kDynamic, valueDim}, f32), tile,
+        tileAt, tileSizes, unitStrides));
+  auto merge = linalg::GenericOp::create(
+      b, loc, ValueRange(inits).getTypes(), ValueRange{}, inits,
+      ArrayRef<AffineMap>{id(2), id(2), id(2)},
+      ArrayRef<IteratorType>{kPar, kPar},
+      [&](OpBuilder &nb, Location nl, ValueRange start) {
+        Value row = linalg::IndexOp::create(nb, nl, 0);
+        Value column = linalg::IndexOp::create(nb, nl, 1);
+        auto index = [&](int64_t v) -> Value {
+          return arith::ConstantIndexOp::create(nb, nl, v);
+        };
+        Value last = arith::SubIOp::create(nb, nl, splitCount, index(1));
+        auto chunks = scf::ForOp::create(
+            nb, nl, index(0), splitCount, index(kMergeSplits), start,
+            [&](OpBuilder &cb, Location cl, Value first, ValueRange carried) {
+              // The chunk's loads first: splits past the last read the
+              // last one's, then weigh nothing (their LSE taken as -inf).
+              SmallVector<Value> lseAt, outAt;
+              for (int64_t j = 0; j < kMergeSplits; ++j) {
+                Value split = arith::AddIOp::create(cb, cl, first, index(j));
+                Value valid = arith::CmpIOp::create(
+                    cb, cl, arith::CmpIPredicate::slt, split, splitCount);
+                Value at = arith::MinSIOp::create(cb, cl, split, last);
+                Value x = tensor::ExtractOp::create(cb, cl, lse,
+                                                    ValueRange{at, row});
+                lseAt.push_back(arith::SelectOp::create(cb, cl, valid, x,
+                                                        negInfF32(cb, cl)));
+                outAt.push_back(tensor::ExtractOp::create(
+                    cb, cl, out, ValueRange{at, row, column}));
+              }
+              Value acc = carried[0], m = carried[1], l = carried[2];
+              for (int64_t j = 0; j < kMergeSplits; ++j) {
+                Value mNew = arith::MaximumFOp::create(cb, cl, m, lseAt[j]);
+                Value alpha = expFrom(cb, cl, m, mNew);
+                Value w = expFrom(cb, cl, lseAt[j], mNew);
+                acc = arith::AddFOp::create(
+                    cb, cl, arith::MulFOp::create(cb, cl, acc, alpha),
+                    arith::MulFOp::create(cb, cl, w, outAt[j]));
+                l = arith::AddFOp::create(
+                    cb, cl, arith::MulFOp::create(cb, cl, l, alpha), w);
+                m = mNew;
+              }
+              scf::YieldOp::create(cb, cl, ValueRange{acc, m, l});
+            });
+        linalg::YieldOp::create(nb, nl, chunks.getResults());
       });
-  Value total = overSplits(
-      {lse, rowMaxRows}, {kMergeRows}, 0.0,
-      {map(2, {1, 0}), map(2, {0}), map(2, {0})}, {kPar, kRed},
-      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        return arith::AddFOp::create(nb, nl, a[2], expFrom(nb, nl, a[0], a[1]));
-      }).first;
-  Value acc = overSplits(
-      {out, lse, rowMaxRows}, {kMergeRows, valueDim}, 0.0,
-      {map(3, {2, 0, 1}), map(3, {2, 0}), map(3, {0}), map(3, {0, 1})},
-      {kPar, kPar, kRed},
-      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        Value w = expFrom(nb, nl, a[1], a[2]);
-        Value x = arith::MulFOp::create(nb, nl, a[0], w);
-        return arith::AddFOp::create(nb, nl, a[3], x);
-      }).first;
+  for (auto [i, tile] : llvm::enumerate(tiles))
+    tile = tensor::InsertSliceOp::create(b, loc, merge.getResult(i), tile,
+                                         tileAt, tileSizes, unitStrides);
+  Value acc = tiles[0], rowMax = tiles[1], total = tiles[2];
 
   // The sink joins the merged row as in the unsplit epilogue, in natural
   // units: m_f = max(max, sink), l_f = l exp(max - m_f) + exp(sink - m_f).
@@ -884,23 +910,33 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
         extendToF32(nb, nl, tensor::ExtractOp::create(nb, nl, sinks, ivs[1]));
     return foldSink(nb, nl, mRow, lRow, sink, expFrom);
   };
-  Value inverse = generic(
-      {total, rowMax}, empty({kMergeRows}, f32), {id(1), id(1), id(1)}, {kPar},
+  // O = acc (numerator / l_f), element by element (every column's thread
+  // has the row's m and l).
+  SmallVector<Value> results = {generic(
+      {acc, rowMax, total}, empty({kMergeRows, valueDim}, elementType),
+      {id(2), id(2), id(2), id(2)}, {kPar, kPar},
       [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        auto [numerator, mFinal, lFinal] = finalRow(nb, nl, a[1], a[0]);
+        auto [numerator, mFinal, lFinal] = finalRow(nb, nl, a[1], a[2]);
         Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
         Value none = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
                                            lFinal, zero);
         Value rcp = arith::DivFOp::create(nb, nl, numerator, lFinal);
-        return arith::SelectOp::create(nb, nl, none, zero, rcp);
-      });
-  SmallVector<Value> tiles = {
-      scaledRows(acc, inverse, kMergeRows, elementType)};
-  if (op.getLse())
-    tiles.push_back(generic(
-        {total, rowMax}, empty({kMergeRows}, f32), {id(1), id(1), id(1)},
-        {kPar}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-          auto [numerator, mFinal, lFinal] = finalRow(nb, nl, a[1], a[0]);
+        Value o = arith::MulFOp::create(
+            nb, nl, a[0], arith::SelectOp::create(nb, nl, none, zero, rcp));
+        if (elementType != f32)
+          o = arith::TruncFOp::create(nb, nl, elementType, o);
+        return o;
+      })};
+  if (op.getLse()) {
+    // Column 0's m and l.
+    AffineMap firstColumn =
+        AffineMap::get(1, 0, {b.getAffineDimExpr(0), b.getAffineConstantExpr(0)},
+                       ctx);
+    results.push_back(generic(
+        {rowMax, total}, empty({kMergeRows}, f32),
+        {firstColumn, firstColumn, id(1)}, {kPar},
+        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          auto [numerator, mFinal, lFinal] = finalRow(nb, nl, a[0], a[1]);
           Value zero =
               arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f));
           Value none = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
@@ -909,10 +945,11 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
           return arith::AddFOp::create(nb, nl, ref,
                                        math::LogOp::create(nb, nl, lFinal));
         }));
+  }
 
   OpFoldResult one = b.getIndexAttr(1);
   SmallVector<Value> parts;
-  for (Value tile : tiles) {
+  for (Value tile : results) {
     auto type = cast<RankedTensorType>(tile.getType());
     SmallVector<OpFoldResult> sizes = {rowCount};
     SmallVector<int64_t> shape = {ShapedType::kDynamic};
