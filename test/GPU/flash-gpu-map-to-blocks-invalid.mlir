@@ -49,3 +49,15 @@ func.func @steps(%n: index, %buf: memref<?xf32>) {
   }
   return
 }
+
+// -----
+
+// A nest's own thread count (the split-KV merge's) is whole warps too.
+func.func @block_threads(%n: index, %buf: memref<?xf32>) {
+  %c0 = arith.constant 0.0 : f32
+  // expected-error @+1 {{flash-gpu-map-to-blocks: flash.block_threads must be a multiple of 32 between 32 and 1024, not 100}}
+  scf.forall (%a) in (%n) {
+    memref.store %c0, %buf[%a] : memref<?xf32>
+  } {flash.block_threads = 100 : i64}
+  return
+}

@@ -127,3 +127,16 @@ func.func @nest(%q: memref<?x?x?x64xbf16, strided<[?, ?, ?, ?], offset: ?>>,
   return
 }
 
+
+// A nest that says how many threads it takes (flash.block_threads, the
+// split-KV merge's: one per element) gets them, whatever `threads` says.
+// CHECK-LABEL: func.func @own_threads(
+// CHECK: gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c64{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}})
+func.func @own_threads(%n: index, %buf: memref<?x64xf32>) {
+  %c0 = arith.constant 0.0 : f32
+  %c1 = arith.constant 1 : index
+  scf.forall (%a) in (%n) {
+    linalg.fill ins(%c0 : f32) outs(%buf : memref<?x64xf32>)
+  } {flash.block_threads = 64 : i64}
+  return
+}

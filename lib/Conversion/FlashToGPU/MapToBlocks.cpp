@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flash/Conversion/Passes.h"
+#include "flash/Dialect/Flash/IR/TileRoles.h"
 
 #include "GpuMapping.h"
 
@@ -407,9 +408,22 @@ struct FlashGpuMapToBlocksPass
       if (!forall->getParentOfType<scf::ForallOp>())
         foralls.push_back(forall);
     });
-    for (scf::ForallOp forall : foralls)
-      if (failed(LaunchBuilder(forall, threads, persistent).run()))
+    for (scf::ForallOp forall : foralls) {
+      int64_t blockThreads = threads;
+      if (auto own =
+              forall->getAttrOfType<IntegerAttr>(flash::kBlockThreadsAttrName)) {
+        blockThreads = own.getInt();
+        if (blockThreads <= 0 || blockThreads > 1024 || blockThreads % 32) {
+          forall.emitError("flash-gpu-map-to-blocks: ")
+              << flash::kBlockThreadsAttrName
+              << " must be a multiple of 32 between 32 and 1024, not "
+              << blockThreads;
+          return signalPassFailure();
+        }
+      }
+      if (failed(LaunchBuilder(forall, blockThreads, persistent).run()))
         return signalPassFailure();
+    }
   }
 };
 } // namespace

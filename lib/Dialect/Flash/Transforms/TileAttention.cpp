@@ -799,6 +799,10 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
       b, loc,
       ArrayRef<OpFoldResult>{batch, heads, ceilDiv(totalQueries, kMergeRows)},
       outs, std::nullopt);
+  // A thread per element of the merged tile (whole warps).
+  forall->setAttr(kBlockThreadsAttrName,
+                  b.getI64IntegerAttr(
+                      std::min<int64_t>(1024, llvm::alignTo(kMergeRows * valueDim, 32))));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forall.getTerminator());
   SmallVector<Value> ivs = forall.getInductionVars();

@@ -54,6 +54,13 @@ inline constexpr llvm::StringLiteral kRaggedKeysAttrName = "flash.ragged_keys";
 bool hasRaggedKeys(Operation *op);
 void setRaggedKeys(Operation *op);
 
+/// Set by the tiler on a nest without contractions whose work is one
+/// element per thread (the split-KV merge): the threads of its CTA (an i64, a
+/// multiple of 32 up to 1024), which the GPU mapping takes instead of its
+/// `threads` option (that of the attention's nest).
+inline constexpr llvm::StringLiteral kBlockThreadsAttrName =
+    "flash.block_threads";
+
 } // namespace mlir::flash
 
 #endif // FLASH_DIALECT_FLASH_IR_TILEROLES_H
