@@ -172,17 +172,20 @@ describeSplitLaunches(AttentionOp op, StringRef name, StringRef outputDir,
       return failure();
     registers = std::max(registers, report->registers);
     spills += std::max<int64_t>(report->spillBytes, 0);
-    launches.push_back(
-        json::Object{{"entry", launch.entry},
-                     {"ptx", base + ".ptx"},
-                     {"cubin", report->wroteCubin ? json::Value(base + ".cubin")
-                                                  : json::Value(nullptr)},
-                     {"params", std::move(launch.params)},
-                     {"grid", std::move(launch.grid)},
-                     {"block", json::Array(launch.block)},
-                     {"dynamic_shared_memory_bytes", launch.sharedMemory},
-                     {"registers", report->registers},
-                     {"spill_bytes", report->spillBytes}});
+    json::Object entry{{"entry", launch.entry},
+                       {"ptx", base + ".ptx"},
+                       {"cubin", report->wroteCubin
+                                     ? json::Value(base + ".cubin")
+                                     : json::Value(nullptr)},
+                       {"params", std::move(launch.params)},
+                       {"grid", std::move(launch.grid)},
+                       {"block", json::Array(launch.block)},
+                       {"dynamic_shared_memory_bytes", launch.sharedMemory},
+                       {"registers", report->registers},
+                       {"spill_bytes", report->spillBytes}};
+    if (launch.waitsForPrevious)
+      entry["programmatic_dependent_launch"] = true;
+    launches.push_back(std::move(entry));
     if (i > 0 && compile.log)
       *compile.log << name << " merge (" << launch.entry << "): registers "
                    << report->registers << ", spill bytes "

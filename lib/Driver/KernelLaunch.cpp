@@ -133,6 +133,12 @@ driver::describeLaunches(Operation *op, ModuleOp module, ArrayRef<Param> params,
     if (Value size = launch.getDynamicSharedMemorySize())
       matchPattern(size, m_Constant(&smem));
     info.sharedMemory = smem ? smem.getInt() : 0;
+    if (auto kernel = SymbolTable::lookupNearestSymbolFrom<gpu::GPUFuncOp>(
+            launch, launch.getKernel()))
+      kernel.walk([&](NVVM::GriddepcontrolOp op) {
+        if (op.getKind() == NVVM::GridDepActionKind::wait)
+          info.waitsForPrevious = true;
+      });
     launches.push_back(std::move(info));
     return WalkResult::advance();
   });

@@ -54,6 +54,10 @@ struct Launch {
   bool registerTiles = false;
   /// Contractions on Hopper's warpgroup MMA.
   bool wgmma = false;
+  /// Waits for the grid before it at its start (--flash-gpu-dependent-
+  /// launches): the host may launch it with programmatic stream
+  /// serialization.
+  bool waitsForPrevious = false;
   /// Filled by lowerToPtx.
   std::string ptx;
 };

@@ -86,6 +86,9 @@ void flash::buildFlashGpuKernelPipeline(
   flash::FlashGpuFastExp2PassOptions exp2;
   exp2.emulateEvery = options.emulatedExp2Every;
   pm.addNestedPass<func::FuncOp>(flash::createFlashGpuFastExp2Pass(exp2));
+  if (options.chip == Chip::Sm90a)
+    pm.addNestedPass<func::FuncOp>(
+        flash::createFlashGpuDependentLaunchesPass());
   flash::ConvertFlashGPUToLLVMPassOptions toLLVM;
   toLLVM.vectorReductions = options.chip == Chip::Sm90a;
   pm.addNestedPass<func::FuncOp>(

@@ -121,6 +121,42 @@ class _TensorMaps:
 
 _tensor_maps = _TensorMaps()
 
+# cuLaunchKernelEx's configuration (cuda.h), for programmatic dependent
+# launch: a launch whose manifest entry says `programmatic_dependent_launch`
+# may start before the grid before it on the stream has finished; its
+# kernel waits for that grid at its start (griddepcontrol.wait).
+CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+class _LaunchAttributeValue(ctypes.Union):
+    _fields_ = [("pad", ctypes.c_char * 64),
+                ("programmatic_stream_serialization_allowed", ctypes.c_int)]
+
+
+class _LaunchAttribute(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4),
+                ("value", _LaunchAttributeValue)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
+                ("shared_mem_bytes", ctypes.c_uint),
+                ("stream", ctypes.c_void_p),
+                ("attrs", ctypes.POINTER(_LaunchAttribute)),
+                ("num_attrs", ctypes.c_uint)]
+
+
+def dependent_launch_config(grid, block, shared, stream):
+    """The CUlaunchConfig of a launch with programmatic stream
+    serialization (its attribute kept alive on the returned config)."""
+    attr = _LaunchAttribute(id=CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+    attr.value.programmatic_stream_serialization_allowed = 1
+    config = _LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block),
+                           shared, ctypes.c_void_p(stream),
+                           ctypes.pointer(attr), 1)
+    config._attr = attr
+    return config
+
 
 class Launch:
     """One kernel function of a module image: parameters, grid, block and
@@ -223,9 +259,15 @@ class Launch:
         # keeps another thread from refilling the buffer meanwhile.
         with self._lock:
             self._words[:] = values
-            rc = _driver().cuLaunchKernel(
-                self.function, gx, gy, gz, bx, by, bz, self.shared,
-                ctypes.c_void_p(stream), self._args, None)
+            if self.entry.get("programmatic_dependent_launch"):
+                config = dependent_launch_config((gx, gy, gz), (bx, by, bz),
+                                                 self.shared, stream)
+                rc = _driver().cuLaunchKernelEx(ctypes.byref(config),
+                                                self.function, self._args, None)
+            else:
+                rc = _driver().cuLaunchKernel(
+                    self.function, gx, gy, gz, bx, by, bz, self.shared,
+                    ctypes.c_void_p(stream), self._args, None)
         _check(rc, f"cuLaunchKernel({self.name})")
 
 

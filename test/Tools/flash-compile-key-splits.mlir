@@ -6,7 +6,7 @@
 // too. Functions without the mark keep one launch. Nothing spills.
 // RUN: rm -rf %t && flash-compile %s --chip sm_90a -o %t | FileCheck %s
 // RUN: %python -m flash_mlir.manifest_check %t | FileCheck %s --check-prefix=MANIFEST
-// RUN: %python -c "import json,sys; m=json.load(open(sys.argv[1])); print(m['key_splits'], m['has_lse'], m['has_sinks'], [w['name'] + ':' + w['like'] + ':' + str(w.get('like_dims')) for w in m['workspace']]); [print(l['grid'], l['block'], [p['name'] for p in l['params']]) for l in m['launches']]" %t/decode.json | FileCheck %s --check-prefix=SPLIT
+// RUN: %python -c "import json,sys; m=json.load(open(sys.argv[1])); print(m['key_splits'], m['has_lse'], m['has_sinks'], [w['name'] + ':' + w['like'] + ':' + str(w.get('like_dims')) for w in m['workspace']]); [print(l['grid'], l['block'], l.get('programmatic_dependent_launch'), [p['name'] for p in l['params']]) for l in m['launches']]" %t/decode.json | FileCheck %s --check-prefix=SPLIT
 // RUN: %python -c "import json,sys; m=json.load(open(sys.argv[1])); print(m.get('key_splits'), 'launches' in m, m['grid'][0])" %t/plain.json | FileCheck %s --check-prefix=PLAIN
 // RUN: rm -rf %t.80 && flash-compile %s --chip sm_80 -o %t.80 | FileCheck %s --check-prefix=SM80
 
@@ -19,9 +19,10 @@
 
 // SPLIT: True True True ['o_split:o:None', 'lse_split:q:3']
 // A decode step's few rows: 64-row tiles on a producer and one consumer
-// warpgroup; the merge a thread per element of its 2 x 128 tile.
-// SPLIT-NEXT: [{'product': [{'ceil_div': 64, 'dim': 2, 'tensor': 'q'}, {'dim': 0, 'tensor': 'o_split'}]}, {'dim': 1, 'tensor': 'q'}, {'dim': 0, 'tensor': 'q'}] [256, 1, 1] ['tensor_maps', {{.*}}'o_split'{{.*}}'lse_split'{{.*}}]
-// SPLIT-NEXT: [{'ceil_div': 2, 'dim': 2, 'tensor': 'q'}, {'dim': 1, 'tensor': 'q'}, {'dim': 0, 'tensor': 'q'}] [256, 1, 1] [{{.*}}'o_split', 'lse_split', 'sinks', 'o', 'lse']
+// warpgroup; the merge a thread per element of its 2 x 128 tile, launched
+// as a programmatic dependent of the split kernel (sm_90a).
+// SPLIT-NEXT: [{'product': [{'ceil_div': 64, 'dim': 2, 'tensor': 'q'}, {'dim': 0, 'tensor': 'o_split'}]}, {'dim': 1, 'tensor': 'q'}, {'dim': 0, 'tensor': 'q'}] [256, 1, 1] None ['tensor_maps', {{.*}}'o_split'{{.*}}'lse_split'{{.*}}]
+// SPLIT-NEXT: [{'ceil_div': 2, 'dim': 2, 'tensor': 'q'}, {'dim': 1, 'tensor': 'q'}, {'dim': 0, 'tensor': 'q'}] [256, 1, 1] True [{{.*}}'o_split', 'lse_split', 'sinks', 'o', 'lse']
 
 // PLAIN: None False {'ceil_div': {{[0-9]+}}, 'dim': 2, 'tensor': 'q'}
 

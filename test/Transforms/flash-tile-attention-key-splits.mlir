@@ -43,9 +43,10 @@
 // CHECK: arith.maximumf
 // CHECK: math.exp2
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
-// A thread per element of the merged 2 x 32 tile:
+// A thread per element of the merged 2 x 32 tile; the merge reads only the
+// split nest's results (its launch may start before that one's ends):
 // CHECK: scf.forall.in_parallel
-// CHECK: } {flash.block_threads = 64 : i64}
+// CHECK: } {flash.block_threads = 64 : i64, flash.dependent_launch}
 func.func @decode(%q: tensor<2x8x1x32xbf16>, %k: tensor<2x2x?x32xbf16>, %v: tensor<2x2x?x32xbf16>) -> tensor<2x8x1x32xbf16> {
   %o = flash.attention %q, %k, %v : tensor<2x8x1x32xbf16>, tensor<2x2x?x32xbf16>, tensor<2x2x?x32xbf16> -> tensor<2x8x1x32xbf16>
   return %o : tensor<2x8x1x32xbf16>

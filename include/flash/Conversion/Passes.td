@@ -21,9 +21,12 @@ def FlashGpuMapToBlocksPass : Pass<"flash-gpu-map-to-blocks"> {
     outermost `scf.forall` over (batch, head, query block) becomes a
     `gpu.launch` of `threads` threads per block, one block per query block
     (grid x = query blocks, last first: under a causal mask the last ones
-    see the most keys; y = heads; z = batch). Every value the body needs
-    from outside but the function's memref arguments is recomputed inside,
-    so that the outlined kernel takes exactly the tensors' memrefs.
+    see the most keys; y = heads; z = batch). A forall that says its own
+    CTA size (`flash.block_threads`, set by the tiler on the split-KV merge:
+    one thread per element of its tile) gets that many threads instead.
+    Every value the body needs from outside but the function's memref
+    arguments is recomputed inside, so that the outlined kernel takes
+    exactly the tensors' memrefs.
 
     Two leftovers of bufferization are normalised for the tile passes: a
     guarded region yielding buffers (a pipelined loop's prologue) yields
@@ -480,6 +483,33 @@ def FlashGpuAsyncMmaPass : Pass<"flash-gpu-async-mma"> {
     (the intrinsic call it makes has unknown effects).
   }];
   let dependentDialects = ["::mlir::flashgpu::FlashGPUDialect"];
+}
+
+def FlashGpuDependentLaunchesPass : Pass<"flash-gpu-dependent-launches"> {
+  let summary = "Let a launch tagged flash.dependent_launch start before "
+                "the one it reads has finished";
+  let description = [{
+    CUDA's programmatic dependent launch, for the split-KV merge: a
+    `gpu.launch` tagged `flash.dependent_launch` (by
+    `--flash-gpu-map-to-blocks`, from the tiler's mark on a nest that reads
+    only what the nest before it wrote) waits for the grid before it at its
+    start (`nvvm.griddepcontrol wait`), and the launch before it in the
+    same block lets its dependents be scheduled as soon as each of its CTAs
+    has started (`nvvm.griddepcontrol launch_dependents` at the start of its
+    body), so that the dependent's launch and its CTAs' start overlap the
+    previous grid. Both instructions do nothing unless the host launches the
+    dependent with programmatic stream serialization (the manifest's
+    `programmatic_dependent_launch`, which flash_mlir.runtime honours):
+    the kernels stay correct under a plain launch. sm_90 and newer (the GPU
+    pipeline runs it for sm_90a only). A tagged launch with no launch
+    before it in its block is an error.
+
+    ```mlir
+    gpu.launch ... { nvvm.griddepcontrol launch_dependents  ...split... }
+    gpu.launch ... { nvvm.griddepcontrol wait  ...merge... } {flash.dependent_launch}
+    ```
+  }];
+  let dependentDialects = ["NVVM::NVVMDialect"];
 }
 
 def FlashGpuFastExp2Pass : Pass<"flash-gpu-fast-exp2"> {

@@ -177,6 +177,8 @@ LogicalResult LaunchBuilder::run() {
   Value blockSize = arith::ConstantIndexOp::create(b, loc, threads);
   auto launch = gpu::LaunchOp::create(b, loc, ubs[2], ubs[1], ubs[0], blockSize,
                                       one, one);
+  if (forall->hasAttr(flash::kDependentLaunchAttrName))
+    launch->setAttr(flash::kDependentLaunchAttrName, b.getUnitAttr());
   Block &body = launch.getBody().front();
   Block *src = forall.getBody();
   // A copy: getInductionVars() returns a temporary vector.

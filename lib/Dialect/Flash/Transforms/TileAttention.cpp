@@ -799,6 +799,9 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
       b, loc,
       ArrayRef<OpFoldResult>{batch, heads, ceilDiv(totalQueries, kMergeRows)},
       outs, std::nullopt);
+  // It reads only what the split nest wrote: its launch may start before
+  // that one's ends (programmatic dependent launch on sm_90).
+  forall->setAttr(kDependentLaunchAttrName, b.getUnitAttr());
   // A thread per element of the merged tile (whole warps).
   forall->setAttr(kBlockThreadsAttrName,
                   b.getI64IntegerAttr(

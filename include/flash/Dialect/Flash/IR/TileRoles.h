@@ -61,6 +61,12 @@ void setRaggedKeys(Operation *op);
 inline constexpr llvm::StringLiteral kBlockThreadsAttrName =
     "flash.block_threads";
 
+/// Set by the tiler on a nest that reads only what the nest before it wrote
+/// (the split-KV merge): its launch may be scheduled before that one's grid
+/// has finished, waiting for it at its start.
+inline constexpr llvm::StringLiteral kDependentLaunchAttrName =
+    "flash.dependent_launch";
+
 } // namespace mlir::flash
 
 #endif // FLASH_DIALECT_FLASH_IR_TILEROLES_H

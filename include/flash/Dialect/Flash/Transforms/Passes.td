@@ -221,9 +221,11 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
     scf.forall (b, h, query block x split) in (B, Hq, ceil(M / Br) S):
       the loops above over the split's run of the visible key blocks
       o_split[s, b, h, rows] = acc / l (f32), lse_split[s, b, h, rows]
-    scf.forall (b, h, query block) in (B, Hq, ceil(M / Br)):
-      mx = max_s lse_split[s]; w_s = exp(lse_split[s] - mx)
-      O = sum_s w_s o_split[s] / sum_s w_s, LSE = mx + ln sum_s w_s
+    scf.forall (b, h, 2 rows) in (B, Hq, ceil(M / 2)) {flash.block_threads}:
+      per element: m, l, acc over the runs, 8 at a time (loads first):
+        m' = max(m, lse_s); a = exp(m - m'); w = exp(lse_s - m')
+        acc = a acc + w o_split[s]; l = a l + w
+      O = acc / l, LSE = m + ln l
     ```
 
     With `key-splits=S` the partial results are workspaces the tiling

@@ -1,0 +1,34 @@
+"""The runtime's cuLaunchKernelEx configuration (programmatic dependent
+launch) laid out as cuda.h's CUlaunchConfig and CUlaunchAttribute."""
+
+import ctypes
+import unittest
+
+from flash_mlir import runtime
+
+
+class LaunchConfig(unittest.TestCase):
+    def test_layout_matches_cuda_h(self):
+        # CUlaunchAttribute: id, 4 bytes of padding, a 64-byte union.
+        self.assertEqual(ctypes.sizeof(runtime._LaunchAttribute), 72)
+        self.assertEqual(runtime._LaunchAttribute.value.offset, 8)
+        # CUlaunchConfig: seven unsigned ints, then the stream (8-aligned),
+        # the attribute array and their count.
+        self.assertEqual(runtime._LaunchConfig.stream.offset, 32)
+        self.assertEqual(runtime._LaunchConfig.attrs.offset, 40)
+        self.assertEqual(runtime._LaunchConfig.num_attrs.offset, 48)
+
+    def test_programmatic_stream_serialization(self):
+        config = runtime.dependent_launch_config((16, 8, 1), (256, 1, 1),
+                                                 3584, 0)
+        self.assertEqual(list(config.grid), [16, 8, 1])
+        self.assertEqual(list(config.block), [256, 1, 1])
+        self.assertEqual(config.shared_mem_bytes, 3584)
+        self.assertEqual(config.num_attrs, 1)
+        self.assertEqual(config.attrs[0].id, 6)
+        self.assertEqual(
+            config.attrs[0].value.programmatic_stream_serialization_allowed, 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
