@@ -412,8 +412,8 @@ struct FlashGpuMapToBlocksPass
     });
     for (scf::ForallOp forall : foralls) {
       int64_t blockThreads = threads;
-      if (auto own =
-              forall->getAttrOfType<IntegerAttr>(flash::kBlockThreadsAttrName)) {
+      if (auto own = forall->getAttrOfType<IntegerAttr>(
+              flash::kBlockThreadsAttrName)) {
         blockThreads = own.getInt();
         if (blockThreads <= 0 || blockThreads > 1024 || blockThreads % 32) {
           forall.emitError("flash-gpu-map-to-blocks: ")

@@ -772,8 +772,8 @@ SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
   return SmallVector<Value>(forall.getResults());
 }
 
-Value AttentionTiler::partialRows(Value partial, Value batchAt,
-                                  Value headAt, Value rowAt, Value rowCount) {
+Value AttentionTiler::partialRows(Value partial, Value batchAt, Value headAt,
+                                  Value rowAt, Value rowCount) {
   OpFoldResult one = b.getIndexAttr(1);
   bool withColumns = cast<RankedTensorType>(partial.getType()).getRank() == 5;
   SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), batchAt, headAt,
@@ -787,9 +787,9 @@ Value AttentionTiler::partialRows(Value partial, Value batchAt,
     sliceShape.push_back(valueDim);
   }
   SmallVector<OpFoldResult> strides(offsets.size(), one);
-  return tensor::ExtractSliceOp::create(
-      b, loc, RankedTensorType::get(sliceShape, f32), partial, offsets, sizes,
-      strides);
+  return tensor::ExtractSliceOp::create(b, loc,
+                                        RankedTensorType::get(sliceShape, f32),
+                                        partial, offsets, sizes, strides);
 }
 
 SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
@@ -804,8 +804,8 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
   forall->setAttr(kDependentLaunchAttrName, b.getUnitAttr());
   // A thread per element of the merged tile (whole warps).
   forall->setAttr(kBlockThreadsAttrName,
-                  b.getI64IntegerAttr(
-                      std::min<int64_t>(1024, llvm::alignTo(kMergeRows * valueDim, 32))));
+                  b.getI64IntegerAttr(std::min<int64_t>(
+                      1024, llvm::alignTo(kMergeRows * valueDim, 32))));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forall.getTerminator());
   SmallVector<Value> ivs = forall.getInductionVars();
@@ -851,9 +851,8 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
   SmallVector<Value> inits;
   for (Value tile : tiles)
     inits.push_back(tensor::ExtractSliceOp::create(
-        b, loc,
-        RankedTensorType::get({ShapedType::kDynamic, valueDim}, f32), tile,
-        tileAt, tileSizes, unitStrides));
+        b, loc, RankedTensorType::get({ShapedType::kDynamic, valueDim}, f32),
+        tile, tileAt, tileSizes, unitStrides));
   auto merge = linalg::GenericOp::create(
       b, loc, ValueRange(inits).getTypes(), ValueRange{}, inits,
       ArrayRef<AffineMap>{id(2), id(2), id(2)},
@@ -876,8 +875,8 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
                 Value valid = arith::CmpIOp::create(
                     cb, cl, arith::CmpIPredicate::slt, split, splitCount);
                 Value at = arith::MinSIOp::create(cb, cl, split, last);
-                Value x = tensor::ExtractOp::create(cb, cl, lse,
-                                                    ValueRange{at, row});
+                Value x =
+                    tensor::ExtractOp::create(cb, cl, lse, ValueRange{at, row});
                 lseAt.push_back(arith::SelectOp::create(cb, cl, valid, x,
                                                         negInfF32(cb, cl)));
                 outAt.push_back(tensor::ExtractOp::create(
@@ -936,9 +935,8 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
       })};
   if (op.getLse()) {
     // Column 0's m and l.
-    AffineMap firstColumn =
-        AffineMap::get(1, 0, {b.getAffineDimExpr(0), b.getAffineConstantExpr(0)},
-                       ctx);
+    AffineMap firstColumn = AffineMap::get(
+        1, 0, {b.getAffineDimExpr(0), b.getAffineConstantExpr(0)}, ctx);
     results.push_back(generic(
         {rowMax, total}, empty({kMergeRows}, f32),
         {firstColumn, firstColumn, id(1)}, {kPar},
