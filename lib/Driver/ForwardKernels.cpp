@@ -261,8 +261,11 @@ FailureOr<bool> compileKernel(AttentionOp op, StringRef name,
       // its keys with half the MMA and softmax work of two, 128 keys a step
       // (the split kernel 17-20% faster at B = 1 than 128 x 176,
       // docs/GPU-NOTES.md 85).
-      if (compile.keySplits && headDim > 64 && headDim <= 128)
+      if (compile.keySplits && headDim > 64 && headDim <= 128) {
         specialised(64, 128, 128);
+        // Pages of 64 keys take 64-key steps.
+        specialised(64, 64, 128);
+      }
       if (headDim <= 64 && !causalForm)
         specialised(192, 128, 384);
       else if (headDim <= 128 && !causalForm)

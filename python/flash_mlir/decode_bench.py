@@ -44,6 +44,37 @@ def decode_tensors(batch, keys):
                 lse=torch.empty(batch, KV_HEADS, GROUP, device="cuda"))
 
 
+def cache_inputs(kernel, t, seed=0):
+    """`t` as the inputs of a KV-cache kernel (manifest params `key_lengths`,
+    and `block_table` for pages): every sequence's cache full (N keys); a
+    paged kernel's K and V cut into its pages, shuffled over the pool, and
+    the table that finds them."""
+    params = {p["name"]: p for p in kernel.manifest.get("params")
+              or kernel.manifest["launches"][0]["params"]}
+    if "key_lengths" not in params:
+        return dict(t)
+    batch, heads, keys, dim = t["k"].shape
+    inputs = dict(t)
+    inputs["key_lengths"] = torch.full((batch,), keys, dtype=torch.int32,
+                                       device="cuda")
+    if "block_table" in params:
+        page = params["k"]["shape"][2]
+        if keys % page:
+            raise ValueError(f"{kernel.name}: {keys} keys are not whole pages "
+                             f"of {page}")
+        per = keys // page
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        order = torch.randperm(batch * per, generator=g, device="cuda")
+        for name in ("k", "v"):
+            pages = t[name].view(batch, heads, per, page, dim).permute(
+                0, 2, 1, 3, 4).reshape(batch * per, heads, page, dim)
+            pool = torch.empty_like(pages)
+            pool[order] = pages
+            inputs[name] = pool
+        inputs["block_table"] = order.view(batch, per).to(torch.int32)
+    return inputs
+
+
 def kv_bytes(batch, keys):
     """Bytes of K and V a decode step reads (bf16)."""
     return 2 * batch * KV_HEADS * keys * DIM * 2
@@ -168,6 +199,8 @@ def main(argv=None):
                 print(f"  {label}: failed ({str(e).splitlines()[0]})")
         reference = reference_o(t)
         for kernel in kernels:
+            t_all = t
+            t = cache_inputs(kernel, t_all)
             own = kernel.splits(t)
             blocks = -(-keys // kernel.manifest["block_cols"])
             timed = [own] + [s for s in splits if s != own and s <= blocks]
@@ -191,13 +224,13 @@ def main(argv=None):
             plain = (loaded.get(kernel.name[:-len("decode")] + "fwd")
                      if kernel.name.endswith("_decode") else None)
             if own == 1 and plain is not None:
-                us = median_us(lambda: plain.launch(
-                    {n: t[n] for n in ("q", "k", "v", "o")}))
+                us = median_us(lambda: plain.launch(dict(t)))
                 print(f"  {plain.name} (the op's choice at one run): {us:.1f} us"
                       f" ({rate(us, batch, keys)})", flush=True)
             if args.trace:
                 for row in kernel_trace(lambda: kernel.launch(dict(t))):
                     print("    %s grid %s: %.1f us (gap %.1f us)" % row)
+            t = t_all
     return 0
 
 

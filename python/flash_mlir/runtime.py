@@ -158,6 +158,17 @@ def dependent_launch_config(grid, block, shared, stream):
     return config
 
 
+def sm_count():
+    """The current device's SM count."""
+    lib = _driver()
+    dev, sms = ctypes.c_int(), ctypes.c_int()
+    _check(lib.cuCtxGetDevice(ctypes.byref(dev)), "cuCtxGetDevice")
+    _check(lib.cuDeviceGetAttribute(
+        ctypes.byref(sms), CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+        "cuDeviceGetAttribute")
+    return sms.value
+
+
 class Launch:
     """One kernel function of a module image: parameters, grid, block and
     dynamic shared memory from its manifest entry."""
@@ -211,7 +222,7 @@ class Launch:
     def resident_ctas(self):
         """How many CTAs of this launch the GPU holds at once."""
         lib = _driver()
-        per_sm, dev, sms = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        per_sm = ctypes.c_int()
         threads = 1
         for b in self.entry["block"]:
             threads *= b
@@ -219,11 +230,7 @@ class Launch:
             ctypes.byref(per_sm), self.function, ctypes.c_int(threads),
             ctypes.c_size_t(self.shared)),
             "cuOccupancyMaxActiveBlocksPerMultiprocessor")
-        _check(lib.cuCtxGetDevice(ctypes.byref(dev)), "cuCtxGetDevice")
-        _check(lib.cuDeviceGetAttribute(
-            ctypes.byref(sms), CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-            dev), "cuDeviceGetAttribute")
-        return per_sm.value * sms.value
+        return per_sm.value * sm_count()
 
     def _arguments(self):
         """One int64 buffer holding every parameter word (memref
@@ -294,10 +301,9 @@ class Kernel:
         if manifest.get("general"):
             self.general = Kernel.load(os.path.join(directory, manifest["general"]),
                                        device, cache)
-        # A split-KV kernel cuts the keys into as many runs as fill the GPU
-        # with its first launch's CTAs (validate.choose_key_splits).
-        self.resident_ctas = (self.launches[0].resident_ctas()
-                              if manifest.get("key_splits") else 0)
+        # A split-KV kernel cuts the keys into runs over the GPU's SMs
+        # (validate.choose_key_splits).
+        self.sms = sm_count() if manifest.get("key_splits") else 0
         # A warp-specialised forward's persistent form, launched instead for
         # few keys (validate.takes_persistent_form).
         self.persistent_form = None
@@ -379,7 +385,7 @@ class Kernel:
         if "block_table" in tensors:  # pages of `keys` rows
             keys *= tensors["block_table"].shape[1]
         return validate.choose_key_splits(self.manifest, b, h, m, keys,
-                                          self.resident_ctas)
+                                          self.sms)
 
     def launch(self, tensors, stream=None, infos=None, splits=None,
                scalars=None):

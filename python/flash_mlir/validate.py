@@ -653,30 +653,31 @@ def grid_size(g, shape_of, scalars=None):
     return int(size)
 
 
-# A split-KV CTA's fixed cost in key blocks' time (docs/GPU-NOTES.md 85).
-CTA_COST_IN_KEY_BLOCKS = 2
+# A split-KV CTA's fixed cost (its start, its epilogue, its part of the
+# merge) in keys' time: about two key blocks of 176 (docs/GPU-NOTES.md 85).
+CTA_COST_IN_KEYS = 352
 
 
-def choose_key_splits(manifest, batch, heads, queries, keys, resident_ctas,
+def choose_key_splits(manifest, batch, heads, queries, keys, sms,
                       max_splits=64):
     """How many runs a split-KV kernel (manifest `key_splits`) cuts each
     query block's keys into: one when its (batch, head, query block) tiles
-    fill the GPU already; otherwise the count with the shortest critical
-    path, the waves of `resident_ctas` CTAs times the key blocks of the
-    longest run plus a CTA's fixed cost (about two key blocks' time: its
-    start, its epilogue, its part of the merge), runs being whole key
-    blocks (47 blocks take 3 a run in 16 runs but 4 in 14), each at least
-    two key blocks long, the fewest runs among equals."""
+    fill the GPU's `sms` SMs already; otherwise the count with the shortest
+    critical path, the waves of CTAs over the SMs (two CTAs sharing an SM
+    share its bandwidth) times the keys of the longest run plus a CTA's
+    fixed cost, runs being whole key blocks (47 blocks of 176 take 3 a run
+    in 16 runs but 4 in 14), each at least two key blocks long, the fewest
+    runs among equals."""
     rows, cols = manifest["block_rows"], manifest["block_cols"]
     tiles = batch * heads * -(-queries // rows)
     blocks = -(-keys // cols)
-    if tiles == 0 or resident_ctas < 1 or tiles >= 0.8 * resident_ctas:
+    if tiles == 0 or sms < 1 or tiles >= 0.8 * sms:
         return 1
     most = max(1, min(max_splits, blocks // 2))
 
     def critical_path(s):
-        waves = -(-tiles * s // resident_ctas)
-        return waves * (-(-blocks // s) + CTA_COST_IN_KEY_BLOCKS)
+        waves = -(-tiles * s // sms)
+        return waves * (-(-blocks // s) * cols + CTA_COST_IN_KEYS)
 
     return min(range(1, most + 1), key=lambda s: (critical_path(s), s))
 

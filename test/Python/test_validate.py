@@ -408,6 +408,11 @@ class KeySplits(unittest.TestCase):
         # 187 blocks at batch 8: 2 runs of 94 in one wave, not 47 runs of 4
         # in 23 waves (each CTA's fixed cost counts).
         self.assertEqual(choose_key_splits(self.man, 8, 8, 4, 32768, 132), 2)
+        # 64-key blocks (a paged kernel's, two CTAs an SM): 16 runs of 8
+        # blocks on 128 CTAs, not 32 runs of 4 sharing the SMs.
+        paged = dict(self.man, block_rows=64, block_cols=64)
+        self.assertEqual(choose_key_splits(paged, 1, 8, 4, 8192, 132), 16)
+        self.assertEqual(choose_key_splits(paged, 1, 8, 4, 32768, 132), 16)
         # Runs of at least two key blocks: 1000 keys are 6 blocks, 3 runs.
         self.assertLessEqual(choose_key_splits(self.man, 1, 1, 1, 1000, 132), 3)
         self.assertEqual(choose_key_splits(self.man, 1, 1, 1, 100, 132), 1)

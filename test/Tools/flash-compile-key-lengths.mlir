@@ -17,6 +17,9 @@
 // TMA-DAG: decode: {{.*}}, tiles 192x128, 512 threads, {{.*}}spill bytes 0
 // TMA-DAG: paged: {{.*}}, tiles 128x64, 384 threads, {{.*}}spill bytes 0
 // TMA-DAG: paged128: {{.*}}, 384 threads, {{.*}}spill bytes 0
+// Split-KV (decode) kernels hold a decode step's few rows: 64-row tiles on
+// one consumer warpgroup, 64-key steps on pages of 64.
+// TMA-DAG: paged_split: {{.*}}, tiles 64x64, 256 threads, {{.*}}spill bytes 0
 // RUN: grep -c "setmaxnreg.dec.sync.aligned.u32 	40" %t.tma/paged.ptx | FileCheck %s --check-prefix=PRODUCER
 // PRODUCER: 1
 // PAGED: ('k', 'bf16', [None, None, 64, 128]), ('v', 'bf16', [None, None, 64, 128]), ('block_table', 'i32', [None, None]), ('key_lengths', 'i32', [None])
@@ -34,4 +37,9 @@ func.func @paged(%q: tensor<?x8x1x128xbf16>, %k: tensor<?x2x64x128xbf16>, %l: te
 func.func @paged128(%q: tensor<?x?x?x128xbf16>, %k: tensor<?x?x128x128xbf16>, %v: tensor<?x?x128x128xbf16>, %l: tensor<?xi32>, %t: tensor<?x?xi32>) -> tensor<?x?x?x128xbf16> {
   %o = flash.attention %q, %k, %v key_lengths(%l : tensor<?xi32>) block_table(%t : tensor<?x?xi32>) : tensor<?x?x?x128xbf16>, tensor<?x?x128x128xbf16>, tensor<?x?x128x128xbf16> -> tensor<?x?x?x128xbf16>
   return %o : tensor<?x?x?x128xbf16>
+}
+
+func.func @paged_split(%q: tensor<?x8x4x128xbf16>, %k: tensor<?x8x64x128xbf16>, %l: tensor<?xi32>, %t: tensor<?x?xi32>) -> (tensor<?x8x4x128xbf16>, tensor<?x8x4xf32>) attributes {flash.key_splits} {
+  %o, %lse = flash.attention %q, %k, %k key_lengths(%l : tensor<?xi32>) block_table(%t : tensor<?x?xi32>) : tensor<?x8x4x128xbf16>, tensor<?x8x64x128xbf16>, tensor<?x8x64x128xbf16> -> tensor<?x8x4x128xbf16>, tensor<?x8x4xf32>
+  return %o, %lse : tensor<?x8x4x128xbf16>, tensor<?x8x4xf32>
 }
