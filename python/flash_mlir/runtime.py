@@ -266,7 +266,10 @@ class Launch:
         # keeps another thread from refilling the buffer meanwhile.
         with self._lock:
             self._words[:] = values
-            if self.entry.get("programmatic_dependent_launch"):
+            # A driver without cuLaunchKernelEx (before CUDA 12) launches it
+            # plainly: its griddepcontrol.wait then has nothing to wait for.
+            if self.entry.get("programmatic_dependent_launch") and \
+                    hasattr(_driver(), "cuLaunchKernelEx"):
                 config = dependent_launch_config((gx, gy, gz), (bx, by, bz),
                                                  self.shared, stream)
                 rc = _driver().cuLaunchKernelEx(ctypes.byref(config),
