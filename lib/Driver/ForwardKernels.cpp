@@ -259,8 +259,8 @@ FailureOr<bool> compileKernel(AttentionOp op, StringRef name,
       // A split-KV kernel's tile holds the few rows of a decode step (M x
       // the group's query heads): one consumer warpgroup of 64 rows streams
       // its keys with half the MMA and softmax work of two, 128 keys a step
-      // (the split kernel 17-20% faster at B = 1 than 128 x 176,
-      // docs/GPU-NOTES.md 85).
+      // (the split kernel 10.7 against 13.4 us at B = 1, 8k keys, 128 x 176's;
+      // 48.1 against 50.8 at 32k: docs/GPU-NOTES.md 85).
       if (compile.keySplits && headDim > 64 && headDim <= 128) {
         specialised(64, 128, 128);
         // Pages of 64 keys take 64-key steps.

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 
 from flash_mlir.bench import time_ms, warm_up_gpu
 from flash_mlir.runtime import load_all
+from flash_mlir.validate import manifest_params
 
 SHAPES = "1x8192,1x32768,8x8192,8x32768,64x8192,64x32768"
 KV_HEADS, GROUP, DIM = 8, 4, 128
@@ -49,8 +50,7 @@ def cache_inputs(kernel, t, seed=0):
     and `block_table` for pages): every sequence's cache full (N keys); a
     paged kernel's K and V cut into its pages, shuffled over the pool, and
     the table that finds them."""
-    params = {p["name"]: p for p in kernel.manifest.get("params")
-              or kernel.manifest["launches"][0]["params"]}
+    params = {p["name"]: p for p in manifest_params(kernel.manifest)}
     if "key_lengths" not in params:
         return dict(t)
     batch, heads, keys, dim = t["k"].shape
@@ -199,38 +199,34 @@ def main(argv=None):
                 print(f"  {label}: failed ({str(e).splitlines()[0]})")
         reference = reference_o(t)
         for kernel in kernels:
-            t_all = t
-            t = cache_inputs(kernel, t_all)
-            own = kernel.splits(t)
+            inputs = cache_inputs(kernel, t)
+            own = kernel.splits(inputs)
             blocks = -(-keys // kernel.manifest["block_cols"])
             timed = [own] + [s for s in splits if s != own and s <= blocks]
-            parts, best = [], None
-            for s in timed:
-                us = median_us(lambda: kernel.launch(dict(t), splits=s))
-                parts.append(f"{s}{'*' if s == own else ''}: {us:.1f}")
-                if s == own:
-                    best = us
-            out = dict(t)
+            us_by = {s: median_us(lambda: kernel.launch(dict(inputs), splits=s))
+                     for s in timed}
+            parts = [f"{s}{'*' if s == own else ''}: {us:.1f}"
+                     for s, us in us_by.items()]
+            out = dict(inputs)
             kernel.launch(out)
             torch.cuda.synchronize()
             err = (out["o"].float().reshape(reference.shape) - reference).abs().max()
             print(f"  {kernel.name} ({kernel.manifest['block_rows']}x"
                   f"{kernel.manifest['block_cols']}), us by splits (* the "
                   f"runtime's): {', '.join(parts)}; max |O - SDPA| {err:.1e}; "
-                  f"runtime's split count: {rate(best, batch, keys)}",
+                  f"runtime's split count: {rate(us_by[own], batch, keys)}",
                   flush=True)
             # Where the runtime takes one run, the PyTorch op launches the
             # family's plain forward instead (no merge).
             plain = (loaded.get(kernel.name[:-len("decode")] + "fwd")
                      if kernel.name.endswith("_decode") else None)
             if own == 1 and plain is not None:
-                us = median_us(lambda: plain.launch(dict(t)))
+                us = median_us(lambda: plain.launch(dict(inputs)))
                 print(f"  {plain.name} (the op's choice at one run): {us:.1f} us"
                       f" ({rate(us, batch, keys)})", flush=True)
             if args.trace:
-                for row in kernel_trace(lambda: kernel.launch(dict(t))):
+                for row in kernel_trace(lambda: kernel.launch(dict(inputs))):
                     print("    %s grid %s: %.1f us (gap %.1f us)" % row)
-            t = t_all
     return 0
 
 

@@ -146,14 +146,15 @@ class _LaunchConfig(ctypes.Structure):
                 ("num_attrs", ctypes.c_uint)]
 
 
-def dependent_launch_config(grid, block, shared, stream):
-    """The CUlaunchConfig of a launch with programmatic stream
-    serialization (its attribute kept alive on the returned config)."""
+def dependent_launch_config(block, shared):
+    """A CUlaunchConfig with programmatic stream serialization (its
+    attribute kept alive on it); the caller sets the grid and the stream of
+    each launch."""
     attr = _LaunchAttribute(id=CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
     attr.value.programmatic_stream_serialization_allowed = 1
-    config = _LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block),
-                           shared, ctypes.c_void_p(stream),
-                           ctypes.pointer(attr), 1)
+    config = _LaunchConfig(block=(ctypes.c_uint * 3)(*block),
+                           shared_mem_bytes=shared, attrs=ctypes.pointer(attr),
+                           num_attrs=1)
     config._attr = attr
     return config
 
@@ -241,6 +242,14 @@ class Launch:
         base = ctypes.addressof(self._words)
         self._args = (ctypes.c_void_p * words)(*[base + 8 * i for i in range(words)])
         self._lock = threading.Lock()
+        # A dependent launch's cuLaunchKernelEx configuration; a driver
+        # without cuLaunchKernelEx (before CUDA 12) launches it plainly, its
+        # griddepcontrol.wait then having nothing to wait for.
+        self._dependent = None
+        if self.entry.get("programmatic_dependent_launch") and \
+                hasattr(_driver(), "cuLaunchKernelEx"):
+            self._dependent = dependent_launch_config(self.entry["block"],
+                                                      self.shared)
 
     def __call__(self, stream, tensors, scalars=None):
         values = []
@@ -266,12 +275,10 @@ class Launch:
         # keeps another thread from refilling the buffer meanwhile.
         with self._lock:
             self._words[:] = values
-            # A driver without cuLaunchKernelEx (before CUDA 12) launches it
-            # plainly: its griddepcontrol.wait then has nothing to wait for.
-            if self.entry.get("programmatic_dependent_launch") and \
-                    hasattr(_driver(), "cuLaunchKernelEx"):
-                config = dependent_launch_config((gx, gy, gz), (bx, by, bz),
-                                                 self.shared, stream)
+            config = self._dependent
+            if config is not None:
+                config.grid[:] = (gx, gy, gz)
+                config.stream = stream
                 rc = _driver().cuLaunchKernelEx(ctypes.byref(config),
                                                 self.function, self._args, None)
             else:

@@ -19,8 +19,8 @@ class LaunchConfig(unittest.TestCase):
         self.assertEqual(runtime._LaunchConfig.num_attrs.offset, 48)
 
     def test_programmatic_stream_serialization(self):
-        config = runtime.dependent_launch_config((16, 8, 1), (256, 1, 1),
-                                                 3584, 0)
+        config = runtime.dependent_launch_config((256, 1, 1), 3584)
+        config.grid[:] = (16, 8, 1)
         self.assertEqual(list(config.grid), [16, 8, 1])
         self.assertEqual(list(config.block), [256, 1, 1])
         self.assertEqual(config.shared_mem_bytes, 3584)

@@ -397,7 +397,10 @@ struct FlashGpuMapToBlocksPass
     // a kernel that never runs. Below a whole warp every distributed loop
     // runs on fewer lanes than the hardware has (and LLVM took 28 s to
     // unroll the one-thread backward's), so blocks are whole warps.
-    if (threads <= 0 || threads > 1024 || threads % 32 != 0) {
+    auto wholeWarps = [](int64_t n) {
+      return n > 0 && n <= 1024 && n % 32 == 0;
+    };
+    if (!wholeWarps(threads)) {
       emitError(getOperation()->getLoc(),
                 "flash-gpu-map-to-blocks: threads must be a multiple of 32 "
                 "(whole warps) between 32 and 1024 (CUDA's limit per block), "
@@ -415,7 +418,7 @@ struct FlashGpuMapToBlocksPass
       if (auto own = forall->getAttrOfType<IntegerAttr>(
               flash::kBlockThreadsAttrName)) {
         blockThreads = own.getInt();
-        if (blockThreads <= 0 || blockThreads > 1024 || blockThreads % 32) {
+        if (!wholeWarps(blockThreads)) {
           forall.emitError("flash-gpu-map-to-blocks: ")
               << flash::kBlockThreadsAttrName
               << " must be a multiple of 32 between 32 and 1024, not "
