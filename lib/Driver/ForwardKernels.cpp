@@ -14,6 +14,7 @@
 #include "KernelLaunch.h"
 #include "KernelOutput.h"
 
+#include "flash/Dialect/Flash/IR/TileRoles.h"
 #include "flash/Pipelines/Pipelines.h"
 #include "flash/Target/AttentionTarget.h"
 
@@ -46,6 +47,13 @@ struct Config {
 bool forwardTmaLoads(const KernelCompileOptions &compile) {
   return compile.tmaLoads && compile.chip == Chip::Sm90a &&
          !compile.pipelineKeyLoops;
+}
+
+/// Whether split-KV kernels merge their runs in the last run's CTA (one
+/// launch): sm_90a's, where it was measured.
+bool mergesInLastCta(const KernelCompileOptions &compile) {
+  return compile.keySplits && compile.mergeInLastCta &&
+         compile.chip == Chip::Sm90a;
 }
 
 /// The kernel of one tile configuration after the kernel pipeline.
@@ -96,7 +104,7 @@ FailureOr<std::optional<Kernel>> build(AttentionOp op, StringRef name,
   kernel.module = buildKernelModule(op, name, params);
   if (compile.keySplits)
     addKeySplitParams(*kernel.module, op.getValue().getType().getShape().back(),
-                      params);
+                      mergesInLastCta(compile), params);
   FlashGpuPipelineOptions options;
   setPipelineOptions(options, config, asyncCopies, compile);
   switch (runKernelPipeline(*kernel.module, options, tryingTiles)) {
@@ -117,7 +125,7 @@ FailureOr<std::optional<Kernel>> build(AttentionOp op, StringRef name,
                        /*abi=*/true);
   if (failed(launches))
     return failure();
-  size_t expected = compile.keySplits ? 2 : 1;
+  size_t expected = compile.keySplits && !mergesInLastCta(compile) ? 2 : 1;
   if (launches->size() != expected)
     return op.emitError("flash-compile: expected ")
            << expected << " kernels, got " << launches->size();
@@ -201,6 +209,15 @@ describeSplitLaunches(AttentionOp op, StringRef name, StringRef outputDir,
                                      {"like_dims", 3},
                                      {"dtype", "f32"},
                                      {"splits", true}}};
+  // One counter per (batch, head, query row) is more than the query blocks
+  // need, and a shape the runtime knows: zero before the first call, the
+  // kernel leaves it zero.
+  if (mergesInLastCta(compile))
+    workspace.push_back(json::Object{{"name", kSplitCountersWorkspace},
+                                     {"like", "q"},
+                                     {"like_dims", 3},
+                                     {"dtype", "i32"},
+                                     {"zero_between_calls", true}});
   return json::Object{{"launches", std::move(launches)},
                       {"workspace", std::move(workspace)},
                       {"key_splits", true},

@@ -6,6 +6,7 @@
 
 #include "KernelABI.h"
 
+#include "flash/Dialect/Flash/IR/TileRoles.h"
 #include "flash/Dialect/Flash/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -258,16 +259,24 @@ driver::buildKernelModule(AttentionOp op, StringRef name,
                      });
 }
 
-void driver::addKeySplitParams(ModuleOp module, int64_t valueDim,
+void driver::addKeySplitParams(ModuleOp module, int64_t valueDim, bool counters,
                                SmallVectorImpl<Param> &params) {
   auto func = *module.getOps<func::FuncOp>().begin();
   OpBuilder b(module.getContext());
   constexpr int64_t dyn = ShapedType::kDynamic;
-  for (auto [tag, shape] : {std::pair<StringRef, SmallVector<int64_t>>{
-                                "o_split", {dyn, dyn, dyn, dyn, valueDim}},
-                            std::pair<StringRef, SmallVector<int64_t>>{
-                                "lse_split", {dyn, dyn, dyn, dyn}}}) {
-    auto type = RankedTensorType::get(shape, b.getF32Type());
+  struct Workspace {
+    StringRef tag;
+    SmallVector<int64_t> shape;
+    Type element;
+  };
+  SmallVector<Workspace> workspaces = {
+      {"o_split", {dyn, dyn, dyn, dyn, valueDim}, b.getF32Type()},
+      {"lse_split", {dyn, dyn, dyn, dyn}, b.getF32Type()}};
+  if (counters)
+    workspaces.push_back(
+        {kSplitCountersWorkspace, {dyn, dyn, dyn}, b.getI32Type()});
+  for (auto &[tag, shape, element] : workspaces) {
+    auto type = RankedTensorType::get(shape, element);
     DictionaryAttr attrs = b.getDictionaryAttr(
         {b.getNamedAttr("bufferization.writable", b.getBoolAttr(true)),
          b.getNamedAttr(kWorkspaceAttr, b.getStringAttr(tag))});

@@ -44,8 +44,10 @@ OwningOpRef<ModuleOp> buildKernelModule(AttentionOp op, StringRef name,
 /// (from buildKernelModule): o_split [S, B, Hq, M, Dv] and lse_split
 /// [S, B, Hq, M], f32, tagged as the workspaces the runtime allocates, so
 /// that --flash-tile-attention splits the keys into S runs, S the size the
-/// runtime chose.
-void addKeySplitParams(ModuleOp module, int64_t valueDim,
+/// runtime chose. With `counters`, also split_counters (i32 [B, Hq, M],
+/// zero between calls), so that the GPU mapping merges the runs in the CTA
+/// of the last to finish.
+void addKeySplitParams(ModuleOp module, int64_t valueDim, bool counters,
                        SmallVectorImpl<Param> &params);
 
 /// func @name(q, k, v, o, do, lse, [bias], [mask], [cu_seqlens_q,

@@ -99,6 +99,7 @@ void flash::buildFlashGpuKernelPipeline(
 
 void flash::buildFlashMapTilesToGpuPipeline(
     OpPassManager &pm, const FlashMapTilesToGpuOptions &options) {
+  pm.addPass(flash::createFlashGpuMergeSplitsInLastCtaPass());
   flash::FlashGpuMapToBlocksPassOptions blocks;
   blocks.threads = options.threads;
   blocks.persistent = options.persistent;

@@ -314,6 +314,8 @@ class Kernel:
         # A split-KV kernel cuts the keys into runs over the GPU's SMs
         # (validate.choose_key_splits).
         self.sms = sm_count() if manifest.get("key_splits") else 0
+        # Workspaces that stay zero between calls, by (name, stream).
+        self._zeros = {}
         # A warp-specialised forward's persistent form, launched instead for
         # few keys (validate.takes_persistent_form).
         self.persistent_form = None
@@ -385,6 +387,25 @@ class Kernel:
         the workspaces (see launch)."""
         return self.launch(tensors, stream, self.check(tensors))
 
+    def _kept_zeros(self, entry, shape, stream):
+        """A workspace that is zero before each launch and that the kernel
+        leaves zero (a split-KV kernel's arrival counters): one buffer per
+        stream, kept and grown, allocated zeroed and visible to `stream`
+        before its first use. Launches on one stream run in order, so they
+        share it; kernels on two streams get one each."""
+        import torch
+        count = 1
+        for n in shape:
+            count *= n
+        kept = self._zeros.get((entry["name"], stream))
+        if kept is None or kept.numel() < count:
+            kept = torch.zeros(max(count, 1024), device=f"cuda:{self.device}",
+                               dtype=getattr(torch, validate.MANIFEST_DTYPES[
+                                   entry["dtype"]]))
+            torch.cuda.current_stream(self.device).synchronize()
+            self._zeros[(entry["name"], stream)] = kept
+        return kept[:count].view(shape)
+
     def splits(self, tensors):
         """The key splits a split-KV kernel takes for `tensors` (1 for
         other kernels)."""
@@ -424,15 +445,19 @@ class Kernel:
         workspaces = {}
         if self.manifest.get("key_splits") and splits is None:
             splits = self.splits(tensors)
-        for w in self.manifest.get("workspace", []):
-            shape = validate.workspace_shape(
-                w, {w["like"]: tensors[w["like"]].shape}, splits or 1)
-            tensors[w["name"]] = torch.empty(shape, dtype=torch.float32,
-                                             device=tensors["q"].device)
-            workspaces[w["name"]] = tensors[w["name"]]
         current = torch.cuda.current_stream(self.device)
         if stream is None:
             stream = current.cuda_stream
+        for w in self.manifest.get("workspace", []):
+            shape = validate.workspace_shape(
+                w, {w["like"]: tensors[w["like"]].shape}, splits or 1)
+            if w.get("zero_between_calls"):
+                tensors[w["name"]] = self._kept_zeros(w, shape, stream)
+                continue
+            tensors[w["name"]] = torch.empty(
+                shape, dtype=getattr(torch, validate.MANIFEST_DTYPES[
+                    w.get("dtype", "f32")]), device=tensors["q"].device)
+            workspaces[w["name"]] = tensors[w["name"]]
         for launch in self.launches:
             launch(stream, tensors, scalars)
         # Allocated on the current stream: kept from reuse until the

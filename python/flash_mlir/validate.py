@@ -693,9 +693,9 @@ def wants_key_splits(batch, heads, queries, keys, sms, rows=128,
 
 def workspace_infos(manifest, tensors, splits=1):
     """TensorInfos of the workspaces the runtime allocates for a kernel (the
-    manifest's `workspace`: f32, shaped after the tensor each names (see
-    workspace_shape), contiguous, freshly allocated and so aligned), for
-    checks made before they exist."""
+    manifest's `workspace`: of its dtype (f32 where it names none), shaped
+    after the tensor each names (see workspace_shape), contiguous and
+    aligned), for checks made before they exist."""
     infos = {}
     shapes = {name: t.shape for name, t in tensors.items()}
     for w in manifest.get("workspace", []):
@@ -705,9 +705,9 @@ def workspace_infos(manifest, tensors, splits=1):
         for n in reversed(shape):
             strides.append(step)
             step *= n
-        infos[w["name"]] = TensorInfo(w["name"], tuple(shape),
-                                      tuple(reversed(strides)), "float32",
-                                      like.device, 0)
+        infos[w["name"]] = TensorInfo(
+            w["name"], tuple(shape), tuple(reversed(strides)),
+            MANIFEST_DTYPES[w.get("dtype", "f32")], like.device, 0)
     return infos
 
 

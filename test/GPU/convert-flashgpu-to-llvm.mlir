@@ -56,3 +56,22 @@ func.func @reduce_add(%v: vector<4xf32>, %d: memref<?x128xf32, strided<[?, ?], o
   flashgpu.reduce_add %v, %d[%i, %j] : vector<4xf32>, memref<?x128xf32, strided<[?, ?], offset: ?>>
   return
 }
+
+// The split-KV kernel's arrival: one asm block that fences, synchronises the
+// CTA (or the op's named barrier), lets thread 0 count with acquire-release
+// semantics (resetting the counter the count-th time) and ORs its verdict
+// over the barrier; the counter's generic address from its metadata.
+// CHECK-LABEL: func @arrival
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[T:.*]] = arith.index_cast %[[TID]] : index to i32
+// CHECK: %[[N:.*]] = arith.index_cast %{{.*}} : index to i32
+// CHECK: %[[ASM:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "{ .reg .pred %leader, %won, %any; .reg .u32 %old, %before; fence.acq_rel.gpu; bar.sync 0; setp.eq.u32 %leader, $1, 0; mov.u32 %old, 0; sub.u32 %before, $3, 1; @%leader atom.acq_rel.gpu.add.u32 %old, [$2], 1; setp.eq.and.u32 %won, %old, %before, %leader; @%won st.relaxed.gpu.u32 [$2], 0; bar.red.or.pred %any, 0, %won; fence.acq_rel.gpu; selp.u32 $0, 1, 0, %any; }", "=r,r,l,r,~{memory}" %[[T]], %{{.*}}, %[[N]]
+// CHECK: %[[ANY:.*]] = llvm.extractvalue %[[ASM]][0]
+// CHECK: arith.cmpi ne, %[[ANY]], %{{.*}} : i32
+// CHECK: bar.sync 1, 128;
+// CHECK-SAME: bar.red.or.pred %any, 1, 128, %won;
+func.func @arrival(%c: memref<?x?xi32>, %i: index, %j: index, %n: index) -> (i1, i1) {
+  %a = flashgpu.last_arrival %c[%i, %j] of %n : memref<?x?xi32>
+  %b = flashgpu.last_arrival %c[%i, %j] of %n {barrier_id = 1 : i32, barrier_threads = 128 : i32} : memref<?x?xi32>
+  return %a, %b : i1, i1
+}

@@ -4,7 +4,8 @@
 // producer's scf.if (flash.warp_role = "producer") followed by the
 // consumers' code. Everything after the producer becomes the consumers'
 // branch (threads 0 ... C - 1), their block barriers named barrier 1 over C
-// threads, registers move with setmaxnreg, the block grows by the producer's
+// threads (and so is its flashgpu.last_arrival's), registers move with
+// setmaxnreg, the block grows by the producer's
 // 128 threads and the tag goes (a second run changes nothing).
 // RUN: flash-opt %s --allow-unregistered-dialect --flash-gpu-split-warp-roles --split-input-file --verify-diagnostics | FileCheck %s
 // RUN: flash-opt %s --allow-unregistered-dialect --flash-gpu-split-warp-roles --flash-gpu-split-warp-roles --split-input-file --verify-diagnostics | FileCheck %s
@@ -28,6 +29,8 @@
 // CHECK-NOT: nvvm.barrier
 // CHECK: flashgpu.warpgroup_mma
 // CHECK: "test.use"
+// The split-KV kernel's arrival at its end names the consumers' barrier.
+// CHECK: flashgpu.last_arrival %{{.*}} {barrier_id = 1 : i32, barrier_threads = 256 : i32}
 // CHECK: } {flash.warp_role = "consumer"}
 // CHECK-NEXT: gpu.terminator
 // CHECK-NOT: flash.warp_specialized
@@ -53,7 +56,7 @@
 // PING: nvvm.barrier id = %c2_i32{{.*}} number_of_threads = %c256_i32
 // PING: } {flash.warp_role = "consumer"}
 
-func.func @roles(%out: memref<?xf32>) {
+func.func @roles(%out: memref<?xf32>, %counters: memref<?xi32>) {
   %c1 = arith.constant 1 : index
   %c256 = arith.constant 256 : index
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
@@ -72,6 +75,8 @@ func.func @roles(%out: memref<?xf32>) {
       %s = flashgpu.warpgroup_mma a_desc(%desc) b_desc(%desc) {n = 16 : i64, k_steps = 2 : i64, slices = 1 : i64, element_type = bf16, a_rows = 128 : i64, b_rows = 16 : i64, b_k_major, flash.contraction = "scores"} : vector<8xf32>
       "test.use"(%s) : (vector<8xf32>) -> ()
     }
+    %last = flashgpu.last_arrival %counters[%c0] of %c4 : memref<?xi32>
+    "test.merge"(%last) : (i1) -> ()
     gpu.terminator
   } {flash.warp_specialized = 256 : i64}
   return

@@ -145,6 +145,13 @@ static opt<bool> keySplits(
              "runtime chooses S and allocates the partial results (the "
              "manifest's o_split and lse_split workspaces)"),
     cl::cat(flashCategory));
+static opt<bool> mergeInLastCta(
+    "merge-in-last-cta", cl::init(true),
+    cl::desc("With --key-splits on sm_90a: one launch, the runs of each "
+             "query block merged by the CTA of the last to finish (arrival "
+             "counters the runtime keeps zeroed: the manifest's "
+             "split_counters workspace) instead of a second launch"),
+    cl::cat(flashCategory));
 static opt<bool> overlapProducts(
     "overlap-products", cl::init(true),
     cl::desc("With --deterministic=false on sm_90a: the dK/dV step's "
@@ -198,6 +205,7 @@ int main(int argc, char **argv) {
   options.stagedReductions = stagedReductions;
   options.overlapProducts = overlapProducts;
   options.keySplits = keySplits;
+  options.mergeInLastCta = mergeInLastCta;
   options.pingPong = pingPong;
   options.ptxas = ptxas;
   if (std::string error = flash::checkKernelCompileOptions(options);

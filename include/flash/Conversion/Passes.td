@@ -429,7 +429,8 @@ def FlashGpuSplitWarpRolesPass : Pass<"flash-gpu-split-warp-roles"> {
       gets the producer's 128 threads more;
     - the consumers' `gpu.barrier`s become named barrier 1 over C threads
       (the producer, which exits when its copies are issued, never reaches
-      them);
+      them), and so does the consumers' `flashgpu.last_arrival` (the
+      split-KV kernel's end);
     - `setmaxnreg`: the producer keeps 24 registers per thread (64 in a
       persistent launch) and the consumers take what that frees, up to 240,
       the shares adding up to no more than the CTA got at launch;
@@ -483,6 +484,42 @@ def FlashGpuAsyncMmaPass : Pass<"flash-gpu-async-mma"> {
     (the intrinsic call it makes has unknown effects).
   }];
   let dependentDialects = ["::mlir::flashgpu::FlashGPUDialect"];
+}
+
+def FlashGpuMergeSplitsInLastCtaPass
+    : Pass<"flash-gpu-merge-splits-in-last-cta", "func::FuncOp"> {
+  let summary = "Merge a split-KV query block's runs in the CTA of its last "
+                "run, in one launch";
+  let description = [{
+    Before `--flash-gpu-map-to-blocks`, on the bufferized nests of a
+    split-KV attention: in a function with an argument tagged
+    `flash.workspace = "split_counters"` (i32 [B, Hq, >= query blocks], zero
+    between calls; flash-compile passes one, the runtime keeps it), each
+    split nest (`flash.key_split_rows` = Br: iterations (batch, head, query
+    block x S + run), S the leading size of the `o_split` argument) takes
+    over the merge nest after it (`flash.merge_rows` rows an iteration): at
+    its end the iteration arrives at its query block's counter
+    (`flashgpu.last_arrival`), and the last of the S runs to arrive runs the
+    merge's iterations for the block's rows, reading the partial results
+    that the others wrote. The merge's launch, and the latency of its start
+    and of its first loads after the split grid, go away (FlashDecoding++'s
+    and stream-K's last-CTA fix-up); the merge's tiles join the split
+    kernel's. Pure ops between the two nests move before the first.
+    Without the argument the nests are left alone.
+
+    ```mlir
+    scf.forall (%b, %h, %x) in (%B, %H, %X) {
+      ...  // writes o_split[%x mod S, %b, %h, rows] and lse_split
+      %last = flashgpu.last_arrival %counters[%b, %h, %x / S] of %S
+      scf.if %last {
+        scf.for %r = first to last merge row block of the query block {
+          ...  // the merge nest's body at (%b, %h, %r)
+        }
+      }
+    } {flash.key_split_rows = 64}
+    ```
+  }];
+  let dependentDialects = ["flashgpu::FlashGPUDialect", "scf::SCFDialect"];
 }
 
 def FlashGpuDependentLaunchesPass : Pass<"flash-gpu-dependent-launches"> {
@@ -556,7 +593,9 @@ def ConvertFlashGPUToLLVMPass : Pass<"convert-flashgpu-to-llvm"> {
     `flashgpu.reduce_add` the element's address (from the memref's
     metadata) and one `red.relaxed.gpu.add.f32` per element, or with
     `vector-reductions` (sm_90 and newer: the GPU pipeline sets it for
-    sm_90a) one `red.relaxed.gpu.global.add.v2.f32` / `.v4.f32` per vector.
+    sm_90a) one `red.relaxed.gpu.global.add.v2.f32` / `.v4.f32` per vector;
+    `flashgpu.last_arrival` a fence, its barrier, thread 0's
+    `atom.acq_rel.gpu.add.u32`, a `bar.red.or` of its verdict and a fence.
     Runs on any op; the GPU pipeline runs it right after
     `--flash-map-tiles-to-gpu`.
   }];
@@ -566,6 +605,7 @@ def ConvertFlashGPUToLLVMPass : Pass<"convert-flashgpu-to-llvm"> {
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::vector::VectorDialect"

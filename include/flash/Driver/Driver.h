@@ -96,6 +96,11 @@ struct KernelCompileOptions {
   /// CTAs of their own (S chosen by the runtime, which allocates the
   /// partial results), then a second launch merging them by their LSE.
   bool keySplits = false;
+  /// With keySplits on sm_90a: one launch, each query block's runs merged
+  /// by the CTA of its last run to finish (arrival counters the runtime
+  /// keeps, the manifest's split_counters workspace) instead of a second
+  /// launch.
+  bool mergeInLastCta = true;
   /// With TMA loads, the atomic backward's LSE and D rows by TMA too (the
   /// driver builds them without where that spills).
   bool tmaRowVectors = true;

@@ -12,6 +12,7 @@
 #include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -352,6 +353,55 @@ struct LowerBulkReduceAdd : OpRewritePattern<BulkReduceAddOp> {
   }
 };
 
+/// The CTA's arrival in one asm block: every thread fences its writes at
+/// GPU scope and the threads synchronise (the op's barrier); thread 0 adds
+/// one to the counter with acquire-release semantics and, the count-th, puts
+/// it back to 0; `bar.red.or` gives its verdict to every thread, each of
+/// which then fences again, so that its later loads see what the other
+/// arrivals wrote before theirs. (NVVM's barrier op reduces only on
+/// barrier 0.) The counter's address is generic.
+struct LowerLastArrival : OpRewritePattern<LastArrivalOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LastArrivalOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type i32 = rewriter.getI32Type();
+    std::string barrier = "0";
+    if (std::optional<uint32_t> id = op.getBarrierId())
+      barrier = llvm::formatv("{0}, {1}", *id, *op.getBarrierThreads()).str();
+    Value tid = arith::IndexCastOp::create(
+        rewriter, loc, i32,
+        gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x));
+    Value count = arith::IndexCastOp::create(rewriter, loc, i32, op.getCount());
+    Value address =
+        elementAddress(rewriter, loc, op.getCounter(), op.getIndices());
+    std::string text =
+        llvm::formatv(
+            "{{ .reg .pred %leader, %won, %any; .reg .u32 %old, %before; "
+            "fence.acq_rel.gpu; bar.sync {0}; "
+            "setp.eq.u32 %leader, $1, 0; mov.u32 %old, 0; "
+            "sub.u32 %before, $3, 1; "
+            "@%leader atom.acq_rel.gpu.add.u32 %old, [$2], 1; "
+            "setp.eq.and.u32 %won, %old, %before, %leader; "
+            "@%won st.relaxed.gpu.u32 [$2], 0; "
+            "bar.red.or.pred %any, {0}, %won; fence.acq_rel.gpu; "
+            "selp.u32 $0, 1, 0, %any; }",
+            barrier)
+            .str();
+    Value any = createAsm(rewriter, loc, {i32}, {tid, address, count}, text,
+                          "=r,r,l,r,~{memory}")
+                    .getResult(0);
+    any = LLVM::ExtractValueOp::create(rewriter, loc, any, 0);
+    rewriter.replaceOp(
+        op, arith::CmpIOp::create(
+                rewriter, loc, arith::CmpIPredicate::ne, any,
+                arith::ConstantOp::create(rewriter, loc, i32,
+                                          rewriter.getI32IntegerAttr(0))));
+    return success();
+  }
+};
+
 struct ConvertFlashGPUToLLVMPass
     : flash::impl::ConvertFlashGPUToLLVMPassBase<ConvertFlashGPUToLLVMPass> {
   using Base::Base;
@@ -369,5 +419,5 @@ void mlir::flash::populateFlashGPUToLLVMPatterns(RewritePatternSet &patterns,
                                                  bool vectorReductions) {
   patterns.add<LowerWarpgroupMma, LowerWarpgroupMmaWait>(patterns.getContext());
   patterns.add<LowerReduceAdd>(patterns.getContext(), vectorReductions);
-  patterns.add<LowerBulkReduceAdd>(patterns.getContext());
+  patterns.add<LowerBulkReduceAdd, LowerLastArrival>(patterns.getContext());
 }

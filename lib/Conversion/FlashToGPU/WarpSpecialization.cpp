@@ -127,6 +127,10 @@ LogicalResult flash::splitWarpRoles(gpu::LaunchOp launch, bool pingPong) {
                             NVVM::BarrierReductionAttr(), Value());
     barrier->erase();
   }
+  consumer.getThenRegion().walk([&](flashgpu::LastArrivalOp arrival) {
+    arrival.setBarrierId(1);
+    arrival.setBarrierThreads(static_cast<uint32_t>(consumers));
+  });
 
   // The registers of an SM, shared by the CTAs that fit its shared memory:
   // two when each consumer thread still gets kMinConsumerRegisters (one

@@ -208,3 +208,43 @@ func.func @bulk_reduce_add_indices(%s: memref<64x128xf32, #gpu.address_space<wor
   flashgpu.bulk_reduce_add %s[%i, %i], %d[%i] {count = 64 : i64} : memref<64x128xf32, #gpu.address_space<workgroup>>, memref<?x128xf32>
   return
 }
+
+// -----
+
+func.func @last_arrival_indices(%c: memref<?x?x?xi32>, %i: index) -> i1 {
+  // expected-error @+1 {{takes one index per dimension of its counter (3), got 2}}
+  %l = flashgpu.last_arrival %c[%i, %i] of %i : memref<?x?x?xi32>
+  return %l : i1
+}
+
+// -----
+
+func.func @last_arrival_shared(%c: memref<4xi32, #gpu.address_space<workgroup>>, %i: index) -> i1 {
+  // expected-error @+1 {{counts in global memory, not #gpu.address_space<workgroup>}}
+  %l = flashgpu.last_arrival %c[%i] of %i : memref<4xi32, #gpu.address_space<workgroup>>
+  return %l : i1
+}
+
+// -----
+
+func.func @last_arrival_half_barrier(%c: memref<4xi32>, %i: index) -> i1 {
+  // expected-error @+1 {{names a barrier by both its id and its threads, or by neither (the CTA's)}}
+  %l = flashgpu.last_arrival %c[%i] of %i {barrier_id = 1 : i32} : memref<4xi32>
+  return %l : i1
+}
+
+// -----
+
+func.func @last_arrival_warps(%c: memref<4xi32>, %i: index) -> i1 {
+  // expected-error @+1 {{synchronises whole warps, not 100 threads}}
+  %l = flashgpu.last_arrival %c[%i] of %i {barrier_id = 1 : i32, barrier_threads = 100 : i32} : memref<4xi32>
+  return %l : i1
+}
+
+// -----
+
+func.func @last_arrival_barrier_id(%c: memref<4xi32>, %i: index) -> i1 {
+  // expected-error @+1 {{names barrier 16; a CTA has 0 to 15}}
+  %l = flashgpu.last_arrival %c[%i] of %i {barrier_id = 16 : i32, barrier_threads = 128 : i32} : memref<4xi32>
+  return %l : i1
+}

@@ -1,5 +1,5 @@
-// flashgpu.warpgroup_mma, flashgpu.reduce_add and flashgpu.bulk_reduce_add
-// parse, verify and print back.
+// flashgpu.warpgroup_mma, flashgpu.reduce_add, flashgpu.bulk_reduce_add and
+// flashgpu.last_arrival parse, verify and print back.
 // RUN: flash-opt %s | flash-opt | FileCheck %s
 
 // CHECK-LABEL: func @scores
@@ -41,4 +41,13 @@ func.func @reduce_add(%x: f32, %v: vector<4xf32>, %d: memref<?x128xf32, strided<
 func.func @bulk_reduce_add(%s: memref<64x128xf32, strided<[132, 1]>, #gpu.address_space<workgroup>>, %d: memref<?x128xf32, strided<[?, 1], offset: ?>>, %i: index, %j: index) {
   flashgpu.bulk_reduce_add %s[%i, %j], %d[%i, %j] {count = 64 : i64} : memref<64x128xf32, strided<[132, 1]>, #gpu.address_space<workgroup>>, memref<?x128xf32, strided<[?, 1], offset: ?>>
   return
+}
+
+// CHECK-LABEL: func @arrival
+// CHECK: flashgpu.last_arrival %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] of %{{.*}} : memref<?x?x?xi32>
+// CHECK: flashgpu.last_arrival %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] of %{{.*}} {barrier_id = 1 : i32, barrier_threads = 128 : i32} : memref<?x?x?xi32>
+func.func @arrival(%c: memref<?x?x?xi32>, %i: index, %n: index) -> (i1, i1) {
+  %a = flashgpu.last_arrival %c[%i, %i, %i] of %n : memref<?x?x?xi32>
+  %b = flashgpu.last_arrival %c[%i, %i, %i] of %n {barrier_id = 1 : i32, barrier_threads = 128 : i32} : memref<?x?x?xi32>
+  return %a, %b : i1, i1
 }

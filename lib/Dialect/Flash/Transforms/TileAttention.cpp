@@ -528,6 +528,8 @@ SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
   auto forall = scf::ForallOp::create(
       b, loc, ArrayRef<OpFoldResult>{outer, heads, iterations}, outs,
       std::nullopt);
+  if (splitting)
+    forall->setAttr(kKeySplitRowsAttrName, b.getI64IntegerAttr(br));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forall.getTerminator());
   SmallVector<Value> ivs = forall.getInductionVars();
@@ -802,6 +804,7 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
   // It reads only what the split nest wrote: its launch may start before
   // that one's ends (programmatic dependent launch on sm_90).
   forall->setAttr(kDependentLaunchAttrName, b.getUnitAttr());
+  forall->setAttr(kMergeRowsAttrName, b.getI64IntegerAttr(kMergeRows));
   // A thread per element of the merged tile (whole warps).
   forall->setAttr(kBlockThreadsAttrName,
                   b.getI64IntegerAttr(std::min<int64_t>(

@@ -166,3 +166,24 @@ LogicalResult ReduceAddOp::verify() {
            << vector.getNumElements();
   return success();
 }
+
+LogicalResult LastArrivalOp::verify() {
+  auto type = cast<MemRefType>(getCounter().getType());
+  if (static_cast<int64_t>(getIndices().size()) != type.getRank())
+    return emitOpError("takes one index per dimension of its counter (")
+           << type.getRank() << "), got " << getIndices().size();
+  if (auto space =
+          dyn_cast_or_null<gpu::AddressSpaceAttr>(type.getMemorySpace());
+      space && space.getValue() != gpu::AddressSpace::Global)
+    return emitOpError("counts in global memory, not ") << space;
+  if (getBarrierId().has_value() != getBarrierThreads().has_value())
+    return emitOpError("names a barrier by both its id and its threads, or "
+                       "by neither (the CTA's)");
+  if (std::optional<uint32_t> id = getBarrierId(); id && *id > 15)
+    return emitOpError("names barrier ") << *id << "; a CTA has 0 to 15";
+  if (std::optional<uint32_t> threads = getBarrierThreads();
+      threads && *threads % 32 != 0)
+    return emitOpError("synchronises whole warps, not ")
+           << *threads << " threads";
+  return success();
+}

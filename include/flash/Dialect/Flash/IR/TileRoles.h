@@ -67,6 +67,23 @@ inline constexpr llvm::StringLiteral kBlockThreadsAttrName =
 inline constexpr llvm::StringLiteral kDependentLaunchAttrName =
     "flash.dependent_launch";
 
+/// Set by the tiler on a split-KV nest (iterations (batch, head, query block
+/// x S + run) over S runs of keys): its query blocks' rows (an i64, Br).
+inline constexpr llvm::StringLiteral kKeySplitRowsAttrName =
+    "flash.key_split_rows";
+
+/// Set by the tiler on the split-KV merge nest (iterations (batch, head,
+/// row block)): the rows of one iteration (an i64, dividing the split
+/// nest's Br).
+inline constexpr llvm::StringLiteral kMergeRowsAttrName = "flash.merge_rows";
+
+/// The tag (`flash.workspace`) of the function argument that holds the
+/// split-KV pair's arrival counters, i32 [B, Hq, >= query blocks], zero
+/// between calls: where a function has one, the GPU mapping merges each
+/// query block's runs in the CTA of its last run to finish
+/// (--flash-gpu-merge-splits-in-last-cta).
+inline constexpr llvm::StringLiteral kSplitCountersWorkspace = "split_counters";
+
 } // namespace mlir::flash
 
 #endif // FLASH_DIALECT_FLASH_IR_TILEROLES_H

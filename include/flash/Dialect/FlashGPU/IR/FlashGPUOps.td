@@ -191,4 +191,33 @@ def FlashGPU_CtasPerSmOp : FlashGPU_Op<"ctas_per_sm"> {
   let hasVerifier = 1;
 }
 
+def FlashGPU_LastArrivalOp : FlashGPU_Op<"last_arrival"> {
+  let summary = "whether this CTA is the `count`-th to arrive at a counter";
+  let description = [{
+    The CTA's threads (those of its named barrier where `barrier_id` and
+    `barrier_threads` say one) arrive together at `counter[indices]`, an
+    i32 in global memory: each fences its earlier writes at GPU scope, the
+    threads synchronise, and the first adds one to the counter
+    (`atom.acq_rel.gpu`). Every thread gets true in the CTA whose addition
+    was the `count`-th, which also puts the counter back to 0 (for the next
+    launch), and, after a GPU-scope fence of its own, sees everything that
+    the other arriving CTAs wrote before they arrived. The counter must be
+    0 before the first of the `count` arrivals.
+
+    The split-KV kernel's end (`--flash-gpu-merge-splits-in-last-cta`): the
+    last run of a query block to finish merges the runs' partial results.
+    `--flash-gpu-split-warp-roles` names the consumers' barrier where the op
+    is theirs.
+  }];
+  let arguments = (ins Arg<MemRefOf<[I32]>, "", [MemRead, MemWrite]>:$counter,
+                   Variadic<Index>:$indices, Index:$count,
+                   OptionalAttr<ConfinedAttr<I32Attr, [IntNonNegative]>>:$barrier_id,
+                   OptionalAttr<ConfinedAttr<I32Attr, [IntPositive]>>:$barrier_threads);
+  let results = (outs I1:$last);
+  let assemblyFormat = [{
+    $counter `[` $indices `]` `of` $count attr-dict `:` type($counter)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // FLASH_DIALECT_FLASHGPU_IR_FLASHGPUOPS_TD
