@@ -57,15 +57,15 @@ func.func @reduce_add(%v: vector<4xf32>, %d: memref<?x128xf32, strided<[?, ?], o
   return
 }
 
-// The split-KV kernel's arrival: one asm block that fences, synchronises the
-// CTA (or the op's named barrier), lets thread 0 count with acquire-release
-// semantics (resetting the counter the count-th time) and ORs its verdict
+// The split-KV kernel's arrival: one asm block that synchronises the CTA (or
+// the op's named barrier), lets thread 0 count with acquire-release semantics
+// at GPU scope (resetting the counter the count-th time) and ORs its verdict
 // over the barrier; the counter's generic address from its metadata.
 // CHECK-LABEL: func @arrival
 // CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: %[[T:.*]] = arith.index_cast %[[TID]] : index to i32
 // CHECK: %[[N:.*]] = arith.index_cast %{{.*}} : index to i32
-// CHECK: %[[ASM:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "{ .reg .pred %leader, %won, %any; .reg .u32 %old, %before; fence.acq_rel.gpu; bar.sync 0; setp.eq.u32 %leader, $1, 0; mov.u32 %old, 0; sub.u32 %before, $3, 1; @%leader atom.acq_rel.gpu.add.u32 %old, [$2], 1; setp.eq.and.u32 %won, %old, %before, %leader; @%won st.relaxed.gpu.u32 [$2], 0; bar.red.or.pred %any, 0, %won; fence.acq_rel.gpu; selp.u32 $0, 1, 0, %any; }", "=r,r,l,r,~{memory}" %[[T]], %{{.*}}, %[[N]]
+// CHECK: %[[ASM:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "{ .reg .pred %leader, %won, %any; .reg .u32 %old, %before; bar.sync 0; setp.eq.u32 %leader, $1, 0; mov.u32 %old, 0; sub.u32 %before, $3, 1; @%leader atom.acq_rel.gpu.add.u32 %old, [$2], 1; setp.eq.and.u32 %won, %old, %before, %leader; @%won st.relaxed.gpu.u32 [$2], 0; bar.red.or.pred %any, 0, %won; selp.u32 $0, 1, 0, %any; }", "=r,r,l,r,~{memory}" %[[T]], %{{.*}}, %[[N]]
 // CHECK: %[[ANY:.*]] = llvm.extractvalue %[[ASM]][0]
 // CHECK: arith.cmpi ne, %[[ANY]], %{{.*}} : i32
 // CHECK: bar.sync 1, 128;

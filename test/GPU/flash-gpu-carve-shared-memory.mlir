@@ -99,3 +99,24 @@ func.func @plain() {
   }
   return
 }
+
+// -----
+
+// A view of a padded tile keeps the padded row stride, and its rank: a row
+// of the split-KV merge's column tiles is a rank-1 view.
+// CHECK-LABEL: func.func @padded_row(
+// CHECK: %[[T:.*]] = memref.memory_space_cast %{{.*}} : memref<4x32xbf16, strided<[40, 1]>, #gpu.address_space<workgroup>> to memref<4x32xbf16, strided<[40, 1]>>
+// CHECK: %[[ROW:.*]] = memref.subview %[[T]][1, 0] [1, 32] [1, 1] : memref<4x32xbf16, strided<[40, 1]>> to memref<32xbf16, strided<[1], offset: 40>>
+// CHECK: "test.use"(%[[ROW]])
+func.func @padded_row() {
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
+    %t = memref.alloc() : memref<4x32xbf16>
+    %row = memref.subview %t[1, 0] [1, 32] [1, 1] : memref<4x32xbf16> to memref<32xbf16, strided<[1], offset: 32>>
+    "test.use"(%row) : (memref<32xbf16, strided<[1], offset: 32>>) -> ()
+    gpu.terminator
+  } {flash.register_rows = 64 : i64}
+  return
+}

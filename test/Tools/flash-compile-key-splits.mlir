@@ -34,10 +34,10 @@
 // PAIR: decode: {{.*}}decode.0.ptx, tiles 64x128, 256 threads, registers {{[0-9]+}}, spill bytes 0
 // PAIR: decode_general merge (decode_general_kernel): registers {{[0-9]+}}, spill bytes 0
 // PAIR-MANIFEST: ['o_split', 'lse_split']
-// The merge a thread per element of its 2 x 128 tile, launched as a
-// programmatic dependent of the split kernel.
+// The merge a thread per four columns of each row of its 4 x 128 tile,
+// launched as a programmatic dependent of the split kernel.
 // PAIR-MANIFEST-NEXT: [{'product': [{'ceil_div': 64, 'dim': 2, 'tensor': 'q'}, {'dim': 0, 'tensor': 'o_split'}]}, {'dim': 1, 'tensor': 'q'}, {'dim': 0, 'tensor': 'q'}] [256, 1, 1] None ['tensor_maps', {{.*}}'o_split'{{.*}}'lse_split']
-// PAIR-MANIFEST-NEXT: [{'ceil_div': 2, 'dim': 2, 'tensor': 'q'}, {'dim': 1, 'tensor': 'q'}, {'dim': 0, 'tensor': 'q'}] [256, 1, 1] True [{{.*}}'o_split', 'lse_split', 'sinks', 'o', 'lse']
+// PAIR-MANIFEST-NEXT: [{'ceil_div': 4, 'dim': 2, 'tensor': 'q'}, {'dim': 1, 'tensor': 'q'}, {'dim': 0, 'tensor': 'q'}] [128, 1, 1] True [{{.*}}'o_split', 'lse_split', 'sinks', 'o', 'lse']
 
 // SM80: decode merge (decode_kernel): registers {{[0-9]+}}, spill bytes 0
 // SM80: decode: {{.*}}decode.0.ptx, {{.*}}spill bytes 0

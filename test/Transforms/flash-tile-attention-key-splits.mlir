@@ -7,11 +7,12 @@
 // bounds clamped to it, each loop starting where the previous one ends), and
 // writes its normalised O (f32) and LSE into the workspaces o_split
 // [3, B, Hq, M, Dv] and lse_split [3, B, Hq, M]. The second merges them per
-// (batch, head, block of 2 rows), reading every split's partial results in
-// place (no copies): a parallel loop over the output elements, each walking
-// the splits eight at a time (an online max and sum over their LSEs), the
-// chunk's eight loads (clamped to the last split, those past it weighing
-// nothing) before any update.
+// (batch, head, block of 4 rows), reading every split's partial results in
+// place (no copies): a parallel loop over (row, group of 4 columns), each
+// walking the splits sixteen at a time (an online max and sum over their
+// LSEs), the chunk's loads (an LSE and four columns per split, clamped to
+// the last split, those past it weighing nothing) before any update; the
+// groups' columns then go into O's rows in place.
 
 // CHECK-LABEL: func @decode
 // CHECK-DAG: %[[OS:.*]] = tensor.empty({{.*}}) {flash.workspace = "o_split"} : tensor<3x?x?x?x32xf32>
@@ -29,24 +30,33 @@
 // CHECK: scf.forall.in_parallel
 // CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%[[S]], %[[B]], %[[H]], %{{.*}}, 0] [1, 1, 1, %{{.*}}, 32] {{.*}} : tensor<?x32xf32> into tensor<3x?x?x?x32xf32>
 // CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%[[S]], %[[B]], %[[H]], %{{.*}}] [1, 1, 1, %{{.*}}] {{.*}} : tensor<?xf32> into tensor<3x?x?x?xf32>
+// The split nest says its query blocks' rows (the GPU mapping's merge in
+// the last run's CTA maps them to the merge's row blocks).
+// CHECK: } {flash.key_split_rows = 16 : i64}
 // CHECK: scf.forall (%[[B2:.*]], %[[H2:.*]], %{{.*}}) in (%c2, %c8, %c1) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<2x8x1x32xbf16>)
 // CHECK-NOT: tensor.pad
 // CHECK-DAG: %[[LSE:.*]] = tensor.extract_slice %[[PART]]#1[0, %[[B2]], %[[H2]], %{{.*}}] [%c3, 1, 1, %{{.*}}] {{.*}} to tensor<?x?xf32>
 // CHECK-DAG: %[[OUT:.*]] = tensor.extract_slice %[[PART]]#0[0, %[[B2]], %[[H2]], %{{.*}}, 0] [%c3, 1, 1, %{{.*}}, 32] {{.*}} to tensor<?x?x32xf32>
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} outs(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>)
-// CHECK: %[[ROW:.*]] = linalg.index 0
-// CHECK: %[[COL:.*]] = linalg.index 1
-// CHECK: %[[LAST:.*]] = arith.subi %c3, %c1
-// CHECK: scf.for %[[FIRST:.*]] = %c0 to %c3 step %c8 iter_args({{.*}}) -> (f32, f32, f32)
-// CHECK-COUNT-8: tensor.extract %[[OUT]][%{{.*}}, %[[ROW]], %[[COL]]]
-// CHECK-NOT: tensor.extract
+// CHECK: %[[GROUPS:.*]]:5 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xf32>)
+// CHECK: %[[ROW:.*]] = arith.minsi
+// CHECK: %[[GROUP:.*]] = linalg.index 1
+// CHECK: %[[COL0:.*]] = arith.muli %[[GROUP]], %c4
+// CHECK: scf.for %{{.*}} = %c0 to %c3 step %c16 iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32)
+// CHECK-COUNT-4: tensor.extract %[[OUT]][%{{.*}}, %[[ROW]], %{{.*}}]
 // CHECK: arith.maximumf
 // CHECK: math.exp2
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
-// A thread per element of the merged 2 x 32 tile; the merge reads only the
-// split nest's results (its launch may start before that one's ends):
+// CHECK: math.log
+// Column c of O from group tile c mod 4, written into the nest's output.
+// CHECK: %[[ORows:.*]] = tensor.extract_slice %[[SHARED:.*]][%[[B2]], %[[H2]], %{{.*}}, 0] [1, 1, %{{.*}}, 32]
+// CHECK: %[[O:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x8xbf16>, tensor<?x8xbf16>, tensor<?x8xbf16>, tensor<?x8xbf16>) outs(%[[ORows]] : tensor<?x32xbf16>)
+// CHECK: arith.remui %{{.*}}, %c4
+// A thread per group of 4 columns of the merged 4 x 32 tile; the merge
+// reads only the split nest's results (its launch may start before that
+// one's ends):
 // CHECK: scf.forall.in_parallel
-// CHECK: } {flash.block_threads = 64 : i64, flash.dependent_launch}
+// CHECK-NEXT: tensor.parallel_insert_slice %[[O]] into %[[SHARED]][%[[B2]], %[[H2]], %{{.*}}, 0] [1, 1, %{{.*}}, 32]
+// CHECK: } {flash.block_threads = 32 : i64, flash.dependent_launch, flash.merge_rows = 4 : i64}
 func.func @decode(%q: tensor<2x8x1x32xbf16>, %k: tensor<2x2x?x32xbf16>, %v: tensor<2x2x?x32xbf16>) -> tensor<2x8x1x32xbf16> {
   %o = flash.attention %q, %k, %v : tensor<2x8x1x32xbf16>, tensor<2x2x?x32xbf16>, tensor<2x2x?x32xbf16> -> tensor<2x8x1x32xbf16>
   return %o : tensor<2x8x1x32xbf16>

@@ -23,7 +23,8 @@ def FlashGpuMapToBlocksPass : Pass<"flash-gpu-map-to-blocks"> {
     (grid x = query blocks, last first: under a causal mask the last ones
     see the most keys; y = heads; z = batch). A forall that says its own
     CTA size (`flash.block_threads`, set by the tiler on the split-KV merge:
-    one thread per element of its tile) gets that many threads instead.
+    one thread per four columns of each row of its tile) gets that many
+    threads instead.
     Every value the body needs from outside but the function's memref
     arguments is recomputed inside, so that the outlined kernel takes
     exactly the tensors' memrefs.
@@ -594,8 +595,8 @@ def ConvertFlashGPUToLLVMPass : Pass<"convert-flashgpu-to-llvm"> {
     metadata) and one `red.relaxed.gpu.add.f32` per element, or with
     `vector-reductions` (sm_90 and newer: the GPU pipeline sets it for
     sm_90a) one `red.relaxed.gpu.global.add.v2.f32` / `.v4.f32` per vector;
-    `flashgpu.last_arrival` a fence, its barrier, thread 0's
-    `atom.acq_rel.gpu.add.u32`, a `bar.red.or` of its verdict and a fence.
+    `flashgpu.last_arrival` its barrier, thread 0's
+    `atom.acq_rel.gpu.add.u32` and a `bar.red.or` of its verdict.
     Runs on any op; the GPU pipeline runs it right after
     `--flash-map-tiles-to-gpu`.
   }];

@@ -353,13 +353,15 @@ struct LowerBulkReduceAdd : OpRewritePattern<BulkReduceAddOp> {
   }
 };
 
-/// The CTA's arrival in one asm block: every thread fences its writes at
-/// GPU scope and the threads synchronise (the op's barrier); thread 0 adds
-/// one to the counter with acquire-release semantics and, the count-th, puts
-/// it back to 0; `bar.red.or` gives its verdict to every thread, each of
-/// which then fences again, so that its later loads see what the other
-/// arrivals wrote before theirs. (NVVM's barrier op reduces only on
-/// barrier 0.) The counter's address is generic.
+/// The CTA's arrival in one asm block: the threads synchronise (the op's
+/// barrier), thread 0 adds one to the counter with acquire-release
+/// semantics at GPU scope (releasing the writes the barrier ordered before
+/// it, acquiring the earlier arrivals') and, the count-th, puts it back to
+/// 0; `bar.red.or` gives its verdict to every thread and orders their later
+/// loads after the acquire. Per-thread `fence.acq_rel.gpu` before and after
+/// (the threadfence-reduction form) cost the last CTA ~1 us at B = 1
+/// (docs/GPU-NOTES.md 86). (NVVM's barrier op reduces only on barrier 0.)
+/// The counter's address is generic.
 struct LowerLastArrival : OpRewritePattern<LastArrivalOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -379,13 +381,13 @@ struct LowerLastArrival : OpRewritePattern<LastArrivalOp> {
     std::string text =
         llvm::formatv(
             "{{ .reg .pred %leader, %won, %any; .reg .u32 %old, %before; "
-            "fence.acq_rel.gpu; bar.sync {0}; "
+            "bar.sync {0}; "
             "setp.eq.u32 %leader, $1, 0; mov.u32 %old, 0; "
             "sub.u32 %before, $3, 1; "
             "@%leader atom.acq_rel.gpu.add.u32 %old, [$2], 1; "
             "setp.eq.and.u32 %won, %old, %before, %leader; "
             "@%won st.relaxed.gpu.u32 [$2], 0; "
-            "bar.red.or.pred %any, {0}, %won; fence.acq_rel.gpu; "
+            "bar.red.or.pred %any, {0}, %won; "
             "selp.u32 $0, 1, 0, %any; }",
             barrier)
             .str();

@@ -148,10 +148,14 @@ static int64_t carveSharedMemory(gpu::LaunchOp launch) {
         user->erase();
       } else if (auto sub = dyn_cast<memref::SubViewOp>(user);
                  sub && generic.getType() != type) {
-        // Views of a padded tile have its row stride.
+        // Views of a padded tile have its row stride (and their rank: a
+        // row of a tile may be a rank-1 view).
         OpBuilder vb(sub);
+        MemRefType viewOfPadded = memref::SubViewOp::inferRankReducedResultType(
+            sub.getType().getShape(), cast<MemRefType>(generic.getType()),
+            sub.getMixedOffsets(), sub.getMixedSizes(), sub.getMixedStrides());
         Value padded = memref::SubViewOp::create(
-            vb, sub.getLoc(), generic, sub.getMixedOffsets(),
+            vb, sub.getLoc(), viewOfPadded, generic, sub.getMixedOffsets(),
             sub.getMixedSizes(), sub.getMixedStrides());
         sub.replaceAllUsesWith(padded);
         sub.erase();

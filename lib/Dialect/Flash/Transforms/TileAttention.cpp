@@ -60,10 +60,14 @@ foldSink(OpBuilder &b, Location loc, Value mRow, Value lRow, Value sink,
 
 namespace {
 constexpr double kLog2e = 1.4426950408889634;
-/// Split-KV's merge: query rows per CTA (two: a thread per output element
-/// at Dv = 128), and splits whose partial results each thread loads at once.
-constexpr int64_t kMergeRows = 2;
-constexpr int64_t kMergeSplits = 8;
+/// Split-KV's merge: query rows per iteration (four: a decode step's rows
+/// of one KV head under GQA packing at a group of 4), which each column's
+/// thread merges together, and splits whose partial results (every row's)
+/// it loads at once.
+constexpr int64_t kMergeRows = 4;
+constexpr int64_t kMergeSplits = 16;
+/// Columns of a merged row that one iteration (a thread) merges together.
+constexpr int64_t kMergeColumns = 4;
 constexpr double kLn2 = 0.6931471805599453;
 
 /// Builds the loop nest of one rank-4 attention op.
@@ -805,16 +809,17 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
   // that one's ends (programmatic dependent launch on sm_90).
   forall->setAttr(kDependentLaunchAttrName, b.getUnitAttr());
   forall->setAttr(kMergeRowsAttrName, b.getI64IntegerAttr(kMergeRows));
-  // A thread per element of the merged tile (whole warps).
+  // A thread per `width` columns of each merged row (whole warps).
+  int64_t width = valueDim % kMergeColumns == 0 ? kMergeColumns : 1;
+  int64_t groups = valueDim / width;
   forall->setAttr(kBlockThreadsAttrName,
                   b.getI64IntegerAttr(std::min<int64_t>(
-                      1024, llvm::alignTo(kMergeRows * valueDim, 32))));
+                      1024, llvm::alignTo(kMergeRows * groups, 32))));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forall.getTerminator());
   SmallVector<Value> ivs = forall.getInductionVars();
   Value rowAt = mul(ivs[2], idx(kMergeRows));
   Value rowCount = min(idx(kMergeRows), sub(totalQueries, rowAt));
-  constexpr double ninf = -std::numeric_limits<double>::infinity();
   // exp(x - ref) in natural units, a ref of -inf (no split saw a key)
   // taken as 0.
   auto expFrom = [&](OpBuilder &nb, Location nl, Value x, Value ref) {
@@ -831,85 +836,20 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
   };
 
   // One pass over the splits, the partial results read where the splits
-  // wrote them: each output element (a parallel loop over rows and columns;
-  // a thread each on the GPU) walks the splits with its own running max m
-  // and sum l (FlashAttention's online softmax over the partial LSEs), in
-  // chunks of kMergeSplits whose loads are all issued before any is used
-  // (docs/Rationale.md, "The split-KV merge"). Per split s:
+  // wrote them: each (row, group of kMergeColumns columns) of the merged
+  // rows (a parallel loop; a thread each on the GPU) walks the splits with
+  // the row's running max m and sum l (FlashAttention's online softmax over
+  // the partial LSEs), in chunks of kMergeSplits whose loads are all issued
+  // before any is used, so that a thread waits for memory about once a
+  // chunk (docs/Rationale.md, "The split-KV merge"). Per split s:
   // m' = max(m, LSE_s), a = exp(m - m'), w = exp(LSE_s - m'),
   // acc' = a acc + w O_s, l' = a l + w.
   Value lse = partialRows(partialLse, ivs[0], ivs[1], rowAt, rowCount);
   Value out = partialRows(partialOut, ivs[0], ivs[1], rowAt, rowCount);
-  OpFoldResult zeroIndex = b.getIndexAttr(0), oneIndex = b.getIndexAttr(1);
-  SmallVector<OpFoldResult> tileAt = {zeroIndex, zeroIndex},
-                            tileSizes = {rowCount, b.getIndexAttr(valueDim)},
-                            unitStrides = {oneIndex, oneIndex};
-  // Tiles of kMergeRows rows; the merge writes their first rowCount rows,
-  // the rest keep their fill. l starts at -0.0: a fill unlike acc's, which
-  // CSE would otherwise merge into one buffer that bufferization then
-  // copies for each.
-  SmallVector<Value> tiles = {filled({kMergeRows, valueDim}, 0.0),
-                              filled({kMergeRows, valueDim}, ninf),
-                              filled({kMergeRows, valueDim}, -0.0)};
-  SmallVector<Value> inits;
-  for (Value tile : tiles)
-    inits.push_back(tensor::ExtractSliceOp::create(
-        b, loc, RankedTensorType::get({ShapedType::kDynamic, valueDim}, f32),
-        tile, tileAt, tileSizes, unitStrides));
-  auto merge = linalg::GenericOp::create(
-      b, loc, ValueRange(inits).getTypes(), ValueRange{}, inits,
-      ArrayRef<AffineMap>{id(2), id(2), id(2)},
-      ArrayRef<IteratorType>{kPar, kPar},
-      [&](OpBuilder &nb, Location nl, ValueRange start) {
-        Value row = linalg::IndexOp::create(nb, nl, 0);
-        Value column = linalg::IndexOp::create(nb, nl, 1);
-        auto index = [&](int64_t v) -> Value {
-          return arith::ConstantIndexOp::create(nb, nl, v);
-        };
-        Value last = arith::SubIOp::create(nb, nl, splitCount, index(1));
-        auto chunks = scf::ForOp::create(
-            nb, nl, index(0), splitCount, index(kMergeSplits), start,
-            [&](OpBuilder &cb, Location cl, Value first, ValueRange carried) {
-              // The chunk's loads first: splits past the last read the
-              // last one's, then weigh nothing (their LSE taken as -inf).
-              SmallVector<Value> lseAt, outAt;
-              for (int64_t j = 0; j < kMergeSplits; ++j) {
-                Value split = arith::AddIOp::create(cb, cl, first, index(j));
-                Value valid = arith::CmpIOp::create(
-                    cb, cl, arith::CmpIPredicate::slt, split, splitCount);
-                Value at = arith::MinSIOp::create(cb, cl, split, last);
-                Value x =
-                    tensor::ExtractOp::create(cb, cl, lse, ValueRange{at, row});
-                lseAt.push_back(arith::SelectOp::create(cb, cl, valid, x,
-                                                        negInfF32(cb, cl)));
-                outAt.push_back(tensor::ExtractOp::create(
-                    cb, cl, out, ValueRange{at, row, column}));
-              }
-              Value acc = carried[0], m = carried[1], l = carried[2];
-              for (int64_t j = 0; j < kMergeSplits; ++j) {
-                Value mNew = arith::MaximumFOp::create(cb, cl, m, lseAt[j]);
-                Value alpha = expFrom(cb, cl, m, mNew);
-                Value w = expFrom(cb, cl, lseAt[j], mNew);
-                acc = arith::AddFOp::create(
-                    cb, cl, arith::MulFOp::create(cb, cl, acc, alpha),
-                    arith::MulFOp::create(cb, cl, w, outAt[j]));
-                l = arith::AddFOp::create(
-                    cb, cl, arith::MulFOp::create(cb, cl, l, alpha), w);
-                m = mNew;
-              }
-              scf::YieldOp::create(cb, cl, ValueRange{acc, m, l});
-            });
-        linalg::YieldOp::create(nb, nl, chunks.getResults());
-      });
-  for (auto [i, tile] : llvm::enumerate(tiles))
-    tile = tensor::InsertSliceOp::create(b, loc, merge.getResult(i), tile,
-                                         tileAt, tileSizes, unitStrides);
-  Value acc = tiles[0], rowMax = tiles[1], total = tiles[2];
-
+  Value sinks = op.getSinks();
   // The sink joins the merged row as in the unsplit epilogue, in natural
   // units: m_f = max(max, sink), l_f = l exp(max - m_f) + exp(sink - m_f).
   // Returns (numerator of O's factor, m_f, l_f).
-  Value sinks = op.getSinks();
   auto finalRow = [&](OpBuilder &nb, Location nl, Value mRow,
                       Value lRow) -> std::array<Value, 3> {
     Value one = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(1.0f));
@@ -919,69 +859,178 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
         extendToF32(nb, nl, tensor::ExtractOp::create(nb, nl, sinks, ivs[1]));
     return foldSink(nb, nl, mRow, lRow, sink, expFrom);
   };
-  // O = acc (numerator / l_f), element by element (every column's thread
-  // has the row's m and l).
-  SmallVector<Value> results = {generic(
-      {acc, rowMax, total}, empty({kMergeRows, valueDim}, elementType),
-      {id(2), id(2), id(2), id(2)}, {kPar, kPar},
-      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-        auto [numerator, mFinal, lFinal] = finalRow(nb, nl, a[1], a[2]);
+  OpFoldResult zeroIndex = b.getIndexAttr(0), oneIndex = b.getIndexAttr(1);
+  // The first rowCount rows of a [kMergeRows, cols] tile.
+  auto validRows = [&](Value tile, int64_t cols) -> Value {
+    auto type = cast<RankedTensorType>(tile.getType());
+    return tensor::ExtractSliceOp::create(
+        b, loc,
+        RankedTensorType::get({ShapedType::kDynamic, cols},
+                              type.getElementType()),
+        tile, ArrayRef<OpFoldResult>{zeroIndex, zeroIndex},
+        ArrayRef<OpFoldResult>{rowCount, b.getIndexAttr(cols)},
+        ArrayRef<OpFoldResult>{oneIndex, oneIndex});
+  };
+  // Column c of a group's O in tile c mod width, then each row's LSE. All
+  // kMergeRows rows are merged (static tiles: a slice of an empty tensor
+  // would fold into a dynamic one); rows past rowCount read the last valid
+  // row and are not written out.
+  SmallVector<Value> groupOuts;
+  for (int64_t c = 0; c < width; ++c)
+    groupOuts.push_back(empty({kMergeRows, groups}, elementType));
+  groupOuts.push_back(empty({kMergeRows, groups}, f32));
+  auto merge = linalg::GenericOp::create(
+      b, loc, ValueRange(groupOuts).getTypes(), ValueRange{}, groupOuts,
+      SmallVector<AffineMap>(groupOuts.size(), id(2)),
+      ArrayRef<IteratorType>{kPar, kPar},
+      [&](OpBuilder &nb, Location nl, ValueRange) {
+        auto index = [&](int64_t v) -> Value {
+          return arith::ConstantIndexOp::create(nb, nl, v);
+        };
+        Value row = arith::MinSIOp::create(
+            nb, nl, linalg::IndexOp::create(nb, nl, 0),
+            arith::SubIOp::create(nb, nl, rowCount, index(1)));
+        Value group = linalg::IndexOp::create(nb, nl, 1);
         Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
+        Value firstColumn = arith::MulIOp::create(nb, nl, group, index(width));
+        SmallVector<Value> columns;
+        for (int64_t c = 0; c < width; ++c)
+          columns.push_back(
+              arith::AddIOp::create(nb, nl, firstColumn, index(c)));
+        Value last = arith::SubIOp::create(nb, nl, splitCount, index(1));
+        // (acc per column, m, l).
+        SmallVector<Value> start(width, zero);
+        start.append({negInfF32(nb, nl), zero});
+        auto chunks = scf::ForOp::create(
+            nb, nl, index(0), splitCount, index(kMergeSplits), start,
+            [&](OpBuilder &cb, Location cl, Value first, ValueRange carried) {
+              // The chunk's loads first: splits past the last read the
+              // last one's, then weigh nothing (their LSE taken as -inf).
+              SmallVector<Value> lseAt;
+              SmallVector<SmallVector<Value>> outAt(kMergeSplits);
+              for (int64_t j = 0; j < kMergeSplits; ++j) {
+                Value split = arith::AddIOp::create(cb, cl, first, index(j));
+                Value valid = arith::CmpIOp::create(
+                    cb, cl, arith::CmpIPredicate::slt, split, splitCount);
+                Value at = arith::MinSIOp::create(cb, cl, split, last);
+                Value x =
+                    tensor::ExtractOp::create(cb, cl, lse, ValueRange{at, row});
+                lseAt.push_back(arith::SelectOp::create(cb, cl, valid, x,
+                                                        negInfF32(cb, cl)));
+                for (Value column : columns)
+                  outAt[j].push_back(tensor::ExtractOp::create(
+                      cb, cl, out, ValueRange{at, row, column}));
+              }
+              SmallVector<Value> acc(carried.take_front(width));
+              Value m = carried[width], l = carried[width + 1];
+              for (int64_t j = 0; j < kMergeSplits; ++j) {
+                Value mNew = arith::MaximumFOp::create(cb, cl, m, lseAt[j]);
+                Value alpha = expFrom(cb, cl, m, mNew);
+                Value w = expFrom(cb, cl, lseAt[j], mNew);
+                for (int64_t c = 0; c < width; ++c)
+                  acc[c] = arith::AddFOp::create(
+                      cb, cl, arith::MulFOp::create(cb, cl, acc[c], alpha),
+                      arith::MulFOp::create(cb, cl, w, outAt[j][c]));
+                l = arith::AddFOp::create(
+                    cb, cl, arith::MulFOp::create(cb, cl, l, alpha), w);
+                m = mNew;
+              }
+              SmallVector<Value> next(acc);
+              next.append({m, l});
+              scf::YieldOp::create(cb, cl, next);
+            });
+        // O = acc (numerator / l_f), 0 where no split and no sink saw a key;
+        // LSE = m_f + ln l_f (m_f taken as 0 when -inf).
+        auto [numerator, mFinal, lFinal] =
+            finalRow(nb, nl, chunks.getResult(width),
+                     chunks.getResult(width + 1));
         Value none = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
                                            lFinal, zero);
-        Value rcp = arith::DivFOp::create(nb, nl, numerator, lFinal);
-        Value o = arith::MulFOp::create(
-            nb, nl, a[0], arith::SelectOp::create(nb, nl, none, zero, rcp));
-        if (elementType != f32)
-          o = arith::TruncFOp::create(nb, nl, elementType, o);
-        return o;
-      })};
-  if (op.getLse()) {
-    // Column 0's m and l.
-    AffineMap firstColumn = AffineMap::get(
-        1, 0, {b.getAffineDimExpr(0), b.getAffineConstantExpr(0)}, ctx);
-    results.push_back(generic(
-        {rowMax, total}, empty({kMergeRows}, f32),
-        {firstColumn, firstColumn, id(1)}, {kPar},
-        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-          auto [numerator, mFinal, lFinal] = finalRow(nb, nl, a[0], a[1]);
-          Value zero =
-              arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f));
-          Value none = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+        Value factor = arith::SelectOp::create(
+            nb, nl, none, zero,
+            arith::DivFOp::create(nb, nl, numerator, lFinal));
+        SmallVector<Value> results;
+        for (int64_t c = 0; c < width; ++c) {
+          Value o = arith::MulFOp::create(nb, nl, chunks.getResult(c), factor);
+          if (elementType != f32)
+            o = arith::TruncFOp::create(nb, nl, elementType, o);
+          results.push_back(o);
+        }
+        Value unseen = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
                                              mFinal, negInfF32(nb, nl));
-          Value ref = arith::SelectOp::create(nb, nl, none, zero, mFinal);
-          return arith::AddFOp::create(nb, nl, ref,
-                                       math::LogOp::create(nb, nl, lFinal));
-        }));
-  }
+        Value ref = arith::SelectOp::create(nb, nl, unseen, zero, mFinal);
+        results.push_back(arith::AddFOp::create(
+            nb, nl, ref, math::LogOp::create(nb, nl, lFinal)));
+        linalg::YieldOp::create(nb, nl, results);
+      });
 
+  // The merged rows go straight into O and LSE: each result is a slice of
+  // the nest's output that the terminator inserts where it was taken, so
+  // that bufferization writes them in place.
   OpFoldResult one = b.getIndexAttr(1);
-  SmallVector<Value> parts;
-  for (Value tile : results) {
-    auto type = cast<RankedTensorType>(tile.getType());
-    SmallVector<OpFoldResult> sizes = {rowCount};
+  auto rowsOfOutput = [&](Value shared) {
+    auto type = cast<RankedTensorType>(shared.getType());
+    SmallVector<OpFoldResult> offsets = {ivs[0], ivs[1], rowAt};
+    SmallVector<OpFoldResult> sizes = {one, one, rowCount};
     SmallVector<int64_t> shape = {ShapedType::kDynamic};
-    if (type.getRank() == 2) {
+    if (type.getRank() == 4) {
+      offsets.push_back(b.getIndexAttr(0));
       sizes.push_back(b.getIndexAttr(valueDim));
       shape.push_back(valueDim);
     }
-    parts.push_back(tensor::ExtractSliceOp::create(
-        b, loc, RankedTensorType::get(shape, type.getElementType()), tile,
-        SmallVector<OpFoldResult>(type.getRank(), b.getIndexAttr(0)), sizes,
-        SmallVector<OpFoldResult>(type.getRank(), one)));
+    return std::make_tuple(
+        tensor::ExtractSliceOp::create(
+            b, loc, RankedTensorType::get(shape, type.getElementType()),
+            shared, offsets, sizes, SmallVector<OpFoldResult>(sizes.size(), one))
+            .getResult(),
+        offsets, sizes);
+  };
+  ValueRange shared = forall.getRegionIterArgs();
+  // O[r, c] = group tile c mod width at (r, c / width).
+  AffineMap groupOf = AffineMap::get(
+      2, 0, {b.getAffineDimExpr(0), b.getAffineDimExpr(1).floorDiv(width)},
+      ctx);
+  auto [oRows, oOffsets, oSizes] = rowsOfOutput(shared[0]);
+  SmallVector<AffineMap> oMaps(width, groupOf);
+  oMaps.push_back(id(2));
+  SmallVector<Value> groupRows;
+  for (Value result : merge.getResults())
+    groupRows.push_back(validRows(result, groups));
+  SmallVector<Value> parts = {generic(
+      ArrayRef<Value>(groupRows).take_front(width), oRows, oMaps, {kPar, kPar},
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value column = arith::RemUIOp::create(
+            nb, nl, linalg::IndexOp::create(nb, nl, 1),
+            arith::ConstantIndexOp::create(nb, nl, width));
+        Value o = a[0];
+        for (int64_t c = 1; c < width; ++c)
+          o = arith::SelectOp::create(
+              nb, nl,
+              arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq, column,
+                                    arith::ConstantIndexOp::create(nb, nl, c)),
+              a[c], o);
+        return o;
+      })};
+  SmallVector<SmallVector<OpFoldResult>> offsets = {oOffsets}, sizes = {oSizes};
+  if (op.getLse()) {
+    // Group 0's LSE.
+    AffineMap firstGroup = AffineMap::get(
+        1, 0, {b.getAffineDimExpr(0), b.getAffineConstantExpr(0)}, ctx);
+    auto [lseRows, lseOffsets, lseSizes] = rowsOfOutput(shared[1]);
+    parts.push_back(generic({groupRows[width]}, lseRows,
+                            {firstGroup, id(1)}, {kPar},
+                            [&](OpBuilder &, Location, ValueRange a) -> Value {
+                              return a[0];
+                            }));
+    offsets.push_back(lseOffsets);
+    sizes.push_back(lseSizes);
   }
   b.setInsertionPointToStart(forall.getTerminator().getBody());
-  for (auto [part, shared] : llvm::zip(parts, forall.getRegionIterArgs())) {
-    SmallVector<OpFoldResult> offsets = {ivs[0], ivs[1], rowAt};
-    SmallVector<OpFoldResult> sizes = {one, one, rowCount};
-    if (cast<RankedTensorType>(shared.getType()).getRank() == 4) {
-      offsets.push_back(b.getIndexAttr(0));
-      sizes.push_back(b.getIndexAttr(valueDim));
-    }
+  for (auto [part, into, at, size] :
+       llvm::zip(parts, shared, offsets, sizes))
     tensor::ParallelInsertSliceOp::create(
-        b, loc, part, shared, offsets, sizes,
-        SmallVector<OpFoldResult>(sizes.size(), one));
-  }
+        b, loc, part, into, at, size,
+        SmallVector<OpFoldResult>(size.size(), one));
   return SmallVector<Value>(forall.getResults());
 }
 

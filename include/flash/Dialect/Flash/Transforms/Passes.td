@@ -218,14 +218,17 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
     Split-KV (FlashDecoding, for few query rows against many keys):
 
     ```
-    scf.forall (b, h, query block x split) in (B, Hq, ceil(M / Br) S):
+    scf.forall (b, h, query block x split) in (B, Hq, ceil(M / Br) S)
+        {flash.key_split_rows = Br}:
       the loops above over the split's run of the visible key blocks
       o_split[s, b, h, rows] = acc / l (f32), lse_split[s, b, h, rows]
-    scf.forall (b, h, 2 rows) in (B, Hq, ceil(M / 2)) {flash.block_threads}:
-      per element: m, l, acc over the runs, 8 at a time (loads first):
+    scf.forall (b, h, 4 rows) in (B, Hq, ceil(M / 4))
+        {flash.merge_rows = 4, flash.block_threads}:
+      per (row, 4 columns): m, l, acc[4] over the runs, 16 at a time
+      (loads first):
         m' = max(m, lse_s); a = exp(m - m'); w = exp(lse_s - m')
         acc = a acc + w o_split[s]; l = a l + w
-      O = acc / l, LSE = m + ln l
+      O = acc / l (into O's rows in place), LSE = m + ln l
     ```
 
     With `key-splits=S` the partial results are workspaces the tiling

@@ -196,13 +196,17 @@ def FlashGPU_LastArrivalOp : FlashGPU_Op<"last_arrival"> {
   let description = [{
     The CTA's threads (those of its named barrier where `barrier_id` and
     `barrier_threads` say one) arrive together at `counter[indices]`, an
-    i32 in global memory: each fences its earlier writes at GPU scope, the
-    threads synchronise, and the first adds one to the counter
-    (`atom.acq_rel.gpu`). Every thread gets true in the CTA whose addition
-    was the `count`-th, which also puts the counter back to 0 (for the next
-    launch), and, after a GPU-scope fence of its own, sees everything that
-    the other arriving CTAs wrote before they arrived. The counter must be
-    0 before the first of the `count` arrivals.
+    i32 in global memory: the threads synchronise (so that their earlier
+    writes are ordered before the first thread's next operation) and the
+    first adds one to the counter with acquire-release semantics at GPU
+    scope (`atom.acq_rel.gpu`: its release makes the CTA's writes visible
+    to whichever CTA acquires the count after it, its acquire makes the
+    earlier arrivals' writes visible to this one). A second barrier hands
+    the verdict to every thread: true in the CTA whose addition was the
+    `count`-th, which also puts the counter back to 0 (for the next launch)
+    and whose threads, past that barrier, see what the other arriving CTAs
+    wrote before they arrived (CUTLASS's semaphore protocol). The counter
+    must be 0 before the first of the `count` arrivals.
 
     The split-KV kernel's end (`--flash-gpu-merge-splits-in-last-cta`): the
     last run of a query block to finish merges the runs' partial results.
