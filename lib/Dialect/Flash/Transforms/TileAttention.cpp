@@ -941,9 +941,8 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
             });
         // O = acc (numerator / l_f), 0 where no split and no sink saw a key;
         // LSE = m_f + ln l_f (m_f taken as 0 when -inf).
-        auto [numerator, mFinal, lFinal] =
-            finalRow(nb, nl, chunks.getResult(width),
-                     chunks.getResult(width + 1));
+        auto [numerator, mFinal, lFinal] = finalRow(
+            nb, nl, chunks.getResult(width), chunks.getResult(width + 1));
         Value none = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
                                            lFinal, zero);
         Value factor = arith::SelectOp::create(
@@ -980,8 +979,8 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
     }
     return std::make_tuple(
         tensor::ExtractSliceOp::create(
-            b, loc, RankedTensorType::get(shape, type.getElementType()),
-            shared, offsets, sizes, SmallVector<OpFoldResult>(sizes.size(), one))
+            b, loc, RankedTensorType::get(shape, type.getElementType()), shared,
+            offsets, sizes, SmallVector<OpFoldResult>(sizes.size(), one))
             .getResult(),
         offsets, sizes);
   };
@@ -1017,17 +1016,14 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
     AffineMap firstGroup = AffineMap::get(
         1, 0, {b.getAffineDimExpr(0), b.getAffineConstantExpr(0)}, ctx);
     auto [lseRows, lseOffsets, lseSizes] = rowsOfOutput(shared[1]);
-    parts.push_back(generic({groupRows[width]}, lseRows,
-                            {firstGroup, id(1)}, {kPar},
-                            [&](OpBuilder &, Location, ValueRange a) -> Value {
-                              return a[0];
-                            }));
+    parts.push_back(generic(
+        {groupRows[width]}, lseRows, {firstGroup, id(1)}, {kPar},
+        [&](OpBuilder &, Location, ValueRange a) -> Value { return a[0]; }));
     offsets.push_back(lseOffsets);
     sizes.push_back(lseSizes);
   }
   b.setInsertionPointToStart(forall.getTerminator().getBody());
-  for (auto [part, into, at, size] :
-       llvm::zip(parts, shared, offsets, sizes))
+  for (auto [part, into, at, size] : llvm::zip(parts, shared, offsets, sizes))
     tensor::ParallelInsertSliceOp::create(
         b, loc, part, into, at, size,
         SmallVector<OpFoldResult>(size.size(), one));
