@@ -435,6 +435,16 @@ class KeySplits(unittest.TestCase):
         self.assertEqual(infos["o_split"].shape, (3, 2, 32, 4, 64))
         self.assertEqual(infos["lse_split"].strides, (256, 128, 4, 1))
         self.assertEqual(infos["lse_split"].dtype, "float32")
+        # The arrival counters of a kernel that merges in its last run's
+        # CTA: i32, shaped like Q's [B, Hq, M], no run count.
+        counters = {"name": "split_counters", "like": "q", "like_dims": 3,
+                    "dtype": "i32", "zero_between_calls": True}
+        man = dict(self.man, workspace=self.man["workspace"] + [counters])
+        self.assertEqual(workspace_shape(counters, shapes, 5), (2, 32, 4))
+        infos = workspace_infos(man, {"q": t("q", (2, 32, 4, 128)),
+                                      "o": t("o", (2, 32, 4, 64))}, 3)
+        self.assertEqual(infos["split_counters"].shape, (2, 32, 4))
+        self.assertEqual(infos["split_counters"].dtype, "int32")
 
     def test_grid_product(self):
         shapes = {"q": (2, 32, 300, 128), "o_split": (7, 2, 32, 300, 128)}
