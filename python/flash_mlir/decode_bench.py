@@ -150,6 +150,7 @@ def kernel_trace(fn, calls=20):
 
 
 def main(argv=None):
+    global DIM
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("directory")
@@ -159,7 +160,11 @@ def main(argv=None):
                    help="comma-separated BxN (batch x cached keys)")
     p.add_argument("--trace", action="store_true")
     p.add_argument("--no-sdpa", action="store_true")
+    p.add_argument("--dim", type=int, default=DIM,
+                   help="head dimension of the kernels and tensors (default "
+                        "%(default)s)")
     args = p.parse_args(argv)
+    DIM = args.dim
     from torch.nn.attention import SDPBackend
     wanted = set(args.kernels.split(",")) if args.kernels else None
     loaded = {k.name: k for k in load_all(args.directory, general=False)}
@@ -216,14 +221,18 @@ def main(argv=None):
                   f"runtime's): {', '.join(parts)}; max |O - SDPA| {err:.1e}; "
                   f"runtime's split count: {rate(us_by[own], batch, keys)}",
                   flush=True)
-            # Where the runtime takes one run, the PyTorch op launches the
-            # family's plain forward instead (no merge).
+            # Where the runtime takes one run and a decode step's rows do
+            # not fit the split kernel's tile, the PyTorch op launches the
+            # family's plain forward instead (flash_mlir.torch._forward);
+            # timed at one run either way, for the comparison.
             plain = (loaded.get(kernel.name[:-len("decode")] + "fwd")
                      if kernel.name.endswith("_decode") else None)
             if own == 1 and plain is not None:
                 us = median_us(lambda: plain.launch(dict(inputs)))
-                print(f"  {plain.name} (the op's choice at one run): {us:.1f} us"
-                      f" ({rate(us, batch, keys)})", flush=True)
+                takes = GROUP <= kernel.manifest["block_rows"]
+                print(f"  {plain.name} (the plain forward at one run"
+                      f"{'' if takes else ', the op' + chr(39) + 's choice'}): "
+                      f"{us:.1f} us ({rate(us, batch, keys)})", flush=True)
             if args.trace:
                 for row in kernel_trace(lambda: kernel.launch(dict(inputs))):
                     print("    %s grid %s: %.1f us (gap %.1f us)" % row)

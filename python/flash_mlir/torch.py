@@ -140,20 +140,27 @@ def _sm_count(device):
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
+# The most query rows a split-KV kernel's tile has (a decode step's).
+_SPLIT_ROWS = 64
+
+
 def _forward(variant, shape, compute_lse, device, tensors):
-    """Launches the forward of `variant` on `tensors` (of `shape`): with few
-    (batch, head, query block) tiles against long keys the family's
-    split-KV kernel where it has one and it splits, else the plain one."""
+    """Launches the forward of `variant` on `tensors` (of `shape`): the
+    family's split-KV kernel where it has one and the call takes it (few
+    (batch, head, query block) tiles, or a decode step's few rows, against
+    long keys: validate.takes_split_kernel), else the plain one."""
     sms = _sm_count(device)
-    if variant.has_decode and validate.wants_key_splits(
-            shape.batch, shape.query_heads, shape.queries, shape.keys, sms):
+    if variant.has_decode and validate.takes_split_kernel(
+            shape.batch, shape.query_heads, shape.queries, shape.keys, sms,
+            _SPLIT_ROWS):
         try:
             kern = kernel_for(variant, "decode", device)
         except KernelNotFound:
             kern = None
         if kern is not None:
             splits = kern.splits(tensors)
-            if splits > 1:
+            # One run: the split kernel still where its tile holds the rows.
+            if splits > 1 or shape.queries <= kern.manifest["block_rows"]:
                 if "lse" not in tensors:
                     tensors["lse"] = torch.empty(shape.lse_shape(),
                                                  dtype=torch.float32,

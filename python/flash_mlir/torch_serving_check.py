@@ -197,6 +197,7 @@ KVCACHE_CASES = [
     (2, 4, 4, 64, 5, 1008, 5, 16),
     (1, 32, 8, 128, 1, 32768, 1, 128),   # split-KV with packed heads
     (1, 8, 8, 128, 1, 16384, 0, 64),     # split-KV
+    (64, 32, 8, 128, 1, 4096, 0, 0),     # the split kernel at one run
 ]
 
 

@@ -691,6 +691,19 @@ def wants_key_splits(batch, heads, queries, keys, sms, rows=128,
     return 0 < tiles < 0.8 * sms and keys >= min_keys
 
 
+def takes_split_kernel(batch, heads, queries, keys, sms, split_rows,
+                       rows=128, min_keys=2048):
+    """Whether a forward call goes to its family's split-KV kernel, at the
+    runtime's split count (one run included): its tiles of `rows` query rows
+    leave a fifth or more of the GPU idle (wants_key_splits), or its query
+    rows fit one tile of the split kernel's (`split_rows`, a decode step's
+    few rows) against long keys, where those tiles beat the plain forward's
+    even at one run (D = 64, B = 64, 8k keys: 358 against 430 us; level at
+    D = 128; docs/GPU-NOTES.md 86)."""
+    return (wants_key_splits(batch, heads, queries, keys, sms, rows, min_keys)
+            or (0 < queries <= split_rows and keys >= min_keys))
+
+
 def workspace_infos(manifest, tensors, splits=1):
     """TensorInfos of the workspaces the runtime allocates for a kernel (the
     manifest's `workspace`: of its dtype (f32 where it names none), shaped

@@ -7,7 +7,8 @@ import unittest
 from flash_mlir.validate import (TensorInfo, check_attention, check_backward,
                                  check_launch, choose_key_splits,
                                  companion_manifests, grid_size, launch_grid,
-                                 wants_key_splits, workspace_infos,
+                                 wants_key_splits, takes_split_kernel,
+                                 workspace_infos,
                                  workspace_shape,
                                  query_head_packing, rows_aligned,
                                  inner_stride_unit, takes_persistent_form,
@@ -418,6 +419,17 @@ class KeySplits(unittest.TestCase):
         self.assertEqual(choose_key_splits(self.man, 1, 1, 1, 100, 132), 1)
         self.assertLessEqual(
             choose_key_splits(self.man, 1, 1, 1, 1 << 20, 132), 64)
+
+    def test_takes_split_kernel(self):
+        # Few tiles: split (as wants_key_splits).
+        self.assertTrue(takes_split_kernel(1, 8, 4, 8192, 132, 64))
+        # 512 tiles of a decode step's 4 rows: the split kernel at one run,
+        # its 64-row tile holding them.
+        self.assertTrue(takes_split_kernel(64, 8, 4, 8192, 132, 64))
+        # Prefill rows, or few keys: the plain forward.
+        self.assertFalse(takes_split_kernel(64, 8, 512, 8192, 132, 64))
+        self.assertFalse(takes_split_kernel(64, 8, 4, 1024, 132, 64))
+        self.assertFalse(takes_split_kernel(64, 8, 0, 8192, 132, 64))
 
     def test_nothing_to_split(self):
         self.assertEqual(choose_key_splits(self.man, 0, 8, 1, 4096, 132), 1)
