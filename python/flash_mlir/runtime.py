@@ -390,19 +390,24 @@ class Kernel:
     def _kept_zeros(self, entry, shape, stream):
         """A workspace that is zero before each launch and that the kernel
         leaves zero (a split-KV kernel's arrival counters): one buffer per
-        stream, kept and grown, allocated zeroed and visible to `stream`
-        before its first use. Launches on one stream run in order, so they
-        share it; kernels on two streams get one each."""
+        stream, kept and grown. Launches on one stream run in order, so they
+        share it; kernels on two streams get one each. A new buffer is zeroed
+        on the current stream, which `stream` then waits for (no host
+        synchronisation: a CUDA graph may be capturing the call)."""
         import torch
         count = 1
         for n in shape:
             count *= n
         kept = self._zeros.get((entry["name"], stream))
         if kept is None or kept.numel() < count:
+            current = torch.cuda.current_stream(self.device)
             kept = torch.zeros(max(count, 1024), device=f"cuda:{self.device}",
                                dtype=getattr(torch, validate.MANIFEST_DTYPES[
                                    entry["dtype"]]))
-            torch.cuda.current_stream(self.device).synchronize()
+            if stream != current.cuda_stream:
+                other = torch.cuda.ExternalStream(stream, device=self.device)
+                other.wait_stream(current)
+                kept.record_stream(other)
             self._zeros[(entry["name"], stream)] = kept
         return kept[:count].view(shape)
 
