@@ -49,11 +49,13 @@ bool forwardTmaLoads(const KernelCompileOptions &compile) {
          !compile.pipelineKeyLoops;
 }
 
-/// Whether split-KV kernels merge their runs in the last run's CTA (one
-/// launch): sm_90a's, where it was measured.
-bool mergesInLastCta(const KernelCompileOptions &compile) {
+/// Whether `op`'s split-KV kernel merges its runs in the last run's CTA
+/// (one launch): sm_90a's, where it was measured, but for packed sequences,
+/// whose query blocks start at each sequence's offset (the tiler does not
+/// mark their split nest, docs/Rationale.md).
+bool mergesInLastCta(AttentionOp op, const KernelCompileOptions &compile) {
   return compile.keySplits && compile.mergeInLastCta &&
-         compile.chip == Chip::Sm90a;
+         compile.chip == Chip::Sm90a && !op.isVarlen();
 }
 
 /// The kernel of one tile configuration after the kernel pipeline.
@@ -104,7 +106,7 @@ FailureOr<std::optional<Kernel>> build(AttentionOp op, StringRef name,
   kernel.module = buildKernelModule(op, name, params);
   if (compile.keySplits)
     addKeySplitParams(*kernel.module, op.getValue().getType().getShape().back(),
-                      mergesInLastCta(compile), params);
+                      mergesInLastCta(op, compile), params);
   FlashGpuPipelineOptions options;
   setPipelineOptions(options, config, asyncCopies, compile);
   switch (runKernelPipeline(*kernel.module, options, tryingTiles)) {
@@ -125,7 +127,7 @@ FailureOr<std::optional<Kernel>> build(AttentionOp op, StringRef name,
                        /*abi=*/true);
   if (failed(launches))
     return failure();
-  size_t expected = compile.keySplits && !mergesInLastCta(compile) ? 2 : 1;
+  size_t expected = compile.keySplits && !mergesInLastCta(op, compile) ? 2 : 1;
   if (launches->size() != expected)
     return op.emitError("flash-compile: expected ")
            << expected << " kernels, got " << launches->size();
@@ -212,7 +214,7 @@ describeSplitLaunches(AttentionOp op, StringRef name, StringRef outputDir,
   // One counter per (batch, head, query row) is more than the query blocks
   // need, and a shape the runtime knows: zero before the first call, the
   // kernel leaves it zero.
-  if (mergesInLastCta(compile))
+  if (mergesInLastCta(op, compile))
     workspace.push_back(json::Object{{"name", kSplitCountersWorkspace},
                                      {"like", "q"},
                                      {"like_dims", 3},

@@ -392,18 +392,25 @@ class Kernel:
         leaves zero (a split-KV kernel's arrival counters): one buffer per
         stream, kept and grown. Launches on one stream run in order, so they
         share it; kernels on two streams get one each. A new buffer is zeroed
-        on the current stream, which `stream` then waits for (no host
-        synchronisation: a CUDA graph may be capturing the call)."""
+        on the current stream, which `stream` then waits for. While a CUDA
+        graph is being captured, a call gets a buffer of its own, zeroed in
+        the graph: a kept one could be freed or outgrown under a graph that
+        still names it, a graph replayed on two streams would share it, and
+        one made during the capture would hold its zeros only once the
+        graph first runs (a memset per replay is the price)."""
         import torch
         count = 1
         for n in shape:
             count *= n
+        dtype = getattr(torch, validate.MANIFEST_DTYPES[entry["dtype"]])
+        if torch.cuda.is_current_stream_capturing():
+            return torch.zeros(shape, dtype=dtype,
+                               device=f"cuda:{self.device}")
         kept = self._zeros.get((entry["name"], stream))
         if kept is None or kept.numel() < count:
             current = torch.cuda.current_stream(self.device)
             kept = torch.zeros(max(count, 1024), device=f"cuda:{self.device}",
-                               dtype=getattr(torch, validate.MANIFEST_DTYPES[
-                                   entry["dtype"]]))
+                               dtype=dtype)
             if stream != current.cuda_stream:
                 other = torch.cuda.ExternalStream(stream, device=self.device)
                 other.wait_stream(current)

@@ -159,8 +159,10 @@ def _forward(variant, shape, compute_lse, device, tensors):
             kern = None
         if kern is not None:
             splits = kern.splits(tensors)
-            # One run: the split kernel still where its tile holds the rows.
-            if splits > 1 or shape.queries <= kern.manifest["block_rows"]:
+            # One run: the split kernel still where its few-row tile (the
+            # measured 64-row form) holds the rows.
+            rows = kern.manifest["block_rows"]
+            if splits > 1 or shape.queries <= rows <= _SPLIT_ROWS:
                 if "lse" not in tensors:
                     tensors["lse"] = torch.empty(shape.lse_shape(),
                                                  dtype=torch.float32,

@@ -5,8 +5,8 @@
 // size of o_split) and the last run to arrive runs the merge's iterations of
 // the block's rows (Br / merge rows of them, clamped to the merge's bound).
 // Pure ops between the nests move before the first; the merge's tiles are
-// allocated once before the arrival's branch. Without the argument nothing
-// changes.
+// allocated once before the arrival's branch. Without the argument, or
+// where the split nest does not say its rows, nothing changes.
 // RUN: flash-opt %s --split-input-file --flash-gpu-merge-splits-in-last-cta -verify-diagnostics | FileCheck %s
 
 // CHECK-LABEL: func.func @pair(
@@ -75,6 +75,26 @@ func.func @no_counters(%o: memref<?x?x?x4xf32>, %os: memref<?x?x?x?x4xf32> {flas
   scf.forall (%i, %j, %r) in (%b, %b, %b) {
     memref.store %x, %o[%i, %j, %r, %c0] : memref<?x?x?x4xf32>
   } {flash.block_threads = 256 : i64, flash.dependent_launch, flash.merge_rows = 2 : i64}
+  return
+}
+
+// -----
+
+// A split nest that does not say its rows (packed sequences) keeps its merge.
+// CHECK-LABEL: func.func @unmarked(
+// CHECK-NOT: flashgpu.last_arrival
+// CHECK: scf.forall
+// CHECK: } {flash.merge_rows = 2 : i64}
+func.func @unmarked(%o: memref<?x?x?x4xf32>, %os: memref<?x?x?x?x4xf32> {flash.workspace = "o_split"}, %cnt: memref<?x?x?xi32> {flash.workspace = "split_counters"}) {
+  %c0 = arith.constant 0 : index
+  %x = arith.constant 1.0 : f32
+  %b = memref.dim %o, %c0 : memref<?x?x?x4xf32>
+  scf.forall (%i, %j, %k) in (%b, %b, %b) {
+    memref.store %x, %os[%k, %i, %j, %c0, %c0] : memref<?x?x?x?x4xf32>
+  }
+  scf.forall (%i, %j, %r) in (%b, %b, %b) {
+    memref.store %x, %o[%i, %j, %r, %c0] : memref<?x?x?x4xf32>
+  } {flash.merge_rows = 2 : i64}
   return
 }
 

@@ -20,6 +20,10 @@
 // CHECK-NOT: merge
 // CHECK: decode_general: {{.*}}decode_general.0.ptx, {{.*}}spill bytes 0
 // CHECK: plain: {{.*}}plain.ptx, {{.*}}spill bytes 0
+// Packed sequences' query blocks start at each sequence's offset: their
+// merge stays a second launch.
+// CHECK: vdecode merge (vdecode_kernel): registers {{[0-9]+}}, spill bytes 0
+// CHECK: vdecode: {{.*}}vdecode.0.ptx, {{.*}}spill bytes 0
 // MANIFEST: 0 spill
 
 // SPLIT: True True True ['o_split:o:None:f32:None', 'lse_split:q:3:f32:None', 'split_counters:q:3:i32:True']
@@ -50,4 +54,9 @@ func.func @decode(%q: tensor<?x?x?x128xbf16>, %k: tensor<?x?x?x128xbf16>, %v: te
 func.func @plain(%q: tensor<?x?x?x64xf16>, %k: tensor<?x?x?x64xf16>, %v: tensor<?x?x?x64xf16>) -> tensor<?x?x?x64xf16> {
   %o = flash.attention %q, %k, %v {causal} : tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16> -> tensor<?x?x?x64xf16>
   return %o : tensor<?x?x?x64xf16>
+}
+
+func.func @vdecode(%q: tensor<1x16x?x128xbf16>, %k: tensor<1x4x?x128xbf16>, %cq: tensor<?xi32>, %ck: tensor<?xi32>) -> (tensor<1x16x?x128xbf16>, tensor<1x16x?xf32>) attributes {flash.key_splits} {
+  %o, %lse = flash.attention %q, %k, %k cu_seqlens_q(%cq : tensor<?xi32>) cu_seqlens_k(%ck : tensor<?xi32>) : tensor<1x16x?x128xbf16>, tensor<1x4x?x128xbf16>, tensor<1x4x?x128xbf16> -> tensor<1x16x?x128xbf16>, tensor<1x16x?xf32>
+  return %o, %lse : tensor<1x16x?x128xbf16>, tensor<1x16x?xf32>
 }

@@ -1,5 +1,6 @@
 // RUN: flash-opt %s --split-input-file --flash-tile-attention="block-rows=16 block-cols=16 key-splits=3" -cse | FileCheck %s
 // RUN: flash-opt %s --split-input-file --flash-tile-attention="block-rows=16 block-cols=16" -cse | FileCheck %s --check-prefix=RUNTIME
+// RUN: flash-opt %s --split-input-file --flash-tile-attention="block-rows=16 block-cols=16 key-splits=3 causal-rows-from-end=1" -cse | FileCheck %s --check-prefix=FROMEND
 
 // Split-KV: with key-splits=3 the forward is two nests. The first runs over
 // (batch, head, query block x split), split s = iv mod 3 of query block
@@ -80,4 +81,20 @@ func.func @decode(%q: tensor<2x8x1x32xbf16>, %k: tensor<2x2x?x32xbf16>, %v: tens
 func.func @runtime(%q: tensor<1x8x4x32xf16>, %k: tensor<1x2x?x32xf16>, %v: tensor<1x2x?x32xf16>, %os: tensor<?x1x8x4x32xf32> {flash.workspace = "o_split"}, %ls: tensor<?x1x8x4xf32> {flash.workspace = "lse_split"}) -> tensor<1x8x4x32xf16> {
   %o = flash.attention %q, %k, %v : tensor<1x8x4x32xf16>, tensor<1x2x?x32xf16>, tensor<1x2x?x32xf16> -> tensor<1x8x4x32xf16>
   return %o : tensor<1x8x4x32xf16>
+}
+
+// -----
+
+// Causal blocks aligned to the last row are not [q Br, (q + 1) Br): the split
+// nest does not say its rows (the GPU mapping keeps its merge a nest of its
+// own); without the alignment it does.
+// FROMEND-LABEL: func @causal_decode
+// FROMEND: scf.forall
+// FROMEND-NOT: flash.key_split_rows
+// FROMEND: flash.merge_rows = 4
+// CHECK-LABEL: func @causal_decode
+// CHECK: } {flash.key_split_rows = 16 : i64}
+func.func @causal_decode(%q: tensor<1x2x40x32xbf16>, %k: tensor<1x2x?x32xbf16>, %v: tensor<1x2x?x32xbf16>) -> tensor<1x2x40x32xbf16> {
+  %o = flash.attention %q, %k, %v {causal} : tensor<1x2x40x32xbf16>, tensor<1x2x?x32xbf16>, tensor<1x2x?x32xbf16> -> tensor<1x2x40x32xbf16>
+  return %o : tensor<1x2x40x32xbf16>
 }

@@ -506,7 +506,10 @@ def FlashGpuMergeSplitsInLastCtaPass
     and of its first loads after the split grid, go away (FlashDecoding++'s
     and stream-K's last-CTA fix-up); the merge's tiles join the split
     kernel's. Pure ops between the two nests move before the first.
-    Without the argument the nests are left alone.
+    Without the argument the nests are left alone, and so is a pair whose
+    split nest does not carry `flash.key_split_rows` (packed sequences,
+    causal blocks aligned to the last row: their query blocks are not
+    [q Br, (q + 1) Br)).
 
     ```mlir
     scf.forall (%b, %h, %x) in (%B, %H, %X) {

@@ -48,6 +48,8 @@ static bool isPlainNest(scf::ForallOp forall) {
                       [](OpFoldResult st) { return isOneInteger(st); });
 }
 
+/// Merges `merge` into the split nest before it; leaves the pair alone
+/// where the split nest does not say its query blocks' rows.
 static LogicalResult mergeInLastCta(scf::ForallOp merge, Value counters,
                                     Value partialOut) {
   auto fail = [&](Operation *at, const Twine &why) {
@@ -65,13 +67,12 @@ static LogicalResult mergeInLastCta(scf::ForallOp merge, Value counters,
     between.push_back(prev);
   }
   auto split = dyn_cast_or_null<scf::ForallOp>(prev);
+  if (!split)
+    return fail(merge, "the merge nest follows no split nest");
   auto rowsAttr =
-      split ? split->getAttrOfType<IntegerAttr>(flash::kKeySplitRowsAttrName)
-            : IntegerAttr();
+      split->getAttrOfType<IntegerAttr>(flash::kKeySplitRowsAttrName);
   if (!rowsAttr)
-    return fail(merge, "the merge nest follows no split nest (an scf.forall "
-                       "tagged ")
-           << flash::kKeySplitRowsAttrName << ")";
+    return success();
   int64_t mergeRows =
       merge->getAttrOfType<IntegerAttr>(flash::kMergeRowsAttrName).getInt();
   int64_t blockRows = rowsAttr.getInt();
@@ -119,11 +120,16 @@ static LogicalResult mergeInLastCta(scf::ForallOp merge, Value counters,
   for (Operation &op : merge.getBody()->without_terminator())
     b.clone(op, mapping);
   // The merge's tiles (static) once for all its row blocks, beside the
-  // split nest's, which the mapping's storage passes see at the top level.
+  // split nest's, which the mapping's storage passes see at the top level;
+  // their deallocations after the last.
   for (Operation &op : llvm::make_early_inc_range(*rows.getBody()))
     if (auto alloc = dyn_cast<memref::AllocOp>(&op);
-        alloc && alloc->getNumOperands() == 0)
+        alloc && alloc->getNumOperands() == 0) {
       alloc->moveBefore(ifLast);
+      for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+        if (isa<memref::DeallocOp>(user))
+          user->moveAfter(ifLast);
+    }
   merge.erase();
   return success();
 }

@@ -236,7 +236,7 @@ func.func @last_arrival_half_barrier(%c: memref<4xi32>, %i: index) -> i1 {
 // -----
 
 func.func @last_arrival_warps(%c: memref<4xi32>, %i: index) -> i1 {
-  // expected-error @+1 {{synchronises whole warps, not 100 threads}}
+  // expected-error @+1 {{synchronises whole warps of a CTA (at most 1024 threads), not 100 threads}}
   %l = flashgpu.last_arrival %c[%i] of %i {barrier_id = 1 : i32, barrier_threads = 100 : i32} : memref<4xi32>
   return %l : i1
 }

@@ -532,7 +532,10 @@ SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
   auto forall = scf::ForallOp::create(
       b, loc, ArrayRef<OpFoldResult>{outer, heads, iterations}, outs,
       std::nullopt);
-  if (splitting)
+  // Only where query block q owns rows [q Br, (q + 1) Br) of its (batch,
+  // head): not packed sequences' blocks (from each sequence's offset) nor
+  // causal blocks aligned to the last row.
+  if (splitting && !op.isVarlen() && !(op.getCausal() && causalRowsFromEnd))
     forall->setAttr(kKeySplitRowsAttrName, b.getI64IntegerAttr(br));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(forall.getTerminator());

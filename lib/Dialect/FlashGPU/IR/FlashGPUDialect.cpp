@@ -182,8 +182,9 @@ LogicalResult LastArrivalOp::verify() {
   if (std::optional<uint32_t> id = getBarrierId(); id && *id > 15)
     return emitOpError("names barrier ") << *id << "; a CTA has 0 to 15";
   if (std::optional<uint32_t> threads = getBarrierThreads();
-      threads && *threads % 32 != 0)
-    return emitOpError("synchronises whole warps, not ")
+      threads && (*threads % 32 != 0 || *threads > 1024))
+    return emitOpError("synchronises whole warps of a CTA (at most 1024 "
+                       "threads), not ")
            << *threads << " threads";
   return success();
 }

@@ -68,7 +68,9 @@ inline constexpr llvm::StringLiteral kDependentLaunchAttrName =
     "flash.dependent_launch";
 
 /// Set by the tiler on a split-KV nest (iterations (batch, head, query block
-/// x S + run) over S runs of keys): its query blocks' rows (an i64, Br).
+/// x S + run) over S runs of keys) whose query block q holds rows
+/// [q Br, (q + 1) Br) of its (batch, head): Br (an i64). Packed sequences'
+/// nests and causal blocks aligned to the last row go without it.
 inline constexpr llvm::StringLiteral kKeySplitRowsAttrName =
     "flash.key_split_rows";
 
