@@ -8,6 +8,7 @@ torch (for the tensors and the stream); no MLIR at run time.
 
 import ctypes
 import json
+import math
 import logging
 import os
 import threading
@@ -157,6 +158,13 @@ def dependent_launch_config(block, shared):
                            num_attrs=1)
     config._attr = attr
     return config
+
+
+def _workspace_dtype(entry):
+    """The torch dtype of a manifest's workspace entry (f32 where it names
+    none)."""
+    import torch
+    return getattr(torch, validate.MANIFEST_DTYPES[entry.get("dtype", "f32")])
 
 
 def sm_count():
@@ -399,10 +407,8 @@ class Kernel:
         one made during the capture would hold its zeros only once the
         graph first runs (a memset per replay is the price)."""
         import torch
-        count = 1
-        for n in shape:
-            count *= n
-        dtype = getattr(torch, validate.MANIFEST_DTYPES[entry["dtype"]])
+        count = math.prod(shape)
+        dtype = _workspace_dtype(entry)
         if torch.cuda.is_current_stream_capturing():
             return torch.zeros(shape, dtype=dtype,
                                device=f"cuda:{self.device}")
@@ -466,9 +472,8 @@ class Kernel:
             if w.get("zero_between_calls"):
                 tensors[w["name"]] = self._kept_zeros(w, shape, stream)
                 continue
-            tensors[w["name"]] = torch.empty(
-                shape, dtype=getattr(torch, validate.MANIFEST_DTYPES[
-                    w.get("dtype", "f32")]), device=tensors["q"].device)
+            tensors[w["name"]] = torch.empty(shape, dtype=_workspace_dtype(w),
+                                             device=tensors["q"].device)
             workspaces[w["name"]] = tensors[w["name"]]
         for launch in self.launches:
             launch(stream, tensors, scalars)

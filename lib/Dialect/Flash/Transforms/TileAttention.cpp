@@ -60,14 +60,13 @@ foldSink(OpBuilder &b, Location loc, Value mRow, Value lRow, Value sink,
 
 namespace {
 constexpr double kLog2e = 1.4426950408889634;
-/// Split-KV's merge: query rows per iteration (four: a decode step's rows
-/// of one KV head under GQA packing at a group of 4), which each column's
-/// thread merges together, and splits whose partial results (every row's)
-/// it loads at once.
+/// Split-KV's merge: query rows per iteration of its nest (four: a decode
+/// step's rows of one KV head under GQA packing at a group of 4), columns
+/// of a row that one iteration of its loop (a thread) merges together, and
+/// splits whose partial results that iteration loads at once.
 constexpr int64_t kMergeRows = 4;
-constexpr int64_t kMergeSplits = 16;
-/// Columns of a merged row that one iteration (a thread) merges together.
 constexpr int64_t kMergeColumns = 4;
+constexpr int64_t kMergeSplits = 16;
 constexpr double kLn2 = 0.6931471805599453;
 
 /// Builds the loop nest of one rank-4 attention op.
@@ -862,7 +861,7 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
         extendToF32(nb, nl, tensor::ExtractOp::create(nb, nl, sinks, ivs[1]));
     return foldSink(nb, nl, mRow, lRow, sink, expFrom);
   };
-  OpFoldResult zeroIndex = b.getIndexAttr(0), oneIndex = b.getIndexAttr(1);
+  OpFoldResult zeroIndex = b.getIndexAttr(0), one = b.getIndexAttr(1);
   // The first rowCount rows of a [kMergeRows, cols] tile.
   auto validRows = [&](Value tile, int64_t cols) -> Value {
     auto type = cast<RankedTensorType>(tile.getType());
@@ -872,7 +871,7 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
                               type.getElementType()),
         tile, ArrayRef<OpFoldResult>{zeroIndex, zeroIndex},
         ArrayRef<OpFoldResult>{rowCount, b.getIndexAttr(cols)},
-        ArrayRef<OpFoldResult>{oneIndex, oneIndex});
+        ArrayRef<OpFoldResult>{one, one});
   };
   // Column c of a group's O in tile c mod width, then each row's LSE. All
   // kMergeRows rows are merged (static tiles: a slice of an empty tensor
@@ -969,7 +968,6 @@ SmallVector<Value> AttentionTiler::buildSplitCombine(Value partialOut,
   // The merged rows go straight into O and LSE: each result is a slice of
   // the nest's output that the terminator inserts where it was taken, so
   // that bufferization writes them in place.
-  OpFoldResult one = b.getIndexAttr(1);
   auto rowsOfOutput = [&](Value shared) {
     auto type = cast<RankedTensorType>(shared.getType());
     SmallVector<OpFoldResult> offsets = {ivs[0], ivs[1], rowAt};
