@@ -134,8 +134,9 @@ static opt<bool> deterministic(
 static opt<bool> stagedReductions(
     "staged-reductions", cl::init(false),
     cl::desc("With --deterministic=false on sm_90a: the dQ sums staged in "
-             "shared memory and added by bulk reductions (FlashAttention-3's "
-             "dQ) instead of vector reductions from registers"),
+             "shared memory (two copies) and added by TMA tensor reductions "
+             "(FlashAttention-3's dQ) instead of vector reductions from "
+             "registers"),
     cl::cat(flashCategory));
 static opt<bool> keySplits(
     "key-splits", cl::init(false),

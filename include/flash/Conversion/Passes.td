@@ -93,7 +93,8 @@ def FlashGpuAssignTileStoragePass : Pass<"flash-gpu-assign-tile-storage"> {
       MMA lowering keeps it in its accumulators, so it never exists.
     - `"reduction_stage"`: that C with `staged-reductions` on a wgmma
       launch: a shared tile where the MMA lowering stages the results
-      before adding them with bulk reductions (FlashAttention-3's dQ).
+      before adding them with TMA tensor reductions (FlashAttention-3's
+      dQ).
     - no attribute: a shared-memory tile (Q, K, V, bias and mask tiles).
 
     A contraction that reads its A transposed (dS K from dSᵀ) first gets a
@@ -121,8 +122,8 @@ def FlashGpuAssignTileStoragePass : Pass<"flash-gpu-assign-tile-storage"> {
            "place a swizzled tile's bytes): a precondition of wgmma">,
     Option<"stagedReductions", "staged-reductions", "bool", "false",
            "In wgmma launches, stage the atomic backward's dQ sums in "
-           "shared memory for bulk reductions instead of adding them from "
-           "registers (sm_90a)">
+           "shared memory for TMA tensor reductions instead of adding them "
+           "from registers (sm_90a)">
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect",
@@ -147,7 +148,10 @@ def FlashGpuCarveSharedMemoryPass : Pass<"flash-gpu-carve-shared-memory"> {
       pattern repeats every 1024 bytes), their cast tagged
       `flash.swizzled_128b`; the kernel traps if the window's base is not
       1024-byte aligned;
-    - a `"reduction_stage"` tile's cast is tagged `flash.reduction_stage`.
+    - a `"reduction_stage"` tile is unpadded and 1024-byte aligned, with
+      twice its bytes (two copies, the second right after the first: the
+      MMA lowering writes them in turn, in 128-byte swizzled panels that
+      TMA reads), its cast tagged `flash.reduction_stage`.
 
     The launch records its size in `flash.shared_memory_bytes` and its
     dynamic shared memory operand. Tiles that need more than a CTA may use
@@ -346,10 +350,17 @@ def FlashGpuLowerTileMmaPass : Pass<"flash-gpu-lower-tile-mma"> {
       m-major, the warpgroups splitting the output), else on mma.sync; the
       accumulators stay in registers and the reductions
       (`flashgpu.reduce_add`, two adjacent columns) are issued straight from
-      them; where that C is a `"reduction_stage"` tile (wgmma), each
-      warpgroup stores its accumulators there instead and adds each of its
-      rows with one `flashgpu.bulk_reduce_add`, synchronising only its own
-      threads (named barrier 8 + g), the stage drained after the loop;
+      them; where that C is a `"reduction_stage"` tile (wgmma) and the sums
+      go to a slice of a kernel argument whose rows end with the tensor's,
+      each warpgroup stores its accumulators there instead, into the copy
+      of the step's parity, in 128-byte swizzled panels of 32 columns, and
+      one of its threads adds them to the argument with one TMA tensor
+      reduction per panel (`nvvm.cp.async.bulk.tensor.reduce`, a tensor
+      map appended to `flash.tensor_maps`; FlashAttention-3's dQ).
+      Only the warpgroup's own threads synchronise (named barrier 8 + g):
+      before the stores, once the reductions of the step before the last
+      have read their copy; after them, once every store is fenced towards
+      the async proxy. The stage is drained after the loop;
     - WMMA 16x16x16 fragments (f16; `tensor-cores=wmma`, or auto off
       sm_90a);
     - mma.sync m16n8k16 per 16 x 8 tile of C, each warp taking tiles in

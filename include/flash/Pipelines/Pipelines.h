@@ -134,7 +134,7 @@ struct FlashMapTilesToGpuOptions
   PassOptions::Option<bool> stagedReductions{
       *this, "staged-reductions",
       llvm::cl::desc("wgmma launches stage the atomic backward's dQ sums in "
-                     "shared memory and add them by bulk reductions "
+                     "shared memory and add them by TMA tensor reductions "
                      "(--flash-gpu-assign-tile-storage)"),
       llvm::cl::init(false)};
 };
@@ -280,7 +280,7 @@ struct FlashGpuPipelineOptions
   PassOptions::Option<bool> stagedReductions{
       *this, "staged-reductions",
       llvm::cl::desc("sm_90a atomic backward: dQ sums staged in shared "
-                     "memory and added by bulk reductions (see "
+                     "memory and added by TMA tensor reductions (see "
                      "--flash-gpu-assign-tile-storage)"),
       llvm::cl::init(false)};
   PassOptions::Option<int64_t> emulatedExp2Every{

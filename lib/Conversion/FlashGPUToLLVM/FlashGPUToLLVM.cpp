@@ -327,32 +327,6 @@ struct LowerReduceAdd : OpRewritePattern<ReduceAddOp> {
   }
 };
 
-/// One bulk reduction: the destination made a global address (as for
-/// `red`), the source's shared-window offset in 32 bits, the size in bytes
-/// an immediate.
-struct LowerBulkReduceAdd : OpRewritePattern<BulkReduceAddOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(BulkReduceAddOp op,
-                                PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value dest =
-        elementAddress(rewriter, loc, op.getDest(), op.getDestIndices());
-    Value source =
-        elementAddress(rewriter, loc, op.getSource(), op.getSourceIndices());
-    std::string text =
-        llvm::formatv("{{ .reg .u64 %g; .reg .u32 %s; "
-                      "cvta.to.global.u64 %g, $0; cvt.u32.u64 %s, $1; "
-                      "cp.reduce.async.bulk.global.shared::cta.bulk_group."
-                      "add.f32 [%g], [%s], {0}; }",
-                      op.getCount() * 4)
-            .str();
-    createAsmStatement(rewriter, loc, {dest, source}, text, "l,l,~{memory}");
-    rewriter.eraseOp(op);
-    return success();
-  }
-};
-
 /// The CTA's arrival in one asm block: the threads synchronise (the op's
 /// barrier), thread 0 adds one to the counter with acquire-release
 /// semantics at GPU scope (releasing the writes the barrier ordered before
@@ -421,5 +395,5 @@ void mlir::flash::populateFlashGPUToLLVMPatterns(RewritePatternSet &patterns,
                                                  bool vectorReductions) {
   patterns.add<LowerWarpgroupMma, LowerWarpgroupMmaWait>(patterns.getContext());
   patterns.add<LowerReduceAdd>(patterns.getContext(), vectorReductions);
-  patterns.add<LowerBulkReduceAdd, LowerLastArrival>(patterns.getContext());
+  patterns.add<LowerLastArrival>(patterns.getContext());
 }

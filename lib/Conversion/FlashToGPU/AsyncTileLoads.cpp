@@ -6,6 +6,7 @@
 
 #include "AsyncTileLoads.h"
 #include "GpuMapping.h"
+#include "TensorMaps.h"
 #include "TileContraction.h"
 #include "WarpRegisterTiles.h"
 #include "WarpSpecialization.h"
@@ -41,7 +42,9 @@ namespace mlir::flash {
 
 using namespace mlir;
 
+using flash::clipsAtTensorEnd;
 using flash::PaddedTileLoad;
+using flash::TensorMaps;
 
 /// The tile's buffers and the values computed from them without reading
 /// memory: views, and the addresses and wgmma descriptors made from them.
@@ -222,27 +225,6 @@ struct TmaSource {
   bool zeroTail = false;
 };
 
-/// Whether `size` is `min(dim(arg, rowDim) - offset, rows)` for a kernel
-/// argument `arg`: the tile's rows inside the tensor, so that TMA's zero fill
-/// of the rows past the tensor's end is the load's zero fill of the rows past
-/// `size`. The tiler clips V's rows with K's length (the op requires them
-/// equal, and the runtime checks it), so `arg` need not be `tensor` itself.
-static bool clipsAtTensorEnd(Value size, BlockArgument tensor, int64_t rowDim,
-                             Value offset, int64_t rows) {
-  auto min = size.getDefiningOp<arith::MinSIOp>();
-  if (!min)
-    return false;
-  Value lhs = min.getLhs(), rhs = min.getRhs();
-  if (getConstantIntValue(lhs) == rows)
-    std::swap(lhs, rhs);
-  auto sub = lhs.getDefiningOp<arith::SubIOp>();
-  auto dim = sub ? sub.getLhs().getDefiningOp<memref::DimOp>() : nullptr;
-  auto arg = dim ? dyn_cast<BlockArgument>(dim.getSource()) : BlockArgument();
-  return getConstantIntValue(rhs) == rows && arg && sub.getRhs() == offset &&
-         arg.getOwner() == tensor.getOwner() &&
-         getConstantIntValue(dim.getIndex()) == rowDim;
-}
-
 /// With `raggedTails`, a 2-D tile whose valid rows end before the tensor
 /// does (a ragged KV cache's length, a packed sequence's end) is a TMA
 /// source too, its valid count recorded (see TmaSource::validRows).
@@ -282,30 +264,15 @@ static std::optional<TmaSource> matchTmaSource(PaddedTileLoad load,
   }
   int64_t cols = tileType.getDimSize(1);
   // The 128-byte swizzle that wgmma reads: 64 columns of 16 bits per box.
-  if (rank < 2 || rank > 5 || tileType.getElementTypeBitWidth() != 16 ||
-      cols % 64 != 0 || type.getDimSize(rank - 1) != cols ||
-      !load.tile.getDefiningOp()->hasAttr(flash::kSwizzledAttr) ||
-      !llvm::all_of(sub.getStaticStrides(), [](int64_t s) { return s == 1; }) ||
-      sub.getStaticOffsets().back() != 0 || sub.getStaticSizes().back() != cols)
+  if (tileType.getElementTypeBitWidth() != 16 || cols % 64 != 0 ||
+      !load.tile.getDefiningOp()->hasAttr(flash::kSwizzledAttr))
     return std::nullopt;
-  TmaSource source{tensor, {}, -1};
-  SmallVector<OpFoldResult> sizes = sub.getMixedSizes();
-  for (int64_t d = 0; d + 1 < rank; ++d) {
-    if (getConstantIntValue(sizes[d]) == 1)
-      continue;
-    if (source.rowDim >= 0)
-      return std::nullopt;
-    source.rowDim = d;
-  }
-  if (source.rowDim < 0)
+  std::optional<flash::TensorSlice> slice =
+      flash::matchTensorSlice(sub, cols, load.copy);
+  if (!slice)
     return std::nullopt;
-  OpBuilder b(load.copy);
-  for (OpFoldResult o : sub.getMixedOffsets())
-    source.offsets.push_back(
-        getValueOrCreateConstantIndexOp(b, load.copy.getLoc(), o));
-  Value size = dyn_cast<Value>(sizes[source.rowDim]);
-  if (!size)
-    return std::nullopt;
+  TmaSource source{tensor, slice->offsets, slice->rowDim};
+  Value size = slice->rows;
   if (!clipsAtTensorEnd(size, tensor, source.rowDim,
                         source.offsets[source.rowDim],
                         tileType.getDimSize(0))) {
@@ -408,105 +375,13 @@ static void zeroTailRows(OpBuilder &b, Location loc, Value tile, Value valid,
   gpu::BarrierOp::create(t, loc);
 }
 
-/// The tensor maps a kernel's TMA copies read: one 128-byte CUtensorMap per
-/// (tensor, box), in a buffer the runtime fills and passes as the
-/// function's last argument (`flash.tensor_maps` describes each entry).
-class TensorMaps {
-public:
-  TensorMaps(gpu::LaunchOp launch) : launch(launch) {}
-
-  /// The descriptor of the map of `source`'s tensor with boxes of one
-  /// 64-column panel of `tile` (its rows along the source's row dimension;
-  /// for a row vector the whole vector, unswizzled), as a value at the start
-  /// of the launch body.
-  Value descriptor(const TmaSource &source, MemRefType tile) {
-    int64_t arg = source.tensor.getArgNumber(), rows = tile.getDimSize(0);
-    bool rowVector = tile.getRank() == 1;
-    auto it = llvm::find(maps, Map{arg, rows, rowVector});
-    int64_t index = it - maps.begin();
-    if (it != maps.end())
-      return values[index];
-    maps.push_back({arg, rows, rowVector});
-    rowDims.push_back(source.rowDim);
-    Location loc = launch.getLoc();
-    OpBuilder b = OpBuilder::atBlockBegin(&launch.getBody().front());
-    Value base =
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer());
-    Value address = arith::AddIOp::create(
-        b, loc, arith::IndexCastOp::create(b, loc, b.getI64Type(), base),
-        arith::ConstantIntOp::create(b, loc, b.getI64Type(), 128 * index));
-    Value ptr = LLVM::IntToPtrOp::create(
-        b, loc, LLVM::LLVMPointerType::get(b.getContext()), address);
-    SmallVector<int64_t> shape(
-        cast<MemRefType>(source.tensor.getType()).getRank(), 1);
-    shape[source.rowDim] = rows;
-    if (!rowVector)
-      shape.back() = 64;
-    auto box = MemRefType::get(
-        shape, tile.getElementType(), MemRefLayoutAttrInterface(),
-        gpu::AddressSpaceAttr::get(b.getContext(),
-                                   gpu::AddressSpace::Workgroup));
-    auto type = nvgpu::TensorMapDescriptorType::get(
-        b.getContext(), box,
-        rowVector ? nvgpu::TensorMapSwizzleKind::SWIZZLE_NONE
-                  : nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
-        nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
-        nvgpu::TensorMapOOBKind::OOB_ZERO,
-        nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
-    values.push_back(
-        UnrealizedConversionCastOp::create(b, loc, type, ptr).getResult(0));
-    describe();
-    return values.back();
-  }
-
-private:
-  /// The function's tensor-map buffer, appended as its last argument.
-  Value buffer() {
-    auto func = launch->getParentOfType<func::FuncOp>();
-    if (!argument) {
-      unsigned n = func.getNumArguments();
-      auto type = MemRefType::get({ShapedType::kDynamic},
-                                  IntegerType::get(func.getContext(), 8));
-      if (failed(func.insertArgument(n, type, {}, launch.getLoc())))
-        return nullptr;
-      argument = func.getArgument(n);
-    }
-    return argument;
-  }
-
-  void describe() {
-    auto func = launch->getParentOfType<func::FuncOp>();
-    Builder b(func.getContext());
-    SmallVector<Attribute> entries;
-    for (auto [map, rowDim] : llvm::zip(maps, rowDims))
-      entries.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("tensor", b.getI64IntegerAttr(map.arg)),
-           b.getNamedAttr("row_dim", b.getI64IntegerAttr(rowDim)),
-           b.getNamedAttr("box_rows", b.getI64IntegerAttr(map.rows)),
-           b.getNamedAttr("box_cols",
-                          b.getI64IntegerAttr(map.rowVector ? map.rows : 64)),
-           b.getNamedAttr("swizzle_bytes",
-                          b.getI64IntegerAttr(map.rowVector ? 0 : 128))}));
-    func.setArgAttr(argument.getArgNumber(), flash::kTensorMapsAttr,
-                    b.getArrayAttr(entries));
-  }
-
-  /// A map's tensor (argument number) and box: `rows` rows of 64 columns,
-  /// or a row vector of `rows` elements.
-  struct Map {
-    int64_t arg, rows;
-    bool rowVector;
-    bool operator==(const Map &other) const {
-      return arg == other.arg && rows == other.rows &&
-             rowVector == other.rowVector;
-    }
-  };
-  gpu::LaunchOp launch;
-  BlockArgument argument;
-  SmallVector<Map> maps;
-  SmallVector<int64_t> rowDims;
-  SmallVector<Value> values;
-};
+/// The descriptor of `source`'s map with boxes of one panel of `tile` (its
+/// rows along the source's row dimension; a row vector whole).
+static Value descriptorOf(flash::TensorMaps &maps, const TmaSource &source,
+                          MemRefType tile) {
+  return maps.descriptor(source.tensor, source.rowDim, tile.getDimSize(0),
+                         tile.getElementType(), tile.getRank() == 1);
+}
 
 /// Ring position `iv - origin`, plus `base` (the positions of the earlier
 /// runs of the loop) when there is one.
@@ -903,8 +778,8 @@ static bool multiBufferLoop(scf::ForOp loop,
       auto &[entry, source] = entryAndSource;
       TileCopies &e = *entry;
       const PaddedTileLoad &load = loads[e.load];
-      Value desc = tensorMaps->descriptor(
-          source, cast<MemRefType>(load.tile.getType()));
+      Value desc = descriptorOf(*tensorMaps, source,
+                                cast<MemRefType>(load.tile.getType()));
       OpBuilder at(e.branch);
       scf::ExecuteRegionOp branch = buildTmaBranch(
           at, loop, origin, base, load, source, desc, barriers, 2 * i, leader);
@@ -1317,8 +1192,8 @@ loadHeadTilesByProducer(gpu::LaunchOp launch, WarpRing &ring,
   for (auto [i, head] : llvm::enumerate(heads)) {
     scf::ExecuteRegionOp copy = issued[head.load];
     const PaddedTileLoad &load = loads[head.load];
-    Value desc = tensorMaps.descriptor(*tmaSources[head.load],
-                                       cast<MemRefType>(load.tile.getType()));
+    Value desc = descriptorOf(tensorMaps, *tmaSources[head.load],
+                              cast<MemRefType>(load.tile.getType()));
     OpBuilder at(copy);
     auto tma = scf::ExecuteRegionOp::create(at, loc, TypeRange{});
     OpBuilder t = OpBuilder::atBlockEnd(&tma.getRegion().emplaceBlock());

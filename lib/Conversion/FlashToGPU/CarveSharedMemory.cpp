@@ -91,16 +91,21 @@ static int64_t carveSharedMemory(gpu::LaunchOp launch) {
     // layouts), even strides get 16 bytes of padding.
     // Tiles read by wgmma are swizzled instead (the descriptors name the
     // layout; the swizzle pattern repeats every 1024 bytes).
+    // A reduction stage is written in 128-byte swizzled panels that TMA
+    // reads (the lowering's layout, not the view's) and has two copies,
+    // the second right after the first.
     bool swizzled =
         flash::getTileStorage(alloc) == flash::TileStorage::Swizzled;
+    bool stage =
+        flash::getTileStorage(alloc) == flash::TileStorage::ReductionStage;
     SmallVector<int64_t> allocated(type.getShape());
     int64_t rowBytes =
         type.getRank() == 2 ? type.getDimSize(1) * elementBytes : 0;
-    if (registerTiles && !swizzled && rowBytes % 16 == 0 &&
+    if (registerTiles && !swizzled && !stage && rowBytes % 16 == 0 &&
         (rowBytes / 16) % 2 == 0)
       allocated[1] += 16 / elementBytes;
-    int64_t alignment = swizzled ? 1024 : 128;
-    int64_t bytes = elementBytes;
+    int64_t alignment = swizzled || stage ? 1024 : 128;
+    int64_t bytes = stage ? 2 * elementBytes : elementBytes;
     for (int64_t d : allocated)
       bytes *= d;
     // Lowest aligned offset (WMMA fragment loads need 32-byte aligned rows)
@@ -140,7 +145,7 @@ static int64_t carveSharedMemory(gpu::LaunchOp launch) {
         view);
     if (swizzled)
       generic.getDefiningOp()->setAttr(flash::kSwizzledAttr, b.getUnitAttr());
-    if (flash::getTileStorage(alloc) == flash::TileStorage::ReductionStage)
+    if (stage)
       generic.getDefiningOp()->setAttr(flash::kReductionStageAttr,
                                        b.getUnitAttr());
     for (Operation *user : llvm::make_early_inc_range(alloc->getUsers())) {

@@ -13,6 +13,7 @@
 
 #include "GpuMapping.h"
 #include "MmaSyncFragments.h"
+#include "TensorMaps.h"
 #include "TileContraction.h"
 #include "WarpRegisterTiles.h"
 
@@ -28,6 +29,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
@@ -64,8 +66,18 @@ private:
     Value group, firstRow, firstCol, warpRow, laneCol;
     int64_t slices, cols;
   };
+  /// Where the staged sums go: rows [offsets[rowDim], + valid) of kernel
+  /// argument `tensor`, all of its columns, at a point in every other
+  /// dimension.
+  struct StagedDest {
+    BlockArgument tensor;
+    SmallVector<Value> offsets;
+    int64_t rowDim;
+  };
+  static std::optional<StagedDest> matchStagedDest(Value dest, Value tile,
+                                                   int64_t rows, int64_t cols);
   void emitStagedReductions(
-      OpBuilder &b, Value stage, Value dest, Value valid, Value tid,
+      OpBuilder &b, Value stage, const StagedDest &dest, Value tid,
       const StagedShare &share,
       llvm::function_ref<Value(OpBuilder &, int64_t, int64_t, int64_t)> pairOf);
 
@@ -507,11 +519,19 @@ bool TileMmaLowering::emitWarpgroupMmaReduce(linalg::GenericOp op, Value tid) {
             vector::ExtractOp::create(at, loc, acc, ArrayRef<int64_t>{e}),
             vector::ExtractOp::create(at, loc, acc, ArrayRef<int64_t>{e + 1})});
   };
+  // The stage's copies alternate with the iterations of the loop around:
+  // only where every iteration stages (no guard between them).
   auto stage = c.getDefiningOp<memref::MemorySpaceCastOp>();
-  if (stage && stage->hasAttr(flash::kReductionStageAttr)) {
+  Operation *around = atomic->getParentOp();
+  std::optional<StagedDest> staged;
+  if (stage && stage->hasAttr(flash::kReductionStageAttr) &&
+      split->cols % 32 == 0 && 64 * split->slices <= 256 &&
+      (around == launch.getOperation() || isa<scf::ForOp>(around)))
+    staged = matchStagedDest(dest, atomic.getTile(), m, n);
+  if (staged) {
     StagedShare share{group,   firstRow,      firstCol,   warpRow,
                       laneCol, split->slices, split->cols};
-    emitStagedReductions(b, stage.getSource(), dest, valid, tid, share, pairOf);
+    emitStagedReductions(b, stage.getSource(), *staged, tid, share, pairOf);
   } else {
     for (int64_t slice = 0; slice < split->slices; ++slice)
       for (int64_t half = 0; half < 2; ++half) {
@@ -536,17 +556,47 @@ bool TileMmaLowering::emitWarpgroupMmaReduce(linalg::GenericOp op, Value tid) {
   return true;
 }
 
+/// The destination of staged sums of a `rows` x `cols` tile whose valid
+/// rows are `tile`'s: a unit-stride slice of a kernel argument over all of
+/// its `cols` columns, one other dimension `rowDim` ranging over the valid
+/// rows, which end where the tensor does (TMA writes nothing past its end).
+std::optional<TileMmaLowering::StagedDest>
+TileMmaLowering::matchStagedDest(Value dest, Value tile, int64_t rows,
+                                 int64_t cols) {
+  std::optional<flash::TensorSlice> slice =
+      flash::matchTensorSlice(dest.getDefiningOp<memref::SubViewOp>(), cols);
+  if (!slice || !cast<MemRefType>(slice->tensor.getType())
+                     .getElementType()
+                     .isF32())
+    return std::nullopt;
+  // The valid rows: the tile's, which must be the slice's and end with
+  // the tensor.
+  auto tileView = tile.getDefiningOp<memref::SubViewOp>();
+  if (!tileView ||
+      tileView.getMixedSizes().front() != OpFoldResult(slice->rows) ||
+      !flash::clipsAtTensorEnd(slice->rows, slice->tensor, slice->rowDim,
+                               slice->offsets[slice->rowDim], rows))
+    return std::nullopt;
+  return StagedDest{slice->tensor, slice->offsets, slice->rowDim};
+}
+
 /// FlashAttention-3's dQ sums: the warpgroup stores its accumulators into
-/// the shared stage (`stage`, its rows padded) and adds each of its rows to
-/// `dest` with one bulk reduction, issued by one thread per row. Only the
+/// one of the stage's two copies (that of the step's parity in the loop
+/// around the contraction), in 128-byte swizzled panels of 32 columns (a
+/// panel p is rows x 32 f32 at p x rows x 128 bytes, each row's 16-byte
+/// units permuted by the row's index mod 8, as TMA's 128-byte swizzle
+/// reads them: a warp's pair stores fall in distinct banks), and one of
+/// its threads adds each panel of its share to the destination with one
+/// TMA tensor reduction, then commits them as one bulk group. Only the
 /// warpgroup's own threads synchronise (named barrier
-/// kStagedReductionBarrier + g): before the stores, once every thread's
-/// reductions of the previous step have read the stage; after them, once
-/// every store is fenced towards the async proxy. After the loop around
-/// the contraction the stage is drained, so no later tile that shares its
-/// bytes is written while the copy engine still reads them.
+/// kStagedReductionBarrier + g): before the stores, once the reductions of
+/// the step before the last (the same copy's) have read the stage; after
+/// them, once every store is fenced towards the async proxy. After the
+/// loop the stage is drained, so no later tile that shares its bytes is
+/// written while the copy engine still reads them, and the next run of the
+/// loop starts with no reduction in flight.
 void TileMmaLowering::emitStagedReductions(
-    OpBuilder &b, Value stage, Value dest, Value valid, Value tid,
+    OpBuilder &b, Value stage, const StagedDest &dest, Value tid,
     const StagedShare &share,
     llvm::function_ref<Value(OpBuilder &, int64_t, int64_t, int64_t)> pairOf) {
   auto idx = [&](int64_t v) -> Value {
@@ -555,21 +605,32 @@ void TileMmaLowering::emitStagedReductions(
   auto i32 = [&](int64_t v) -> Value {
     return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
   };
-  // Bulk copies move whole 16-byte units between 16-byte aligned
-  // addresses: the kernel traps at entry unless every row of the sums does
-  // (the share's first column is a multiple of 64).
-  {
-    OpBuilder entry = OpBuilder::atBlockBegin(&launch.getBody().front());
-    Value misaligned = arith::XOrIOp::create(
-        entry, loc,
-        flash::rowsAreAligned(entry, loc, flash::viewRoot(dest),
-                              /*elementsPer16Bytes=*/4),
-        arith::ConstantOp::create(entry, loc, entry.getBoolAttr(true)));
-    auto guard =
-        scf::IfOp::create(entry, loc, misaligned, /*withElseRegion=*/false);
-    OpBuilder trap = guard.getThenBodyBuilder();
-    LLVM::Trap::create(trap, loc);
-  }
+  auto stageType = cast<MemRefType>(stage.getType());
+  int64_t m = stageType.getDimSize(0), n = stageType.getDimSize(1);
+  constexpr int64_t kPanelCols = 32;
+  // Both copies as one f32 vector.
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, stage);
+  auto flatType = MemRefType::get(
+      {2 * m * n}, stageType.getElementType(),
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, {1}),
+      stageType.getMemorySpace());
+  Value flat = memref::ReinterpretCastOp::create(
+      b, loc, flatType, meta.getBaseBuffer(), OpFoldResult(meta.getOffset()),
+      {b.getIndexAttr(2 * m * n)}, {b.getIndexAttr(1)});
+  // The step's copy: the parity of the iteration of the loop around.
+  Value copy = idx(0);
+  auto loop = b.getInsertionPoint()->getParentOfType<scf::ForOp>();
+  if (loop && launch->isAncestor(loop))
+    copy = arith::RemUIOp::create(
+        b, loc,
+        arith::DivUIOp::create(b, loc,
+                               arith::SubIOp::create(b, loc,
+                                                     loop.getInductionVar(),
+                                                     loop.getLowerBound()),
+                               loop.getStep()),
+        idx(2));
+  Value copyBase = arith::MulIOp::create(b, loc, copy, idx(m * n));
+
   Value barrierId = arith::AddIOp::create(
       b, loc, i32(flash::kStagedReductionBarrier),
       arith::IndexCastUIOp::create(b, loc, b.getI32Type(), share.group));
@@ -578,17 +639,35 @@ void TileMmaLowering::emitStagedReductions(
     NVVM::BarrierOp::create(b, loc, Type(), barrierId, warpgroupThreads,
                             NVVM::BarrierReductionAttr(), Value());
   };
-  NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, b.getI32IntegerAttr(0),
+  // Only the issuing thread has groups; the copy of two steps back is free
+  // once all but the last have read.
+  NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, b.getI32IntegerAttr(1),
                                        b.getUnitAttr());
   warpgroupBarrier();
   for (int64_t slice = 0; slice < share.slices; ++slice)
     for (int64_t half = 0; half < 2; ++half) {
       Value r = arith::AddIOp::create(b, loc, share.warpRow,
                                       idx(64 * slice + 8 * half));
+      Value rowBase = arith::AddIOp::create(
+          b, loc, copyBase, arith::MulIOp::create(b, loc, r, idx(kPanelCols)));
+      Value rowSwizzle = arith::RemUIOp::create(b, loc, r, idx(8));
       for (int64_t j = 0; j < share.cols / 8; ++j) {
         Value cc = arith::AddIOp::create(b, loc, share.laneCol, idx(8 * j));
-        vector::StoreOp::create(b, loc, pairOf(b, slice, half, j), stage,
-                                ValueRange{r, cc});
+        Value panel = arith::DivUIOp::create(b, loc, cc, idx(kPanelCols));
+        Value inPanel = arith::RemUIOp::create(b, loc, cc, idx(kPanelCols));
+        Value unit = arith::XOrIOp::create(
+            b, loc, arith::DivUIOp::create(b, loc, inPanel, idx(4)),
+            rowSwizzle);
+        Value at = arith::AddIOp::create(
+            b, loc,
+            arith::AddIOp::create(
+                b, loc, rowBase,
+                arith::MulIOp::create(b, loc, panel, idx(m * kPanelCols))),
+            arith::AddIOp::create(
+                b, loc, arith::MulIOp::create(b, loc, unit, idx(4)),
+                arith::RemUIOp::create(b, loc, inPanel, idx(4))));
+        vector::StoreOp::create(b, loc, pairOf(b, slice, half, j), flat,
+                                ValueRange{at});
       }
     }
   NVVM::FenceProxyOp::create(
@@ -596,26 +675,62 @@ void TileMmaLowering::emitStagedReductions(
       NVVM::SharedSpaceAttr::get(b.getContext(),
                                  NVVM::SharedSpace::shared_cta));
   warpgroupBarrier();
-  // Thread i of the warpgroup adds rows i, i + 128, ... of the share.
-  Value inGroup = arith::RemUIOp::create(b, loc, tid, idx(128));
+  // The warpgroup's first thread adds its share, one box per panel.
   int64_t rows = 64 * share.slices;
-  for (int64_t k = 0; k * 128 < rows; ++k) {
-    Value local = arith::AddIOp::create(b, loc, inGroup, idx(128 * k));
-    Value row = arith::AddIOp::create(b, loc, share.firstRow, local);
-    Value issues = arith::AndIOp::create(
-        b, loc,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, local,
-                              idx(rows)),
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, valid));
-    auto guarded = scf::IfOp::create(b, loc, issues, /*withElseRegion=*/false);
-    OpBuilder in = guarded.getThenBodyBuilder();
-    flashgpu::BulkReduceAddOp::create(
-        in, loc, stage, ValueRange{row, share.firstCol}, dest,
-        ValueRange{row, share.firstCol}, share.cols);
+  flash::TensorMaps maps(launch);
+  Value map = maps.address(dest.tensor, dest.rowDim, rows,
+                           stageType.getElementType(), /*rowVector=*/false);
+  Value issues = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::RemUIOp::create(b, loc, tid, idx(128)), idx(0));
+  auto guarded = scf::IfOp::create(b, loc, issues, /*withElseRegion=*/false);
+  OpBuilder in = guarded.getThenBodyBuilder();
+  auto idxIn = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(in, loc, v);
+  };
+  auto toI32 = [&](Value v) -> Value {
+    return arith::IndexCastOp::create(in, loc, in.getI32Type(), v);
+  };
+  Value stageAddress = arith::IndexCastOp::create(
+      in, loc, in.getI64Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(in, loc, stage));
+  auto sharedPtr = LLVM::LLVMPointerType::get(
+      in.getContext(), static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared));
+  for (int64_t p = 0; p < share.cols / kPanelCols; ++p) {
+    // Bytes into the stage: the copy, the panel, the share's first row.
+    Value panel = arith::AddIOp::create(
+        in, loc,
+        arith::DivUIOp::create(in, loc, share.firstCol, idxIn(kPanelCols)),
+        idxIn(p));
+    Value bytes = arith::AddIOp::create(
+        in, loc, arith::MulIOp::create(in, loc, copyBase, idxIn(4)),
+        arith::AddIOp::create(
+            in, loc, arith::MulIOp::create(in, loc, panel, idxIn(m * 128)),
+            arith::MulIOp::create(in, loc, share.firstRow, idxIn(128))));
+    Value src = LLVM::IntToPtrOp::create(
+        in, loc, sharedPtr,
+        arith::AddIOp::create(
+            in, loc, stageAddress,
+            arith::IndexCastOp::create(in, loc, in.getI64Type(), bytes))
+            .getResult());
+    // Coordinates innermost first.
+    SmallVector<Value> coords;
+    for (int64_t d = dest.offsets.size() - 1; d >= 0; --d) {
+      Value c = dest.offsets[d];
+      if (d == dest.rowDim)
+        c = arith::AddIOp::create(in, loc, c, share.firstRow);
+      else if (d + 1 == static_cast<int64_t>(dest.offsets.size()))
+        c = arith::AddIOp::create(in, loc, c,
+                                  arith::AddIOp::create(in, loc, share.firstCol,
+                                                        idxIn(p * kPanelCols)));
+      coords.push_back(toI32(c));
+    }
+    NVVM::CpAsyncBulkTensorReduceOp::create(
+        in, loc, map, src, NVVM::TMAReduxKind::ADD, NVVM::TMAStoreMode::TILE,
+        coords, /*l2CacheHint=*/Value());
   }
-  NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+  NVVM::CpAsyncBulkCommitGroupOp::create(in, loc);
   // Drained after the loop around the contraction (or right after it).
-  auto loop = b.getInsertionPoint()->getParentOfType<scf::ForOp>();
   OpBuilder drain(b.getContext());
   if (loop && launch->isAncestor(loop))
     drain.setInsertionPointAfter(loop);

@@ -171,46 +171,6 @@ func.func @m_major_a_too_few_rows(%a: i32, %b: i32) -> vector<32xf32> {
 
 // -----
 
-func.func @bulk_reduce_add_generic_source(%s: memref<64x128xf32>, %d: memref<?x128xf32>, %i: index) {
-  // expected-error @+1 {{reads shared memory (#gpu.address_space<workgroup>), not "generic memory"}}
-  flashgpu.bulk_reduce_add %s[%i, %i], %d[%i, %i] {count = 64 : i64} : memref<64x128xf32>, memref<?x128xf32>
-  return
-}
-
-// -----
-
-func.func @bulk_reduce_add_shared_dest(%s: memref<64x128xf32, #gpu.address_space<workgroup>>, %d: memref<64x128xf32, #gpu.address_space<workgroup>>, %i: index) {
-  // expected-error @+1 {{reduces into global memory, not #gpu.address_space<workgroup>}}
-  flashgpu.bulk_reduce_add %s[%i, %i], %d[%i, %i] {count = 64 : i64} : memref<64x128xf32, #gpu.address_space<workgroup>>, memref<64x128xf32, #gpu.address_space<workgroup>>
-  return
-}
-
-// -----
-
-func.func @bulk_reduce_add_partial_unit(%s: memref<64x128xf32, #gpu.address_space<workgroup>>, %d: memref<?x128xf32>, %i: index) {
-  // expected-error @+1 {{copies whole 16-byte units: 6 f32 are 24 bytes}}
-  flashgpu.bulk_reduce_add %s[%i, %i], %d[%i, %i] {count = 6 : i64} : memref<64x128xf32, #gpu.address_space<workgroup>>, memref<?x128xf32>
-  return
-}
-
-// -----
-
-func.func @bulk_reduce_add_long_row(%s: memref<64x32xf32, #gpu.address_space<workgroup>>, %d: memref<?x128xf32>, %i: index) {
-  // expected-error @+1 {{adds 64 contiguous elements; an innermost dimension holds only 32}}
-  flashgpu.bulk_reduce_add %s[%i, %i], %d[%i, %i] {count = 64 : i64} : memref<64x32xf32, #gpu.address_space<workgroup>>, memref<?x128xf32>
-  return
-}
-
-// -----
-
-func.func @bulk_reduce_add_indices(%s: memref<64x128xf32, #gpu.address_space<workgroup>>, %d: memref<?x128xf32>, %i: index) {
-  // expected-error @+1 {{takes one destination index per dimension (2), got 1}}
-  flashgpu.bulk_reduce_add %s[%i, %i], %d[%i] {count = 64 : i64} : memref<64x128xf32, #gpu.address_space<workgroup>>, memref<?x128xf32>
-  return
-}
-
-// -----
-
 func.func @last_arrival_indices(%c: memref<?x?x?xi32>, %i: index) -> i1 {
   // expected-error @+1 {{takes one index per dimension of its counter (3), got 2}}
   %l = flashgpu.last_arrival %c[%i, %i] of %i : memref<?x?x?xi32>

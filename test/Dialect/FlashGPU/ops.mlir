@@ -1,5 +1,5 @@
-// flashgpu.warpgroup_mma, flashgpu.reduce_add, flashgpu.bulk_reduce_add and
-// flashgpu.last_arrival parse, verify and print back.
+// flashgpu.warpgroup_mma, flashgpu.reduce_add and flashgpu.last_arrival
+// parse, verify and print back.
 // RUN: flash-opt %s | flash-opt | FileCheck %s
 
 // CHECK-LABEL: func @scores
@@ -33,13 +33,6 @@ func.func @pv_async(%acc: vector<128xf32>, %p: vector<32xi32>, %b: i32) -> vecto
 func.func @reduce_add(%x: f32, %v: vector<4xf32>, %d: memref<?x128xf32, strided<[?, ?], offset: ?>>, %i: index, %j: index) {
   flashgpu.reduce_add %x, %d[%i, %j] : f32, memref<?x128xf32, strided<[?, ?], offset: ?>>
   flashgpu.reduce_add %v, %d[%i, %j] : vector<4xf32>, memref<?x128xf32, strided<[?, ?], offset: ?>>
-  return
-}
-
-// CHECK-LABEL: func @bulk_reduce_add
-// CHECK: flashgpu.bulk_reduce_add %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}] {count = 64 : i64} : memref<64x128xf32, strided<[132, 1]>, #gpu.address_space<workgroup>>, memref<?x128xf32, strided<[?, 1], offset: ?>>
-func.func @bulk_reduce_add(%s: memref<64x128xf32, strided<[132, 1]>, #gpu.address_space<workgroup>>, %d: memref<?x128xf32, strided<[?, 1], offset: ?>>, %i: index, %j: index) {
-  flashgpu.bulk_reduce_add %s[%i, %j], %d[%i, %j] {count = 64 : i64} : memref<64x128xf32, strided<[132, 1]>, #gpu.address_space<workgroup>>, memref<?x128xf32, strided<[?, 1], offset: ?>>
   return
 }
 

@@ -111,46 +111,6 @@ LogicalResult CtasPerSmOp::verify() {
   return success();
 }
 
-LogicalResult BulkReduceAddOp::verify() {
-  auto source = cast<MemRefType>(getSource().getType());
-  auto dest = cast<MemRefType>(getDest().getType());
-  if (static_cast<int64_t>(getSourceIndices().size()) != source.getRank())
-    return emitOpError("takes one source index per dimension (")
-           << source.getRank() << "), got " << getSourceIndices().size();
-  if (static_cast<int64_t>(getDestIndices().size()) != dest.getRank())
-    return emitOpError("takes one destination index per dimension (")
-           << dest.getRank() << "), got " << getDestIndices().size();
-  auto spaceOf = [](MemRefType type) -> std::optional<gpu::AddressSpace> {
-    if (auto space =
-            dyn_cast_or_null<gpu::AddressSpaceAttr>(type.getMemorySpace()))
-      return space.getValue();
-    return std::nullopt;
-  };
-  if (spaceOf(source) != gpu::AddressSpace::Workgroup)
-    return emitOpError("reads shared memory (#gpu.address_space<workgroup>), "
-                       "not ")
-           << (source.getMemorySpace() ? source.getMemorySpace()
-                                       : Attribute(StringAttr::get(
-                                             getContext(), "generic memory")));
-  if (auto space = spaceOf(dest); space && *space != gpu::AddressSpace::Global)
-    return emitOpError("reduces into global memory, not ")
-           << dest.getMemorySpace();
-  if ((getCount() * 4) % 16 != 0)
-    return emitOpError("copies whole 16-byte units: ")
-           << getCount() << " f32 are " << getCount() * 4 << " bytes";
-  for (MemRefType type : {source, dest}) {
-    if (type.getRank() == 0)
-      continue;
-    int64_t inner = type.getDimSize(type.getRank() - 1);
-    if (!ShapedType::isDynamic(inner) &&
-        inner < static_cast<int64_t>(getCount()))
-      return emitOpError("adds ")
-             << getCount() << " contiguous elements; an innermost dimension "
-             << "holds only " << inner;
-  }
-  return success();
-}
-
 LogicalResult ReduceAddOp::verify() {
   auto type = cast<MemRefType>(getDest().getType());
   if (static_cast<int64_t>(getIndices().size()) != type.getRank())

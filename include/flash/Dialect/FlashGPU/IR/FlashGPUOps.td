@@ -143,39 +143,6 @@ def FlashGPU_ReduceAddOp : FlashGPU_Op<"reduce_add"> {
   let hasVerifier = 1;
 }
 
-def FlashGPU_BulkReduceAddOp : FlashGPU_Op<"bulk_reduce_add",
-    [AttrSizedOperandSegments]> {
-  let summary = "dest[indices..] += source[indices..] over `count` f32, "
-                "asynchronously (cp.reduce.async.bulk)";
-  let description = [{
-    Adds `count` contiguous f32 of shared memory (`source`, in the
-    workgroup address space) from `source_indices` to as many contiguous f32
-    of global memory, at `dest` from `dest_indices`, with one
-    `cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32` (sm_90):
-    the copy engine reads the shared bytes and
-    the L2 adds them, relaxed and unordered, while the thread goes on. Both
-    innermost dimensions must have unit stride and both addresses be 16-byte
-    aligned (`count` * 4 a multiple of 16). The operation joins the issuing
-    thread's open bulk group: `nvvm.cp.async.bulk.commit.group` closes it
-    and `nvvm.cp.async.bulk.wait_group ... {read}` waits until the shared
-    bytes have been read, after which they may be written again. Writes to
-    the source must be fenced towards the async proxy
-    (`nvvm.fence.proxy async.shared::cta`) before they are visible to it.
-    The staged lowering of the atomic backward's dQ sums
-    (`--flash-gpu-lower-tile-mma`), as FlashAttention-3 adds them.
-  }];
-  let arguments = (ins Arg<MemRefOf<[F32]>, "", [MemRead]>:$source,
-                   Variadic<Index>:$source_indices,
-                   Arg<MemRefOf<[F32]>, "", [MemRead, MemWrite]>:$dest,
-                   Variadic<Index>:$dest_indices,
-                   ConfinedAttr<I64Attr, [IntPositive]>:$count);
-  let assemblyFormat = [{
-    $source `[` $source_indices `]` `,` $dest `[` $dest_indices `]` attr-dict
-    `:` type($source) `,` type($dest)
-  }];
-  let hasVerifier = 1;
-}
-
 def FlashGPU_CtasPerSmOp : FlashGPU_Op<"ctas_per_sm"> {
   let summary = "the kernel it is in is meant to run `count` CTAs per SM";
   let description = [{
