@@ -10,6 +10,9 @@
 #           torch.compile and the SDPA registration (prebuilt kernels)
 #   bench   flash_mlir.bench (FLASH_BENCH_ARGS)
 #   train   flash_mlir.train_bench, a GPT-style training step (FLASH_TRAIN_ARGS)
+#   times   flash_mlir.launch_times: each backward launch alone, for the
+#           training kernels FLASH_TIMES_NAMES (default train_bf16_d128) at
+#           FLASH_TIMES_SEQ (default 4096)
 # FLASH_SANITIZE=kernel1,kernel2 also runs compute-sanitizer memcheck and
 # racecheck on those kernels (one small shape; FLASH_SANITIZE_SHAPE=
 # B,HQ,HKV,M,N picks another, e.g. M % 4 == 0 for the fast kernel of a
@@ -47,5 +50,10 @@ if [[ $steps == *,bench,* ]]; then
 fi
 if [[ $steps == *,train,* ]]; then
   python3 -m flash_mlir.train_bench ${FLASH_TRAIN_ARGS:-} --markdown "$out/train.md" 2>&1 | tee "$out/train.log"
+fi
+if [[ $steps == *,times,* ]]; then
+  # shellcheck disable=SC2086
+  python3 -m flash_mlir.launch_times "$dir" ${FLASH_TIMES_NAMES:-train_bf16_d128} \
+    --seq "${FLASH_TIMES_SEQ:-4096}" 2>&1 | tee "$out/times.log"
 fi
 exit "$status"

@@ -13,6 +13,10 @@
 // the accumulators of its mma.sync); without tensor cores even that one.
 // RUN: flash-opt %s --split-input-file --flash-gpu-assign-tile-storage="register-tiles=0" | FileCheck %s --check-prefix=SHARED
 // RUN: flash-opt %s --split-input-file --flash-gpu-assign-tile-storage="tensor-cores=none" | FileCheck %s --check-prefix=NONE
+// With staged-reductions on sm_90a, dS K's C is a "reduction_stage" only
+// where the MMA lowering can add it by TMA tensor reductions (its rows end
+// with the tensor's, @grad_query_block_clipped), else still accumulators.
+// RUN: flash-opt %s --split-input-file --flash-gpu-assign-tile-storage="chip=sm_90a staged-reductions=1" | FileCheck %s --check-prefix=STAGE
 
 // CHECK-LABEL: func.func @forward(
 // CHECK: %[[Q:.*]] = memref.alloc() : memref<64x64xbf16>
@@ -132,6 +136,8 @@ func.func @forward(%q: memref<?x64xbf16>, %k: memref<?x64xbf16>,
 // CHECK-NEXT: linalg.generic {{.*}} ins(%[[STAGED]], %{{.*}} : {{.*}}) outs(%[[DQ]] : {{.*}}) {{.*}}flash.contraction = "grad_query_block"
 // CHECK-NEXT: ^bb0
 // SHARED: memref.alloc() {flash.tile_storage = "accumulators"}
+// STAGE-LABEL: func.func @grad_query_block(
+// STAGE: memref.alloc() {flash.tile_storage = "accumulators"} : memref<64x64xf32>
 #at = affine_map<(d0, d1, d2) -> (d2, d0)>
 #b2 = affine_map<(d0, d1, d2) -> (d2, d1)>
 #c2 = affine_map<(d0, d1, d2) -> (d0, d1)>
@@ -161,5 +167,96 @@ func.func @grad_query_block(%ds_t: memref<64x64xbf16>, %k: memref<64x64xbf16>,
     flash.atomic_add %valid, %dq_rows : memref<?x64xf32, strided<[64, 1]>>, memref<?x64xf32, strided<[64, 1]>>
     gpu.terminator
   }
+  return
+}
+
+// -----
+
+// dS K's C in a warpgroup-MMA launch (tagged as the register-tile analysis
+// tags a whole kernel) whose sums go to rows of an f32 argument that end
+// with the tensor.
+// CHECK-LABEL: func.func @grad_query_block_clipped(
+// CHECK: memref.alloc() {flash.tile_storage = "accumulators"} : memref<64x64xf32>
+// STAGE-LABEL: func.func @grad_query_block_clipped(
+// STAGE: memref.alloc() {flash.tile_storage = "reduction_stage"} : memref<64x64xf32>
+#at = affine_map<(d0, d1, d2) -> (d2, d0)>
+#b2 = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c2 = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @grad_query_block_clipped(%ds_t: memref<64x64xbf16>, %k: memref<64x64xbf16>,
+                                    %dq: memref<?x?x?x64xf32>, %row0: index) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %fzero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
+    %dst = memref.alloc() : memref<64x64xbf16>
+    memref.copy %ds_t, %dst : memref<64x64xbf16> to memref<64x64xbf16>
+    %k_tile = memref.alloc() : memref<64x64xbf16>
+    memref.copy %k, %k_tile : memref<64x64xbf16> to memref<64x64xbf16>
+    %dq_step = memref.alloc() : memref<64x64xf32>
+    %m = memref.dim %dq, %c2 : memref<?x?x?x64xf32>
+    %left = arith.subi %m, %row0 : index
+    %rows = arith.minsi %left, %c64 : index
+    linalg.fill ins(%fzero : f32) outs(%dq_step : memref<64x64xf32>)
+    linalg.generic {indexing_maps = [#at, #b2, #c2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%dst, %k_tile : memref<64x64xbf16>, memref<64x64xbf16>) outs(%dq_step : memref<64x64xf32>) attrs = {flash.contraction = "grad_query_block"} {
+    ^bb0(%x: bf16, %y: bf16, %out: f32):
+      %xf = arith.extf %x : bf16 to f32
+      %yf = arith.extf %y : bf16 to f32
+      %xy = arith.mulf %xf, %yf : f32
+      %sum = arith.addf %out, %xy : f32
+      linalg.yield %sum : f32
+    }
+    %valid = memref.subview %dq_step[0, 0] [%rows, 64] [1, 1] : memref<64x64xf32> to memref<?x64xf32, strided<[64, 1]>>
+    %dq_rows = memref.subview %dq[%bz, %by, %row0, 0] [1, 1, %rows, 64] [1, 1, 1, 1] : memref<?x?x?x64xf32> to memref<?x64xf32, strided<[64, 1], offset: ?>>
+    flash.atomic_add %valid, %dq_rows : memref<?x64xf32, strided<[64, 1]>>, memref<?x64xf32, strided<[64, 1], offset: ?>>
+    gpu.terminator
+  } {flash.wgmma}
+  return
+}
+
+// -----
+
+// The same with a row count that need not end with the tensor: TMA could
+// add rows past it, so the sums stay in the accumulators.
+// CHECK-LABEL: func.func @grad_query_block_unclipped(
+// CHECK: memref.alloc() {flash.tile_storage = "accumulators"} : memref<64x64xf32>
+// STAGE-LABEL: func.func @grad_query_block_unclipped(
+// STAGE: memref.alloc() {flash.tile_storage = "accumulators"} : memref<64x64xf32>
+#at = affine_map<(d0, d1, d2) -> (d2, d0)>
+#b2 = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c2 = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @grad_query_block_unclipped(%ds_t: memref<64x64xbf16>, %k: memref<64x64xbf16>,
+                                    %dq: memref<?x?x?x64xf32>, %row0: index) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %fzero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
+    %dst = memref.alloc() : memref<64x64xbf16>
+    memref.copy %ds_t, %dst : memref<64x64xbf16> to memref<64x64xbf16>
+    %k_tile = memref.alloc() : memref<64x64xbf16>
+    memref.copy %k, %k_tile : memref<64x64xbf16> to memref<64x64xbf16>
+    %dq_step = memref.alloc() : memref<64x64xf32>
+    %m = memref.dim %dq, %c2 : memref<?x?x?x64xf32>
+    %left = arith.subi %m, %row0 : index
+    %rows = arith.minsi %left, %c64 : index
+    linalg.fill ins(%fzero : f32) outs(%dq_step : memref<64x64xf32>)
+    linalg.generic {indexing_maps = [#at, #b2, #c2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%dst, %k_tile : memref<64x64xbf16>, memref<64x64xbf16>) outs(%dq_step : memref<64x64xf32>) attrs = {flash.contraction = "grad_query_block"} {
+    ^bb0(%x: bf16, %y: bf16, %out: f32):
+      %xf = arith.extf %x : bf16 to f32
+      %yf = arith.extf %y : bf16 to f32
+      %xy = arith.mulf %xf, %yf : f32
+      %sum = arith.addf %out, %xy : f32
+      linalg.yield %sum : f32
+    }
+    %valid = memref.subview %dq_step[0, 0] [%row0, 64] [1, 1] : memref<64x64xf32> to memref<?x64xf32, strided<[64, 1]>>
+    %dq_rows = memref.subview %dq[%bz, %by, %row0, 0] [1, 1, %row0, 64] [1, 1, 1, 1] : memref<?x?x?x64xf32> to memref<?x64xf32, strided<[64, 1], offset: ?>>
+    flash.atomic_add %valid, %dq_rows : memref<?x64xf32, strided<[64, 1]>>, memref<?x64xf32, strided<[64, 1], offset: ?>>
+    gpu.terminator
+  } {flash.wgmma}
   return
 }

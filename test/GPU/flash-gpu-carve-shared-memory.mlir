@@ -124,25 +124,27 @@ func.func @padded_row() {
 // -----
 
 // A reduction stage (the atomic backward's dQ sums with staged-reductions)
-// is unpadded even with register tiles, 1024-byte aligned and twice its
-// bytes: two copies, the second right after the first, written in turn by
-// the MMA lowering (in TMA's swizzled panels). Here it follows a 1000-byte
-// tile live with it, so it starts at 1024 and the launch needs
-// 1024 + 2 x 32 KiB.
+// is unpadded even with register tiles and 1024-byte aligned, carved as
+// [2, rows, cols]: two copies, written in turn by the MMA lowering (in
+// TMA's swizzled panels), the tile a view of the first. Here it follows a
+// 1040-byte tile live with it, so it starts at 2048 (1152 at the 128-byte
+// alignment of plain tiles) and the launch needs 2048 + 2 x 32 KiB.
 // CHECK-LABEL: func.func @reduction_stage(
 // CHECK: %[[BASE:.*]] = gpu.dynamic_shared_memory
-// CHECK: %[[AT:.*]] = arith.constant 1024 : index
-// CHECK: %[[V:.*]] = memref.view %[[BASE]][%[[AT]]][] : {{.*}} to memref<64x128xf32, #gpu.address_space<workgroup>>
-// CHECK-NEXT: memref.memory_space_cast %[[V]] {flash.reduction_stage} : memref<64x128xf32, #gpu.address_space<workgroup>> to memref<64x128xf32>
-// CHECK: } {flash.register_rows = 64 : i64, flash.shared_memory_bytes = 66560 : i64}
+// CHECK: %[[AT:.*]] = arith.constant 2048 : index
+// CHECK: %[[V:.*]] = memref.view %[[BASE]][%[[AT]]][] : {{.*}} to memref<2x64x128xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[FIRST:.*]] = memref.subview %[[V]][0, 0, 0] [1, 64, 128] [1, 1, 1] : memref<2x64x128xf32, #gpu.address_space<workgroup>> to memref<64x128xf32, strided<[128, 1]>, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[DQ:.*]] = memref.memory_space_cast %[[FIRST]] {flash.reduction_stage} : memref<64x128xf32, strided<[128, 1]>, #gpu.address_space<workgroup>> to memref<64x128xf32, strided<[128, 1]>>
+// CHECK: "test.use"(%{{.*}}, %[[DQ]])
+// CHECK: } {flash.register_rows = 64 : i64, flash.shared_memory_bytes = 67584 : i64}
 func.func @reduction_stage() {
   %c1 = arith.constant 1 : index
   %c256 = arith.constant 256 : index
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
-    %rows = memref.alloc() : memref<250xf32>
+    %rows = memref.alloc() : memref<260xf32>
     %dq = memref.alloc() {flash.tile_storage = "reduction_stage"} : memref<64x128xf32>
-    "test.use"(%rows, %dq) : (memref<250xf32>, memref<64x128xf32>) -> ()
+    "test.use"(%rows, %dq) : (memref<260xf32>, memref<64x128xf32>) -> ()
     gpu.terminator
   } {flash.register_rows = 64 : i64}
   return

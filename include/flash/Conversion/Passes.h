@@ -56,8 +56,9 @@ enum class TileStorage {
   /// never stores (--flash-gpu-lower-tile-mma erases it).
   Accumulators,
   /// A contraction's C whose results go only to a `flash.atomic_add`,
-  /// staged in shared memory: the MMA lowering stores its accumulators
-  /// there and adds the rows to the destination with bulk reductions.
+  /// staged in shared memory (two copies): the MMA lowering stores its
+  /// accumulators there and adds them to the destination with TMA tensor
+  /// reductions.
   ReductionStage,
 };
 constexpr llvm::StringLiteral kTileStorageAttr = "flash.tile_storage";

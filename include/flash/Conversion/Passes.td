@@ -92,9 +92,11 @@ def FlashGpuAssignTileStoragePass : Pass<"flash-gpu-assign-tile-storage"> {
       goes only to a `flash.atomic_add` (the atomic backward's dS K): the
       MMA lowering keeps it in its accumulators, so it never exists.
     - `"reduction_stage"`: that C with `staged-reductions` on a wgmma
-      launch: a shared tile where the MMA lowering stages the results
-      before adding them with TMA tensor reductions (FlashAttention-3's
-      dQ).
+      launch, where the MMA lowering can add its sums by TMA tensor
+      reductions (the launch's only `flash.atomic_add`, in the launch body
+      or directly in an `scf.for`, into a slice of an f32 argument whose
+      rows end with the tensor): a shared tile where that lowering stages
+      the results (FlashAttention-3's dQ).
     - no attribute: a shared-memory tile (Q, K, V, bias and mask tiles).
 
     A contraction that reads its A transposed (dS K from dSᵀ) first gets a
@@ -148,10 +150,10 @@ def FlashGpuCarveSharedMemoryPass : Pass<"flash-gpu-carve-shared-memory"> {
       pattern repeats every 1024 bytes), their cast tagged
       `flash.swizzled_128b`; the kernel traps if the window's base is not
       1024-byte aligned;
-    - a `"reduction_stage"` tile is unpadded and 1024-byte aligned, with
-      twice its bytes (two copies, the second right after the first: the
-      MMA lowering writes them in turn, in 128-byte swizzled panels that
-      TMA reads), its cast tagged `flash.reduction_stage`.
+    - a `"reduction_stage"` tile is unpadded, 1024-byte aligned and carved
+      as `[2, rows, cols]`: two copies that the MMA lowering writes in
+      turn, in 128-byte swizzled panels that TMA reads; the tile is a view
+      of the first, its cast tagged `flash.reduction_stage`.
 
     The launch records its size in `flash.shared_memory_bytes` and its
     dynamic shared memory operand. Tiles that need more than a CTA may use

@@ -83,8 +83,9 @@ struct KernelCompileOptions {
   /// atomics, and a last pass (false: 5 tile products per tile pair, not 7).
   bool deterministic = true;
   /// With deterministic = false on sm_90a: the dQ sums staged in shared
-  /// memory and added by bulk reductions, row by row (FlashAttention-3's
-  /// form), instead of vector reductions from the accumulators.
+  /// memory (two copies in turn) and added by TMA tensor reductions
+  /// (FlashAttention-3's form), instead of vector reductions from the
+  /// accumulators.
   bool stagedReductions = false;
   /// With deterministic = false on sm_90a: the dK/dV step's dPᵀ issued
   /// beside Sᵀ and its warpgroup MMAs waited for at first use

@@ -13,6 +13,7 @@
 #include "flash/Conversion/Passes.h"
 
 #include "GpuMapping.h"
+#include "StagedReductions.h"
 #include "TileContraction.h"
 #include "WarpRegisterTiles.h"
 
@@ -33,21 +34,29 @@ using flash::TensorCores;
 /// The Cs of the contractions whose zero-filled result goes only to a
 /// `flash.atomic_add` (the atomic backward's dS K): the mapping keeps them
 /// in registers (emitWarpMmaReduce, emitWarpgroupMmaReduce), so they get no
-/// shared memory (32 KiB at D = 128), unless they stage bulk reductions.
-static llvm::SmallPtrSet<Operation *, 2>
-reducedInRegisters(gpu::LaunchOp launch) {
-  llvm::SmallPtrSet<Operation *, 2> allocs;
+/// shared memory (32 KiB at D = 128), unless `staged` (wgmma launches with
+/// staged-reductions, `warpgroups` sharing the contraction) and the sums
+/// can go by TMA tensor reductions: then they get a `"reduction_stage"`.
+static void assignReducedCs(gpu::LaunchOp launch, bool staged,
+                            int64_t warpgroups) {
   launch.getBody().walk([&](linalg::GenericOp op) {
     auto m = flash::matchTileContraction(op);
     if (!m)
       return;
     auto alloc = m->c.getDefiningOp<memref::AllocOp>();
-    if (alloc && flash::findZeroFill(op, m->c) &&
-        flash::findAtomicAddOfResult(op, m->c))
-      allocs.insert(alloc);
+    flash::AtomicAddOp atomic =
+        alloc && flash::findZeroFill(op, m->c)
+            ? flash::findAtomicAddOfResult(op, m->c)
+            : flash::AtomicAddOp();
+    if (!atomic || flash::getTileStorage(alloc))
+      return;
+    flash::setTileStorage(
+        alloc, staged && flash::matchStagedReduction(atomic, m->c, warpgroups)
+                   ? flash::TileStorage::ReductionStage
+                   : flash::TileStorage::Accumulators);
   });
-  return allocs;
 }
+
 /// A contraction reads a transposed A (the nondeterministic backward's
 /// dS = (dSᵀ)ᵀ) from shared memory only, with ldmatrix.trans: its A is
 /// first copied into a shared tile of its own, then every thread waits (in
@@ -106,14 +115,11 @@ struct FlashGpuAssignTileStoragePass
       if (registerTiles && *threads % 32 == 0 && cores != TensorCores::None)
         inRegisters.analyze(cores == TensorCores::Wgmma && asyncCopies);
       inRegisters.record();
-      // Bulk reductions read shared memory; the wgmma lowering stages.
-      bool staged = stagedReductions && launch->hasAttr(flash::kWgmmaAttr);
+      // TMA reductions read shared memory; the wgmma lowering stages.
       if (mmaSync)
-        for (Operation *alloc : reducedInRegisters(launch))
-          if (!flash::getTileStorage(alloc))
-            flash::setTileStorage(alloc,
-                                  staged ? flash::TileStorage::ReductionStage
-                                         : flash::TileStorage::Accumulators);
+        assignReducedCs(launch,
+                        stagedReductions && launch->hasAttr(flash::kWgmmaAttr),
+                        *threads / 128);
     }
   }
 };

@@ -267,11 +267,14 @@ static std::optional<TmaSource> matchTmaSource(PaddedTileLoad load,
   if (tileType.getElementTypeBitWidth() != 16 || cols % 64 != 0 ||
       !load.tile.getDefiningOp()->hasAttr(flash::kSwizzledAttr))
     return std::nullopt;
-  std::optional<flash::TensorSlice> slice =
-      flash::matchTensorSlice(sub, cols, load.copy);
+  std::optional<flash::TensorSlice> slice = flash::matchTensorSlice(sub, cols);
   if (!slice)
     return std::nullopt;
-  TmaSource source{tensor, slice->offsets, slice->rowDim};
+  TmaSource source{tensor, {}, slice->rowDim};
+  OpBuilder b(load.copy);
+  for (OpFoldResult o : slice->offsets)
+    source.offsets.push_back(
+        getValueOrCreateConstantIndexOp(b, load.copy.getLoc(), o));
   Value size = slice->rows;
   if (!clipsAtTensorEnd(size, tensor, source.rowDim,
                         source.offsets[source.rowDim],
@@ -377,7 +380,7 @@ static void zeroTailRows(OpBuilder &b, Location loc, Value tile, Value valid,
 
 /// The descriptor of `source`'s map with boxes of one panel of `tile` (its
 /// rows along the source's row dimension; a row vector whole).
-static Value descriptorOf(flash::TensorMaps &maps, const TmaSource &source,
+static Value descriptorOf(TensorMaps &maps, const TmaSource &source,
                           MemRefType tile) {
   return maps.descriptor(source.tensor, source.rowDim, tile.getDimSize(0),
                          tile.getElementType(), tile.getRank() == 1);

@@ -92,8 +92,8 @@ static int64_t carveSharedMemory(gpu::LaunchOp launch) {
     // Tiles read by wgmma are swizzled instead (the descriptors name the
     // layout; the swizzle pattern repeats every 1024 bytes).
     // A reduction stage is written in 128-byte swizzled panels that TMA
-    // reads (the lowering's layout, not the view's) and has two copies,
-    // the second right after the first.
+    // reads (the lowering's layout, not the view's) and has two copies:
+    // carved as [2, rows, cols], the tile a view of the first.
     bool swizzled =
         flash::getTileStorage(alloc) == flash::TileStorage::Swizzled;
     bool stage =
@@ -104,8 +104,10 @@ static int64_t carveSharedMemory(gpu::LaunchOp launch) {
     if (registerTiles && !swizzled && !stage && rowBytes % 16 == 0 &&
         (rowBytes / 16) % 2 == 0)
       allocated[1] += 16 / elementBytes;
+    if (stage)
+      allocated.insert(allocated.begin(), 2);
     int64_t alignment = swizzled || stage ? 1024 : 128;
-    int64_t bytes = stage ? 2 * elementBytes : elementBytes;
+    int64_t bytes = elementBytes;
     for (int64_t d : allocated)
       bytes *= d;
     // Lowest aligned offset (WMMA fragment loads need 32-byte aligned rows)
@@ -131,11 +133,19 @@ static int64_t carveSharedMemory(gpu::LaunchOp launch) {
     Value view =
         memref::ViewOp::create(b, loc, shared, base, shift, ValueRange{});
     if (allocated != type.getShape()) {
-      SmallVector<OpFoldResult> zeros(2, b.getIndexAttr(0)),
-          ones(2, b.getIndexAttr(1));
+      int64_t rank = allocated.size();
+      SmallVector<OpFoldResult> zeros(rank, b.getIndexAttr(0)),
+          ones(rank, b.getIndexAttr(1));
+      SmallVector<int64_t> sizes(type.getShape());
+      if (stage)
+        sizes.insert(sizes.begin(), 1);
+      auto viewType = cast<MemRefType>(view.getType());
+      MemRefType tileType = memref::SubViewOp::inferRankReducedResultType(
+          type.getShape(), viewType, zeros,
+          getAsIndexOpFoldResult(b.getContext(), sizes), ones);
       view = memref::SubViewOp::create(
-          b, loc, view, zeros,
-          getAsIndexOpFoldResult(b.getContext(), type.getShape()), ones);
+          b, loc, tileType, view, zeros,
+          getAsIndexOpFoldResult(b.getContext(), sizes), ones);
     }
     auto viewType = cast<MemRefType>(view.getType());
     Value generic = memref::MemorySpaceCastOp::create(

@@ -13,6 +13,7 @@
 
 #include "GpuMapping.h"
 #include "MmaSyncFragments.h"
+#include "StagedReductions.h"
 #include "TensorMaps.h"
 #include "TileContraction.h"
 #include "WarpRegisterTiles.h"
@@ -22,6 +23,7 @@
 #include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -66,18 +68,8 @@ private:
     Value group, firstRow, firstCol, warpRow, laneCol;
     int64_t slices, cols;
   };
-  /// Where the staged sums go: rows [offsets[rowDim], + valid) of kernel
-  /// argument `tensor`, all of its columns, at a point in every other
-  /// dimension.
-  struct StagedDest {
-    BlockArgument tensor;
-    SmallVector<Value> offsets;
-    int64_t rowDim;
-  };
-  static std::optional<StagedDest> matchStagedDest(Value dest, Value tile,
-                                                   int64_t rows, int64_t cols);
   void emitStagedReductions(
-      OpBuilder &b, Value stage, const StagedDest &dest, Value tid,
+      OpBuilder &b, Value stage, const flash::StagedReduction &dest, Value tid,
       const StagedShare &share,
       llvm::function_ref<Value(OpBuilder &, int64_t, int64_t, int64_t)> pairOf);
 
@@ -519,19 +511,21 @@ bool TileMmaLowering::emitWarpgroupMmaReduce(linalg::GenericOp op, Value tid) {
             vector::ExtractOp::create(at, loc, acc, ArrayRef<int64_t>{e}),
             vector::ExtractOp::create(at, loc, acc, ArrayRef<int64_t>{e + 1})});
   };
-  // The stage's copies alternate with the iterations of the loop around:
-  // only where every iteration stages (no guard between them).
+  // The stage's two copies: the [2, m, n] shared view whose first the
+  // tile is (carve-shared-memory's contract).
   auto stage = c.getDefiningOp<memref::MemorySpaceCastOp>();
-  Operation *around = atomic->getParentOp();
-  std::optional<StagedDest> staged;
-  if (stage && stage->hasAttr(flash::kReductionStageAttr) &&
-      split->cols % 32 == 0 && 64 * split->slices <= 256 &&
-      (around == launch.getOperation() || isa<scf::ForOp>(around)))
-    staged = matchStagedDest(dest, atomic.getTile(), m, n);
+  auto firstCopy = stage && stage->hasAttr(flash::kReductionStageAttr)
+                       ? stage.getSource().getDefiningOp<memref::SubViewOp>()
+                       : memref::SubViewOp();
+  std::optional<flash::StagedReduction> staged;
+  if (firstCopy &&
+      firstCopy.getSourceType().getShape() == ArrayRef<int64_t>{2, m, n})
+    staged = flash::matchStagedReduction(atomic, c, warpgroups);
   if (staged) {
     StagedShare share{group,   firstRow,      firstCol,   warpRow,
                       laneCol, split->slices, split->cols};
-    emitStagedReductions(b, stage.getSource(), *staged, tid, share, pairOf);
+    emitStagedReductions(b, firstCopy.getSource(), *staged, tid, share,
+                         pairOf);
   } else {
     for (int64_t slice = 0; slice < split->slices; ++slice)
       for (int64_t half = 0; half < 2; ++half) {
@@ -556,32 +550,9 @@ bool TileMmaLowering::emitWarpgroupMmaReduce(linalg::GenericOp op, Value tid) {
   return true;
 }
 
-/// The destination of staged sums of a `rows` x `cols` tile whose valid
-/// rows are `tile`'s: a unit-stride slice of a kernel argument over all of
-/// its `cols` columns, one other dimension `rowDim` ranging over the valid
-/// rows, which end where the tensor does (TMA writes nothing past its end).
-std::optional<TileMmaLowering::StagedDest>
-TileMmaLowering::matchStagedDest(Value dest, Value tile, int64_t rows,
-                                 int64_t cols) {
-  std::optional<flash::TensorSlice> slice =
-      flash::matchTensorSlice(dest.getDefiningOp<memref::SubViewOp>(), cols);
-  if (!slice || !cast<MemRefType>(slice->tensor.getType())
-                     .getElementType()
-                     .isF32())
-    return std::nullopt;
-  // The valid rows: the tile's, which must be the slice's and end with
-  // the tensor.
-  auto tileView = tile.getDefiningOp<memref::SubViewOp>();
-  if (!tileView ||
-      tileView.getMixedSizes().front() != OpFoldResult(slice->rows) ||
-      !flash::clipsAtTensorEnd(slice->rows, slice->tensor, slice->rowDim,
-                               slice->offsets[slice->rowDim], rows))
-    return std::nullopt;
-  return StagedDest{slice->tensor, slice->offsets, slice->rowDim};
-}
-
 /// FlashAttention-3's dQ sums: the warpgroup stores its accumulators into
-/// one of the stage's two copies (that of the step's parity in the loop
+/// one of the two copies of `stage` ([2, m, n]: that of the step's parity in
+/// the loop
 /// around the contraction), in 128-byte swizzled panels of 32 columns (a
 /// panel p is rows x 32 f32 at p x rows x 128 bytes, each row's 16-byte
 /// units permuted by the row's index mod 8, as TMA's 128-byte swizzle
@@ -596,7 +567,7 @@ TileMmaLowering::matchStagedDest(Value dest, Value tile, int64_t rows,
 /// written while the copy engine still reads them, and the next run of the
 /// loop starts with no reduction in flight.
 void TileMmaLowering::emitStagedReductions(
-    OpBuilder &b, Value stage, const StagedDest &dest, Value tid,
+    OpBuilder &b, Value stage, const flash::StagedReduction &dest, Value tid,
     const StagedShare &share,
     llvm::function_ref<Value(OpBuilder &, int64_t, int64_t, int64_t)> pairOf) {
   auto idx = [&](int64_t v) -> Value {
@@ -606,9 +577,9 @@ void TileMmaLowering::emitStagedReductions(
     return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
   };
   auto stageType = cast<MemRefType>(stage.getType());
-  int64_t m = stageType.getDimSize(0), n = stageType.getDimSize(1);
+  int64_t m = stageType.getDimSize(1), n = stageType.getDimSize(2);
   constexpr int64_t kPanelCols = 32;
-  // Both copies as one f32 vector.
+  // Both copies as one vector.
   auto meta = memref::ExtractStridedMetadataOp::create(b, loc, stage);
   auto flatType = MemRefType::get(
       {2 * m * n}, stageType.getElementType(),
@@ -620,15 +591,12 @@ void TileMmaLowering::emitStagedReductions(
   // The step's copy: the parity of the iteration of the loop around.
   Value copy = idx(0);
   auto loop = b.getInsertionPoint()->getParentOfType<scf::ForOp>();
-  if (loop && launch->isAncestor(loop))
-    copy = arith::RemUIOp::create(
-        b, loc,
-        arith::DivUIOp::create(b, loc,
-                               arith::SubIOp::create(b, loc,
-                                                     loop.getInductionVar(),
-                                                     loop.getLowerBound()),
-                               loop.getStep()),
-        idx(2));
+  if (loop && launch->isAncestor(loop)) {
+    Value relative = arith::SubIOp::create(b, loc, loop.getInductionVar(),
+                                           loop.getLowerBound());
+    Value ordinal = arith::DivUIOp::create(b, loc, relative, loop.getStep());
+    copy = arith::RemUIOp::create(b, loc, ordinal, idx(2));
+  }
   Value copyBase = arith::MulIOp::create(b, loc, copy, idx(m * n));
 
   Value barrierId = arith::AddIOp::create(
@@ -655,17 +623,17 @@ void TileMmaLowering::emitStagedReductions(
         Value cc = arith::AddIOp::create(b, loc, share.laneCol, idx(8 * j));
         Value panel = arith::DivUIOp::create(b, loc, cc, idx(kPanelCols));
         Value inPanel = arith::RemUIOp::create(b, loc, cc, idx(kPanelCols));
-        Value unit = arith::XOrIOp::create(
-            b, loc, arith::DivUIOp::create(b, loc, inPanel, idx(4)),
-            rowSwizzle);
+        Value unitInRow = arith::DivUIOp::create(b, loc, inPanel, idx(4));
+        Value unit = arith::XOrIOp::create(b, loc, unitInRow, rowSwizzle);
+        Value panelBase = arith::AddIOp::create(
+            b, loc, rowBase,
+            arith::MulIOp::create(b, loc, panel, idx(m * kPanelCols))
+                .getResult());
+        Value unitBase = arith::MulIOp::create(b, loc, unit, idx(4));
+        Value inUnit = arith::RemUIOp::create(b, loc, inPanel, idx(4));
         Value at = arith::AddIOp::create(
-            b, loc,
-            arith::AddIOp::create(
-                b, loc, rowBase,
-                arith::MulIOp::create(b, loc, panel, idx(m * kPanelCols))),
-            arith::AddIOp::create(
-                b, loc, arith::MulIOp::create(b, loc, unit, idx(4)),
-                arith::RemUIOp::create(b, loc, inPanel, idx(4))));
+            b, loc, panelBase,
+            arith::AddIOp::create(b, loc, unitBase, inUnit).getResult());
         vector::StoreOp::create(b, loc, pairOf(b, slice, half, j), flat,
                                 ValueRange{at});
       }
@@ -702,11 +670,12 @@ void TileMmaLowering::emitStagedReductions(
         in, loc,
         arith::DivUIOp::create(in, loc, share.firstCol, idxIn(kPanelCols)),
         idxIn(p));
+    Value copyBytes = arith::MulIOp::create(in, loc, copyBase, idxIn(4));
+    Value panelBytes = arith::MulIOp::create(in, loc, panel, idxIn(m * 128));
+    Value rowBytes = arith::MulIOp::create(in, loc, share.firstRow, idxIn(128));
     Value bytes = arith::AddIOp::create(
-        in, loc, arith::MulIOp::create(in, loc, copyBase, idxIn(4)),
-        arith::AddIOp::create(
-            in, loc, arith::MulIOp::create(in, loc, panel, idxIn(m * 128)),
-            arith::MulIOp::create(in, loc, share.firstRow, idxIn(128))));
+        in, loc, copyBytes,
+        arith::AddIOp::create(in, loc, panelBytes, rowBytes).getResult());
     Value src = LLVM::IntToPtrOp::create(
         in, loc, sharedPtr,
         arith::AddIOp::create(
@@ -716,7 +685,7 @@ void TileMmaLowering::emitStagedReductions(
     // Coordinates innermost first.
     SmallVector<Value> coords;
     for (int64_t d = dest.offsets.size() - 1; d >= 0; --d) {
-      Value c = dest.offsets[d];
+      Value c = getValueOrCreateConstantIndexOp(in, loc, dest.offsets[d]);
       if (d == dest.rowDim)
         c = arith::AddIOp::create(in, loc, c, share.firstRow);
       else if (d + 1 == static_cast<int64_t>(dest.offsets.size()))

@@ -13,7 +13,6 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
-#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 using namespace mlir;
@@ -154,8 +153,7 @@ bool flash::clipsAtTensorEnd(Value size, BlockArgument tensor, int64_t rowDim,
 }
 
 std::optional<flash::TensorSlice>
-flash::matchTensorSlice(memref::SubViewOp sub, int64_t cols,
-                        Operation *offsetsAt) {
+flash::matchTensorSlice(memref::SubViewOp sub, int64_t cols) {
   auto tensor =
       sub ? dyn_cast<BlockArgument>(sub.getSource()) : BlockArgument();
   if (!tensor || !isa<func::FuncOp>(tensor.getOwner()->getParentOp()))
@@ -166,7 +164,7 @@ flash::matchTensorSlice(memref::SubViewOp sub, int64_t cols,
       !llvm::all_of(sub.getStaticStrides(), [](int64_t s) { return s == 1; }) ||
       sub.getStaticOffsets().back() != 0 || sub.getStaticSizes().back() != cols)
     return std::nullopt;
-  TensorSlice slice{tensor, {}, -1, Value()};
+  TensorSlice slice{tensor, sub.getMixedOffsets(), -1, Value()};
   SmallVector<OpFoldResult> sizes = sub.getMixedSizes();
   for (int64_t d = 0; d + 1 < rank; ++d) {
     if (getConstantIntValue(sizes[d]) == 1)
@@ -180,9 +178,5 @@ flash::matchTensorSlice(memref::SubViewOp sub, int64_t cols,
   slice.rows = dyn_cast<Value>(sizes[slice.rowDim]);
   if (!slice.rows)
     return std::nullopt;
-  OpBuilder b(offsetsAt ? offsetsAt : sub.getOperation());
-  for (OpFoldResult o : sub.getMixedOffsets())
-    slice.offsets.push_back(
-        getValueOrCreateConstantIndexOp(b, sub.getLoc(), o));
   return slice;
 }

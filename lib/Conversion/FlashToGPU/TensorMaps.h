@@ -10,12 +10,15 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
+#include <optional>
+
 namespace mlir::flash {
 
 /// The tensor maps a kernel's TMA copies use: one 128-byte CUtensorMap per
-/// (tensor, box), in a buffer the runtime fills and passes as the
-/// function's last argument, which `flash.tensor_maps` describes entry by
-/// entry (tensor argument, row dimension, box rows and columns, swizzle).
+/// (tensor, box), in a buffer the runtime fills and passes as an argument
+/// of the function (appended when the launch first needs one), which
+/// `flash.tensor_maps` describes entry by entry (tensor argument, row
+/// dimension, box rows and columns, swizzle).
 /// Each launch of a function has a buffer of its own; a second instance over
 /// the same launch (a later pass) appends to the maps the first one made.
 class TensorMaps {
@@ -63,17 +66,15 @@ private:
 /// A slice that TMA boxes of whole rows can cover: a unit-stride subview of
 /// kernel argument `tensor` (rank 2 to 5) over all `cols` columns of its
 /// innermost dimension, a point in every other dimension but `rowDim`,
-/// whose size there is `rows`; `offsets` per dimension, as values (the
-/// constant ones made before `offsetsAt`, by default the subview).
+/// whose size there is `rows`; `offsets` per dimension.
 struct TensorSlice {
   BlockArgument tensor;
-  SmallVector<Value> offsets;
+  SmallVector<OpFoldResult> offsets;
   int64_t rowDim;
   Value rows;
 };
 std::optional<TensorSlice> matchTensorSlice(memref::SubViewOp sub,
-                                            int64_t cols,
-                                            Operation *offsetsAt = nullptr);
+                                            int64_t cols);
 
 /// Whether `size` is `min(dim(arg, rowDim) - offset, rows)` for a kernel
 /// argument `arg`: a tile's rows inside the tensor, so that a TMA box of
