@@ -599,8 +599,9 @@ void TileMmaLowering::emitStagedReductions(
   }
   Value copyBase = arith::MulIOp::create(b, loc, copy, idx(m * n));
 
+  Value firstBarrier = i32(flash::kStagedReductionBarrier);
   Value barrierId = arith::AddIOp::create(
-      b, loc, i32(flash::kStagedReductionBarrier),
+      b, loc, firstBarrier,
       arith::IndexCastUIOp::create(b, loc, b.getI32Type(), share.group));
   Value warpgroupThreads = i32(128);
   auto warpgroupBarrier = [&]() {
@@ -648,9 +649,9 @@ void TileMmaLowering::emitStagedReductions(
   flash::TensorMaps maps(launch);
   Value map = maps.address(dest.tensor, dest.rowDim, rows,
                            stageType.getElementType(), /*rowVector=*/false);
-  Value issues = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::eq,
-      arith::RemUIOp::create(b, loc, tid, idx(128)), idx(0));
+  Value inGroup = arith::RemUIOp::create(b, loc, tid, idx(128));
+  Value issues = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       inGroup, idx(0));
   auto guarded = scf::IfOp::create(b, loc, issues, /*withElseRegion=*/false);
   OpBuilder in = guarded.getThenBodyBuilder();
   auto idxIn = [&](int64_t v) -> Value {
@@ -666,10 +667,9 @@ void TileMmaLowering::emitStagedReductions(
       in.getContext(), static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared));
   for (int64_t p = 0; p < share.cols / kPanelCols; ++p) {
     // Bytes into the stage: the copy, the panel, the share's first row.
-    Value panel = arith::AddIOp::create(
-        in, loc,
-        arith::DivUIOp::create(in, loc, share.firstCol, idxIn(kPanelCols)),
-        idxIn(p));
+    Value firstPanel =
+        arith::DivUIOp::create(in, loc, share.firstCol, idxIn(kPanelCols));
+    Value panel = arith::AddIOp::create(in, loc, firstPanel, idxIn(p));
     Value copyBytes = arith::MulIOp::create(in, loc, copyBase, idxIn(4));
     Value panelBytes = arith::MulIOp::create(in, loc, panel, idxIn(m * 128));
     Value rowBytes = arith::MulIOp::create(in, loc, share.firstRow, idxIn(128));
