@@ -80,6 +80,27 @@ class TensorMapRequest(unittest.TestCase):
         ragged = t("lse", (2, 8, 77), (8 * 77, 77, 1), "float32")
         self.assertFalse(tensor_maps_apply(man, {"lse": ragged}))
 
+    def test_staged_dq_sums(self):
+        # The atomic backward's staged dQ sums (--staged-reductions): TMA
+        # tensor reductions into the f32 workspace shaped like Q, boxes of
+        # one 128-byte swizzled panel (32 f32) by a warpgroup's 64 rows; a
+        # BSHD Q gives a contiguous [B, H, S, D] workspace all the same.
+        dq_map = {"tensor": "dq_accum", "row_dim": 2, "box_rows": 64,
+                  "box_cols": 32, "swizzle_bytes": 128}
+        man = {"workspace": [{"name": "dq_accum", "like": "q", "dtype": "f32"}],
+               "launches": [{"params": [{"name": "tensor_maps", "kind": "tensor_maps",
+                                         "rank": 1, "maps": [dq_map]}]}]}
+        q = t("q", (2, 8, 1000, 128), (1000 * 8 * 128, 128, 8 * 128, 1))
+        self.assertTrue(tensor_maps_apply(man, {"q": q}))
+        dq = t("dq_accum", (2, 8, 1000, 128), (8 * 1000 * 128, 1000 * 128, 128, 1),
+               "float32")
+        r = tensor_map_request(dq_map, dq)
+        self.assertEqual(r["dims"], [128, 1000, 8, 2])
+        self.assertEqual(r["strides"], [512, 1000 * 512, 8 * 1000 * 512])
+        self.assertEqual(r["box"], [32, 64, 1, 1])
+        self.assertEqual(r["dtype"], 7)       # CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+        self.assertEqual(r["swizzle"], 3)     # CU_TENSOR_MAP_SWIZZLE_128B
+
     def test_broadcast_heads_take_the_general_kernel(self):
         # K expanded over heads (stride 0): aligned rows for cp.async, but
         # not a tensor TMA can address; the launcher takes the general kernel.
