@@ -35,12 +35,9 @@ flash::matchStagedReduction(AtomicAddOp atomic, Value c, int64_t warpgroups) {
   if (atomics != 1 || (around != launch.getOperation() &&
                        !(loop && loop.getInductionVar().getType().isIndex())))
     return std::nullopt;
-  // The tile: rows [0, valid) of C.
+  // The tile: rows [0, valid) of C (findAtomicAddOfResult's view).
   auto tile = atomic.getTile().getDefiningOp<memref::SubViewOp>();
-  if (!tile || tile.getSource() != c ||
-      !llvm::all_of(tile.getStaticOffsets(), [](int64_t o) { return o == 0; }) ||
-      !llvm::all_of(tile.getStaticStrides(), [](int64_t s) { return s == 1; }) ||
-      tile.getStaticSizes().back() != n)
+  if (!tile)
     return std::nullopt;
   std::optional<TensorSlice> slice =
       matchTensorSlice(atomic.getDest().getDefiningOp<memref::SubViewOp>(), n);
@@ -52,5 +49,5 @@ flash::matchStagedReduction(AtomicAddOp atomic, Value c, int64_t warpgroups) {
   if (!rowOffset || !clipsAtTensorEnd(slice->rows, slice->tensor,
                                       slice->rowDim, rowOffset, m))
     return std::nullopt;
-  return StagedReduction{slice->tensor, slice->offsets, slice->rowDim, *split};
+  return StagedReduction{slice->tensor, slice->offsets, slice->rowDim};
 }

@@ -111,15 +111,28 @@ LogicalResult CtasPerSmOp::verify() {
   return success();
 }
 
-LogicalResult ReduceAddOp::verify() {
-  auto type = cast<MemRefType>(getDest().getType());
-  if (static_cast<int64_t>(getIndices().size()) != type.getRank())
-    return emitOpError("takes one index per dimension of its destination (")
-           << type.getRank() << "), got " << getIndices().size();
+/// An op that addresses an element of `memref` in global memory by
+/// `indices`: one index per dimension, and no other address space named.
+/// `role` names the memref in the diagnostics, `verb` (with its
+/// preposition) what the op does there.
+static LogicalResult verifyGlobalElement(Operation *op, Value memref,
+                                         ValueRange indices, StringRef role,
+                                         StringRef verb) {
+  auto type = cast<MemRefType>(memref.getType());
+  if (static_cast<int64_t>(indices.size()) != type.getRank())
+    return op->emitOpError("takes one index per dimension of its ")
+           << role << " (" << type.getRank() << "), got " << indices.size();
   if (auto space =
           dyn_cast_or_null<gpu::AddressSpaceAttr>(type.getMemorySpace());
       space && space.getValue() != gpu::AddressSpace::Global)
-    return emitOpError("reduces into global memory, not ") << space;
+    return op->emitOpError() << verb << " global memory, not " << space;
+  return success();
+}
+
+LogicalResult ReduceAddOp::verify() {
+  if (failed(verifyGlobalElement(*this, getDest(), getIndices(),
+                                 "destination", "reduces into")))
+    return failure();
   if (auto vector = dyn_cast<VectorType>(getValue().getType());
       vector && vector.getNumElements() != 2 && vector.getNumElements() != 4)
     return emitOpError("adds 1, 2 or 4 adjacent elements, not ")
@@ -128,14 +141,9 @@ LogicalResult ReduceAddOp::verify() {
 }
 
 LogicalResult LastArrivalOp::verify() {
-  auto type = cast<MemRefType>(getCounter().getType());
-  if (static_cast<int64_t>(getIndices().size()) != type.getRank())
-    return emitOpError("takes one index per dimension of its counter (")
-           << type.getRank() << "), got " << getIndices().size();
-  if (auto space =
-          dyn_cast_or_null<gpu::AddressSpaceAttr>(type.getMemorySpace());
-      space && space.getValue() != gpu::AddressSpace::Global)
-    return emitOpError("counts in global memory, not ") << space;
+  if (failed(verifyGlobalElement(*this, getCounter(), getIndices(), "counter",
+                                 "counts in")))
+    return failure();
   if (getBarrierId().has_value() != getBarrierThreads().has_value())
     return emitOpError("names a barrier by both its id and its threads, or "
                        "by neither (the CTA's)");
