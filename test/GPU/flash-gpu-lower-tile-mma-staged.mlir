@@ -34,7 +34,7 @@
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 1 {read}
 // CHECK-NEXT: nvvm.barrier id = %[[ID]] number_of_threads = %[[N]]{{$}}
 // CHECK: arith.xori
-// CHECK-COUNT-16: vector.store %{{.*}}, %[[FLAT]][%{{.*}}] : memref<16384xf32, strided<[1], offset: ?>, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK-COUNT-16: vector.store %{{.*}}, %[[FLAT]][%{{.*}}] {alignment = 8 : i64} : memref<16384xf32, strided<[1], offset: ?>, #gpu.address_space<workgroup>>, vector<2xf32>
 // CHECK-NOT: vector.store
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT: nvvm.barrier id = %[[ID]] number_of_threads = %[[N]]{{$}}

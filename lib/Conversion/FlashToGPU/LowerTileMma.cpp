@@ -613,13 +613,18 @@ void TileMmaLowering::emitStagedReductions(
   NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, b.getI32IntegerAttr(1),
                                        b.getUnitAttr());
   warpgroupBarrier();
+  // The lane's rows lie multiples of 8 below its first (one swizzle
+  // phase): each row's offset is the first's plus a constant added last, so
+  // that the rows share one address per column pair (LLVM hoists each
+  // distinct one out of the loop).
+  Value rowSwizzle = arith::RemUIOp::create(b, loc, share.warpRow, idx(8));
+  Value firstRowBase =
+      arith::MulIOp::create(b, loc, share.warpRow, idx(kPanelCols));
   for (int64_t slice = 0; slice < share.slices; ++slice)
     for (int64_t half = 0; half < 2; ++half) {
-      Value r = arith::AddIOp::create(b, loc, share.warpRow,
-                                      idx(64 * slice + 8 * half));
       Value rowBase = arith::AddIOp::create(
-          b, loc, copyBase, arith::MulIOp::create(b, loc, r, idx(kPanelCols)));
-      Value rowSwizzle = arith::RemUIOp::create(b, loc, r, idx(8));
+          b, loc, copyBase,
+          idx((64 * slice + 8 * half) * kPanelCols));
       for (int64_t j = 0; j < share.cols / 8; ++j) {
         Value cc = arith::AddIOp::create(b, loc, share.laneCol, idx(8 * j));
         Value panel = arith::DivUIOp::create(b, loc, cc, idx(kPanelCols));
@@ -627,16 +632,18 @@ void TileMmaLowering::emitStagedReductions(
         Value unitInRow = arith::DivUIOp::create(b, loc, inPanel, idx(4));
         Value unit = arith::XOrIOp::create(b, loc, unitInRow, rowSwizzle);
         Value panelBase = arith::AddIOp::create(
-            b, loc, rowBase,
+            b, loc, firstRowBase,
             arith::MulIOp::create(b, loc, panel, idx(m * kPanelCols))
                 .getResult());
         Value unitBase = arith::MulIOp::create(b, loc, unit, idx(4));
         Value inUnit = arith::RemUIOp::create(b, loc, inPanel, idx(4));
-        Value at = arith::AddIOp::create(
+        Value inRow = arith::AddIOp::create(
             b, loc, panelBase,
             arith::AddIOp::create(b, loc, unitBase, inUnit).getResult());
+        Value at = arith::AddIOp::create(b, loc, inRow, rowBase);
         vector::StoreOp::create(b, loc, pairOf(b, slice, half, j), flat,
-                                ValueRange{at});
+                                ValueRange{at}, /*nontemporal=*/false,
+                                llvm::Align(8));
       }
     }
   NVVM::FenceProxyOp::create(

@@ -463,8 +463,9 @@ private:
   /// warpgroup slice (64 rows) apart with wgmma.
   int64_t sliceStride() const { return wgmma ? 64 : 16; }
   /// Tile-local row of slot r and column of in-slot element q of this lane.
-  Value rowOf(OpBuilder &b, int64_t r) {
-    return plus(b, rowBase, sliceStride() * (r / 2) + 8 * (r % 2));
+  Value rowOf(OpBuilder &b, int64_t r) { return plus(b, rowBase, rowDeltaOf(r)); }
+  int64_t rowDeltaOf(int64_t r) const {
+    return sliceStride() * (r / 2) + 8 * (r % 2);
   }
   Value colOf(OpBuilder &b, int64_t q) {
     return plus(b, colBase, 8 * (q / 2) + q % 2);
@@ -967,7 +968,12 @@ Value TileRewriter::emitElementwise(OpBuilder &b, linalg::GenericOp op) {
           AffineMap inMap = op.getMatchingIndexingMap(input);
           SmallVector<Value> at;
           if (flat[i]) {
-            at = {swizzledOffset(b, loc, row, col, inType.getDimSize(0))};
+            // As in the swizzled store: the slot's rows keep the lane's
+            // swizzle phase; their constant offset comes last.
+            at = {plus(b,
+                       swizzledOffset(b, loc, rowBase, col,
+                                      inType.getDimSize(0)),
+                       rowDeltaOf(r) * 64)};
             in = flat[i];
           } else if (inType.getRank() == 2)
             at = {row, col};
@@ -1449,14 +1455,23 @@ void TileRewriter::store(OpBuilder &b, Value tile, Value validRows,
       def && def->hasAttr(kSwizzledAttr) && rank2 && per % 2 == 0) {
     Value flat = memref::CollapseShapeOp::create(
         b, loc, target, ArrayRef<ReassociationIndices>{{0, 1}});
+    // A slot's rows lie a multiple of 8 below the lane's first (the same
+    // swizzle phase): its offset is the first row's plus a constant, which
+    // stays outside the swizzle's xor so that the slots share one address
+    // per column pair and add immediates (else LLVM hoists one per slot and
+    // pair out of the key loop: 16 live 64-bit addresses in the dK/dV step).
     for (int64_t r = 0; r < slots(); ++r) {
-      Value row = rowOf(b, r);
+      int64_t rowDelta = rowDeltaOf(r);
+      assert(rowDelta % 8 == 0 && "a slot keeps the lane's swizzle phase");
       for (int64_t q = 0; q < per; q += 2) {
         Value pair = vector::FromElementsOp::create(
             b, loc, VectorType::get({2}, type.getElementType()),
             ValueRange{extract(b, v, r * per + q),
                        extract(b, v, r * per + q + 1)});
-        Value at = swizzledOffset(b, loc, row, colIdx[q], type.getDimSize(0));
+        Value at = plus(
+            b,
+            swizzledOffset(b, loc, rowBase, colIdx[q], type.getDimSize(0)),
+            rowDelta * 64);
         vector::StoreOp::create(b, loc, pair, flat, ValueRange{at},
                                 /*nontemporal=*/false, llvm::Align(2 * bytes));
       }
