@@ -463,12 +463,29 @@ private:
   /// warpgroup slice (64 rows) apart with wgmma.
   int64_t sliceStride() const { return wgmma ? 64 : 16; }
   /// Tile-local row of slot r and column of in-slot element q of this lane.
-  Value rowOf(OpBuilder &b, int64_t r) { return plus(b, rowBase, rowDeltaOf(r)); }
+  Value rowOf(OpBuilder &b, int64_t r) {
+    return plus(b, rowBase, rowDeltaOf(r));
+  }
   int64_t rowDeltaOf(int64_t r) const {
     return sliceStride() * (r / 2) + 8 * (r % 2);
   }
   Value colOf(OpBuilder &b, int64_t q) {
-    return plus(b, colBase, 8 * (q / 2) + q % 2);
+    return plus(b, colBase, colDeltaOf(q));
+  }
+  int64_t colDeltaOf(int64_t q) const { return 8 * (q / 2) + q % 2; }
+  /// The offset of slot r's element q in a 128-byte-swizzled tile of `rows`
+  /// rows (`swizzledOffset`), built so that LLVM keeps one address per
+  /// 8-column group of a panel and adds the rest as immediates: the slot's
+  /// rows lie multiples of 8 below the lane's first (the same swizzle
+  /// phase) and its columns whole panels right of the first panel's
+  /// (colBase < 8), so both are constants added after the swizzle's xor.
+  /// (Otherwise LLVM hoists one address per slot and column pair out of the
+  /// key loop: 16 live 64-bit addresses in the dK/dV step's staged dSᵀ.)
+  Value swizzledSlotOffset(OpBuilder &b, int64_t r, int64_t q, int64_t rows) {
+    int64_t col = colDeltaOf(q);
+    Value inFirstPanel =
+        swizzledOffset(b, loc, rowBase, plus(b, colBase, col % 64), rows);
+    return plus(b, inFirstPanel, (col / 64) * rows * 64 + rowDeltaOf(r) * 64);
   }
   Value extract(OpBuilder &b, Value vec, int64_t pos) {
     return vector::ExtractOp::create(b, loc, vec, ArrayRef<int64_t>{pos});
@@ -968,12 +985,7 @@ Value TileRewriter::emitElementwise(OpBuilder &b, linalg::GenericOp op) {
           AffineMap inMap = op.getMatchingIndexingMap(input);
           SmallVector<Value> at;
           if (flat[i]) {
-            // As in the swizzled store: the slot's rows keep the lane's
-            // swizzle phase; their constant offset comes last.
-            at = {plus(b,
-                       swizzledOffset(b, loc, rowBase, col,
-                                      inType.getDimSize(0)),
-                       rowDeltaOf(r) * 64)};
+            at = {swizzledSlotOffset(b, r, q, inType.getDimSize(0))};
             in = flat[i];
           } else if (inType.getRank() == 2)
             at = {row, col};
@@ -1455,23 +1467,13 @@ void TileRewriter::store(OpBuilder &b, Value tile, Value validRows,
       def && def->hasAttr(kSwizzledAttr) && rank2 && per % 2 == 0) {
     Value flat = memref::CollapseShapeOp::create(
         b, loc, target, ArrayRef<ReassociationIndices>{{0, 1}});
-    // A slot's rows lie a multiple of 8 below the lane's first (the same
-    // swizzle phase): its offset is the first row's plus a constant, which
-    // stays outside the swizzle's xor so that the slots share one address
-    // per column pair and add immediates (else LLVM hoists one per slot and
-    // pair out of the key loop: 16 live 64-bit addresses in the dK/dV step).
     for (int64_t r = 0; r < slots(); ++r) {
-      int64_t rowDelta = rowDeltaOf(r);
-      assert(rowDelta % 8 == 0 && "a slot keeps the lane's swizzle phase");
       for (int64_t q = 0; q < per; q += 2) {
         Value pair = vector::FromElementsOp::create(
             b, loc, VectorType::get({2}, type.getElementType()),
             ValueRange{extract(b, v, r * per + q),
                        extract(b, v, r * per + q + 1)});
-        Value at = plus(
-            b,
-            swizzledOffset(b, loc, rowBase, colIdx[q], type.getDimSize(0)),
-            rowDelta * 64);
+        Value at = swizzledSlotOffset(b, r, q, type.getDimSize(0));
         vector::StoreOp::create(b, loc, pair, flat, ValueRange{at},
                                 /*nontemporal=*/false, llvm::Align(2 * bytes));
       }
