@@ -614,33 +614,34 @@ void TileMmaLowering::emitStagedReductions(
                                        b.getUnitAttr());
   warpgroupBarrier();
   // The lane's rows lie multiples of 8 below its first (one swizzle
-  // phase): each row's offset is the first's plus a constant added last, so
-  // that the rows share one address per column pair (LLVM hoists each
-  // distinct one out of the loop).
+  // phase): a column pair's offset in the first row, computed once, plus a
+  // constant per row added last, so that the rows share one address per
+  // column pair (LLVM hoists each distinct one out of the loop).
   Value rowSwizzle = arith::RemUIOp::create(b, loc, share.warpRow, idx(8));
   Value firstRowBase =
       arith::MulIOp::create(b, loc, share.warpRow, idx(kPanelCols));
+  SmallVector<Value> inFirstRow;
+  for (int64_t j = 0; j < share.cols / 8; ++j) {
+    Value cc = arith::AddIOp::create(b, loc, share.laneCol, idx(8 * j));
+    Value panel = arith::DivUIOp::create(b, loc, cc, idx(kPanelCols));
+    Value inPanel = arith::RemUIOp::create(b, loc, cc, idx(kPanelCols));
+    Value unitInRow = arith::DivUIOp::create(b, loc, inPanel, idx(4));
+    Value unit = arith::XOrIOp::create(b, loc, unitInRow, rowSwizzle);
+    Value panelBase = arith::AddIOp::create(
+        b, loc, firstRowBase,
+        arith::MulIOp::create(b, loc, panel, idx(m * kPanelCols)).getResult());
+    Value unitBase = arith::MulIOp::create(b, loc, unit, idx(4));
+    Value inUnit = arith::RemUIOp::create(b, loc, inPanel, idx(4));
+    inFirstRow.push_back(arith::AddIOp::create(
+        b, loc, panelBase,
+        arith::AddIOp::create(b, loc, unitBase, inUnit).getResult()));
+  }
   for (int64_t slice = 0; slice < share.slices; ++slice)
     for (int64_t half = 0; half < 2; ++half) {
-      Value rowBase = arith::AddIOp::create(
-          b, loc, copyBase,
-          idx((64 * slice + 8 * half) * kPanelCols));
-      for (int64_t j = 0; j < share.cols / 8; ++j) {
-        Value cc = arith::AddIOp::create(b, loc, share.laneCol, idx(8 * j));
-        Value panel = arith::DivUIOp::create(b, loc, cc, idx(kPanelCols));
-        Value inPanel = arith::RemUIOp::create(b, loc, cc, idx(kPanelCols));
-        Value unitInRow = arith::DivUIOp::create(b, loc, inPanel, idx(4));
-        Value unit = arith::XOrIOp::create(b, loc, unitInRow, rowSwizzle);
-        Value panelBase = arith::AddIOp::create(
-            b, loc, firstRowBase,
-            arith::MulIOp::create(b, loc, panel, idx(m * kPanelCols))
-                .getResult());
-        Value unitBase = arith::MulIOp::create(b, loc, unit, idx(4));
-        Value inUnit = arith::RemUIOp::create(b, loc, inPanel, idx(4));
-        Value inRow = arith::AddIOp::create(
-            b, loc, panelBase,
-            arith::AddIOp::create(b, loc, unitBase, inUnit).getResult());
-        Value at = arith::AddIOp::create(b, loc, inRow, rowBase);
+      Value rowOffset = arith::AddIOp::create(
+          b, loc, copyBase, idx((64 * slice + 8 * half) * kPanelCols));
+      for (auto [j, offset] : llvm::enumerate(inFirstRow)) {
+        Value at = arith::AddIOp::create(b, loc, offset, rowOffset);
         vector::StoreOp::create(b, loc, pairOf(b, slice, half, j), flat,
                                 ValueRange{at}, /*nontemporal=*/false,
                                 llvm::Align(8));
