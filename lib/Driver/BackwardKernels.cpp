@@ -78,6 +78,7 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
   options.deterministic = compile.deterministic;
   options.stagedReductions =
       compile.stagedReductions && compile.chip == Chip::Sm90a;
+  options.perIterationLanes = compile.perIterationLanes;
   options.tmaRowVectors = compile.tmaRowVectors;
   options.raggedTma = compile.raggedTma;
   options.asyncMma = overlap;

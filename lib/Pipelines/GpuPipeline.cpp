@@ -74,6 +74,7 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.raggedKeys = options.raggedKeys;
   mapping.wideStores = options.wideStores;
   mapping.stagedReductions = options.stagedReductions;
+  mapping.perIterationLanes = options.perIterationLanes;
   mapping.tmaRowVectors = options.tmaRowVectors;
   mapping.raggedTma = options.raggedTma;
   buildFlashMapTilesToGpuPipeline(pm.nest<func::FuncOp>(), mapping);
@@ -120,6 +121,7 @@ void flash::buildFlashMapTilesToGpuPipeline(
   registers.wideStores = options.wideStores;
   registers.lazyRescale = options.lazyRescale;
   registers.raggedKeys = options.raggedKeys;
+  registers.perIterationLanes = options.perIterationLanes;
   pm.addPass(flash::createFlashGpuWarpRegisterTilesPass(registers));
   if (options.asyncCopies) {
     flash::FlashGpuAsyncTileLoadsPassOptions loads;
@@ -134,6 +136,7 @@ void flash::buildFlashMapTilesToGpuPipeline(
   flash::FlashGpuLowerTileMmaPassOptions mma;
   mma.chip = options.chip;
   mma.tensorCores = options.tensorCores;
+  mma.perIterationLanes = options.perIterationLanes;
   pm.addPass(flash::createFlashGpuLowerTileMmaPass(mma));
   pm.addPass(flash::createFlashGpuDistributeToThreadsPass());
 }

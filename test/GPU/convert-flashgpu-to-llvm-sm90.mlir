@@ -1,10 +1,10 @@
 // --convert-flashgpu-to-llvm with what sm_90 adds: a vector reduce_add as
 // one vector `red` (vector-reductions, which the GPU pipeline sets for
-// sm_90a), and a warpgroup MMA whose A is read m-major (the atomic
+// sm_90a; without, one `red` per element off one address), and a warpgroup MMA whose A is read m-major (the atomic
 // backward's dS from the staged dSᵀ): transpose-a set, its descriptor
 // advanced 16 rows (2,048 bytes) per k step.
 // RUN: flash-opt %s --convert-flashgpu-to-llvm=vector-reductions --cse | FileCheck %s
-// RUN: flash-opt %s --convert-flashgpu-to-llvm | FileCheck %s --check-prefix=SCALAR
+// RUN: flash-opt %s --convert-flashgpu-to-llvm --cse | FileCheck %s --check-prefix=SCALAR
 
 // CHECK-LABEL: func @reduce_pair
 // CHECK: llvm.inline_asm has_side_effects asm_dialect = att
@@ -19,7 +19,8 @@ func.func @reduce_pair(%v: vector<2xf32>, %d: memref<?x128xf32, strided<[?, 1], 
 
 // The constant terms of a vector reduction's innermost index (unit stride)
 // become the immediate offset, so the reductions of one row share one
-// address; the innermost stride is not multiplied in.
+// address; the innermost stride is not multiplied in. The same for the
+// scalar reductions of a vector (sm_80): one address, immediates per element.
 // CHECK-LABEL: func @reduce_row
 // CHECK: %strides:2 = memref.extract_strided_metadata
 // CHECK-NOT: %strides#1
@@ -32,14 +33,15 @@ func.func @reduce_pair(%v: vector<2xf32>, %d: memref<?x128xf32, strided<[?, 1], 
 // CHECK: llvm.inline_asm
 // CHECK-SAME: red.relaxed.gpu.global.add.v2.f32 [%g], {$1, $2};
 // CHECK-SAME: "l,f,f,~{memory}" %[[ADDRESS]],
-// Scalar reductions (sm_80) keep an address each.
 // SCALAR-LABEL: func @reduce_row
-// SCALAR: %[[A:[0-9]+]] = arith.index_cast
+// SCALAR: %strides:2 = memref.extract_strided_metadata
+// SCALAR-NOT: %strides#1
+// SCALAR: red.relaxed.gpu.global.add.f32 [%g+32], $1; red.relaxed.gpu.global.add.f32 [%g+36], $2;
+// SCALAR-SAME: %[[A:[0-9]+]],
+// SCALAR: red.relaxed.gpu.global.add.f32 [%g+64], $1; red.relaxed.gpu.global.add.f32 [%g+68], $2;
+// SCALAR-SAME: %[[A]],
 // SCALAR: red.relaxed.gpu.global.add.f32 [%g+0], $1; red.relaxed.gpu.global.add.f32 [%g+4], $2;
 // SCALAR-SAME: %[[A]],
-// SCALAR: %[[B:[0-9]+]] = arith.index_cast
-// SCALAR: red.relaxed.gpu.global.add.f32 [%g+0], $1; red.relaxed.gpu.global.add.f32 [%g+4], $2;
-// SCALAR-SAME: %[[B]],
 func.func @reduce_row(%v: vector<2xf32>, %d: memref<?x128xf32, strided<[?, ?], offset: ?>>, %i: index, %j: index) {
   %c8 = arith.constant 8 : index
   %c16 = arith.constant 16 : index

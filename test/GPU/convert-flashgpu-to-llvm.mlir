@@ -75,3 +75,15 @@ func.func @arrival(%c: memref<?x?xi32>, %i: index, %j: index, %n: index) -> (i1,
   %b = flashgpu.last_arrival %c[%i, %j] of %n {barrier_id = 1 : i32, barrier_threads = 128 : i32} : memref<?x?xi32>
   return %a, %b : i1, i1
 }
+
+// flashgpu.per_iteration: the value through a side-effecting `mov`, which
+// LLVM can neither look through nor hoist.
+// CHECK-LABEL: func @per_iteration
+// CHECK: %[[W:.*]] = arith.index_castui %arg0 : index to i64
+// CHECK: %[[C:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "mov.b64 $0, $1;", "=l,l" %[[W]] : (i64) -> i64
+// CHECK: %[[R:.*]] = arith.index_castui %[[C]] : i64 to index
+// CHECK: return %[[R]]
+func.func @per_iteration(%lane: index) -> index {
+  %c = flashgpu.per_iteration %lane
+  return %c : index
+}

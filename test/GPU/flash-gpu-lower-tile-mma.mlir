@@ -8,8 +8,25 @@
 // to dQ) adds each lane's two adjacent columns per row straight from the
 // accumulators with flashgpu.reduce_add, the staged dSᵀ read transposed.
 // RUN: flash-opt %s --split-input-file --flash-gpu-lower-tile-mma | FileCheck %s
+// With per-iteration-lanes the lane of each contraction in a loop comes
+// from flashgpu.per_iteration, and its fragment coordinates from that; the
+// contraction outside a loop keeps the thread's lane.
+// RUN: flash-opt %s --split-input-file --flash-gpu-lower-tile-mma="per-iteration-lanes=1" | FileCheck %s --check-prefix=LANES
+
+// LANES-LABEL: func.func @forward(
+// LANES: scf.for
+// LANES: %[[LANE:.*]] = arith.remui %thread_id_x, %c32 : index
+// LANES-NEXT: %[[OWN:.*]] = flashgpu.per_iteration %[[LANE]]
+// LANES: arith.remui %[[OWN]], %c8 : index
+// LANES: nvgpu.ldmatrix
+// LANES: flashgpu.per_iteration
+// LANES: nvgpu.ldmatrix %{{.*}} {numTiles = 2 : i32, transpose = true}
+// LANES-LABEL: func.func @grad_query_block(
+// LANES-NOT: flashgpu.per_iteration
+// LANES: flashgpu.reduce_add
 
 // CHECK-LABEL: func.func @forward(
+// CHECK-NOT: flashgpu.per_iteration
 // CHECK: scf.for
 // CHECK-NOT: linalg.fill
 // CHECK: %[[WARP:.*]] = arith.divui %{{.*}}, %c32

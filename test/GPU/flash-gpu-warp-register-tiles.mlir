@@ -17,6 +17,22 @@
 // lane ^ 1) and each stores 8 adjacent columns; the rows must be 16-byte
 // aligned.
 // RUN: flash-opt %s --split-input-file --flash-gpu-warp-register-tiles="pair-stores=1 wide-stores=1" | FileCheck %s --check-prefix=WIDE
+// With per-iteration-lanes the contractions in the key loop take the lane's
+// ldmatrix coordinates (row in the matrix, upper and right halves, the
+// warp's first row) through flashgpu.per_iteration, at each contraction.
+// RUN: flash-opt %s --split-input-file --flash-gpu-warp-register-tiles="per-iteration-lanes=1" | FileCheck %s --check-prefix=LANES
+
+// LANES-LABEL: func.func @forward(
+// LANES: %[[LANE8:.*]] = arith.remui %{{.*}}, %c8 : index
+// LANES: scf.for
+// LANES: flashgpu.per_iteration %[[LANE8]]
+// LANES-NEXT: flashgpu.per_iteration
+// LANES-NEXT: %[[RIGHT:.*]] = flashgpu.per_iteration
+// LANES-NEXT: flashgpu.per_iteration
+// LANES: nvgpu.ldmatrix %{{.*}}[%{{.*}}, %[[RIGHT]]] {numTiles = 4 : i32, transpose = false}
+// LANES: math.exp2
+// LANES: flashgpu.per_iteration %[[LANE8]]
+// LANES: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true}
 
 // CHECK-LABEL: func.func @forward(
 // CHECK: gpu.launch
@@ -24,6 +40,7 @@
 // CHECK: %[[Q:.*]] = memref.memory_space_cast {{.*}} to memref<64x64xbf16, strided<[72, 1]>>
 // CHECK-NOT: memref.alloc
 // CHECK: %{{.*}} = scf.for {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (vector<32xf32>) {
+// CHECK-NOT: flashgpu.per_iteration
 // CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = false}
 // CHECK: nvvm.mma.sync A[
 // CHECK: math.exp2

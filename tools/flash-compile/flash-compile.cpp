@@ -138,6 +138,13 @@ static opt<bool> stagedReductions(
              "(FlashAttention-3's dQ) instead of vector reductions from "
              "registers"),
     cl::cat(flashCategory));
+static opt<bool> perIterationLanes(
+    "per-iteration-lanes", cl::init(true),
+    cl::desc("Backward kernels: mma.sync fragment addresses built from lane "
+             "coordinates recomputed in each key-loop iteration, not hoisted "
+             "out of the loop one register each (--per-iteration-lanes=false: "
+             "hoisted, as the forward kernels keep them)"),
+    cl::cat(flashCategory));
 static opt<bool> keySplits(
     "key-splits", cl::init(false),
     cl::desc("Forward: split-KV (FlashDecoding) kernels for few query rows "
@@ -204,6 +211,7 @@ int main(int argc, char **argv) {
   options.emulatedExp2Every = emulatedExp2;
   options.deterministic = deterministic;
   options.stagedReductions = stagedReductions;
+  options.perIterationLanes = perIterationLanes;
   options.overlapProducts = overlapProducts;
   options.keySplits = keySplits;
   options.mergeInLastCta = mergeInLastCta;

@@ -223,7 +223,12 @@ def FlashGpuWarpRegisterTilesPass : Pass<"flash-gpu-warp-register-tiles"> {
            "Warpgroup MMA launches leave the zero rows of a ragged key "
            "block (products tagged flash.ragged_keys, blocks of 128 keys or "
            "more) out of its P V: a second MMA for the rows past 64, issued "
-           "only when the block holds more keys than that">
+           "only when the block holds more keys than that">,
+    Option<"perIterationLanes", "per-iteration-lanes", "bool", "false",
+           "mma.sync contractions inside a loop read the lane's ldmatrix "
+           "coordinates through flashgpu.per_iteration: their fragment "
+           "addresses stay in the loop, one base plus immediates, instead "
+           "of each hoisted into a register live across it">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -386,6 +391,11 @@ def FlashGpuLowerTileMmaPass : Pass<"flash-gpu-lower-tile-mma"> {
            "(16x16x16 fragments, f16 only), auto (wgmma when chip=sm_90a; "
            "else wmma for f16, mma-sync for bf16) or none",
            "FLASH_TENSOR_CORES_VALUES">
+,
+    Option<"perIterationLanes", "per-iteration-lanes", "bool", "false",
+           "mma.sync contractions inside a loop derive the lane's "
+           "coordinates from flashgpu.per_iteration (as in "
+           "--flash-gpu-warp-register-tiles)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

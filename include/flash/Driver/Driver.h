@@ -87,6 +87,13 @@ struct KernelCompileOptions {
   /// (FlashAttention-3's form), instead of vector reductions from the
   /// accumulators.
   bool stagedReductions = false;
+  /// Backward kernels: their mma.sync contractions build the ldmatrix
+  /// addresses from lane coordinates recomputed in each key-loop iteration
+  /// (flashgpu.per_iteration), so that LLVM does not hoist one 64-bit
+  /// address per fragment out of the loop (the sm_80 backward: wider steps
+  /// assemble without spills, docs/GPU-NOTES.md 90). Forward kernels keep
+  /// the hoisted form: at D = 128 it is the one that fits the eager rescale.
+  bool perIterationLanes = true;
   /// With deterministic = false on sm_90a: the dK/dV step's dPᵀ issued
   /// beside Sᵀ and its warpgroup MMAs waited for at first use
   /// (FlashAttention-3's overlap), tried first and kept where it assembles

@@ -137,6 +137,13 @@ struct FlashMapTilesToGpuOptions
                      "shared memory and add them by TMA tensor reductions "
                      "(--flash-gpu-assign-tile-storage)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> perIterationLanes{
+      *this, "per-iteration-lanes",
+      llvm::cl::desc("mma.sync contractions in loops build their ldmatrix "
+                     "addresses from per-iteration lane coordinates "
+                     "(--flash-gpu-warp-register-tiles, "
+                     "--flash-gpu-lower-tile-mma)"),
+      llvm::cl::init(false)};
 };
 
 /// The GPU mapping of a bufferized tiled nest, one step per pass:
@@ -282,6 +289,12 @@ struct FlashGpuPipelineOptions
       llvm::cl::desc("sm_90a atomic backward: dQ sums staged in shared "
                      "memory and added by TMA tensor reductions (see "
                      "--flash-gpu-assign-tile-storage)"),
+      llvm::cl::init(false)};
+  PassOptions::Option<bool> perIterationLanes{
+      *this, "per-iteration-lanes",
+      llvm::cl::desc("mma.sync contractions in loops build their ldmatrix "
+                     "addresses from per-iteration lane coordinates (see "
+                     "--flash-gpu-warp-register-tiles)"),
       llvm::cl::init(false)};
   PassOptions::Option<int64_t> emulatedExp2Every{
       *this, "emulated-exp2-every",

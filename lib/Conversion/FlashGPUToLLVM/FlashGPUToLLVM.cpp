@@ -267,13 +267,13 @@ static std::pair<Value, int64_t> splitConstant(PatternRewriter &rewriter,
 /// one `red.relaxed.gpu.global.add.f32` per element (a vector's at
 /// immediate offsets), or one vector reduction where the target has them.
 /// A vector's innermost dimension has unit stride (the op's contract), so
-/// the constant terms of a vector reduction's innermost index become its
-/// immediate offset: the reductions of one row, 8 columns apart, then share
-/// one address register instead of computing one each (the sm_90a atomic
+/// the constant terms of a vector's innermost index become the immediate
+/// offset: the reductions of one row, 8 columns apart, then share one
+/// address register instead of computing one each (the sm_90a atomic
 /// backward: 4 integer instructions and a register pair less per reduction,
-/// so D = 64 takes TMA rows without spilling, docs/GPU-NOTES.md 70; on sm_80
-/// the shared address, live across the mma.sync loop, made D = 128 spill,
-/// and the scalar reductions keep their own addresses).
+/// so D = 64 takes TMA rows without spilling, docs/GPU-NOTES.md 70; on
+/// sm_80, with the fragment addresses no longer hoisted, causal D = 128
+/// takes 64 query rows per step without spills, docs/GPU-NOTES.md 90).
 struct LowerReduceAdd : OpRewritePattern<ReduceAddOp> {
   LowerReduceAdd(MLIRContext *ctx, bool vectorReductions)
       : OpRewritePattern(ctx), vectorReductions(vectorReductions) {}
@@ -287,15 +287,15 @@ struct LowerReduceAdd : OpRewritePattern<ReduceAddOp> {
     bool oneVector = vectorReductions && width > 1;
     SmallVector<Value> indices(op.getIndices());
     int64_t offset = 0;
-    if (oneVector && !indices.empty()) {
+    if (vector && !indices.empty()) {
       auto [rest, constant] = splitConstant(rewriter, loc, indices.back());
       indices.back() =
           rest ? rest : arith::ConstantIndexOp::create(rewriter, loc, 0);
       offset = 4 * constant;
     }
-    SmallVector<Value> operands = {elementAddress(rewriter, loc, op.getDest(),
-                                                  indices,
-                                                  /*unitInnermost=*/oneVector)};
+    SmallVector<Value> operands = {
+        elementAddress(rewriter, loc, op.getDest(), indices,
+                       /*unitInnermost=*/bool(vector))};
     std::string text = "{ .reg .u64 %g; cvta.to.global.u64 %g, $0; ";
     std::string constraints = "l";
     if (oneVector)
@@ -378,6 +378,30 @@ struct LowerLastArrival : OpRewritePattern<LastArrivalOp> {
   }
 };
 
+/// The value through `mov.b64`, which LLVM cannot look through.
+struct LowerPerIteration : OpRewritePattern<PerIterationOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(PerIterationOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type i64 = rewriter.getI64Type();
+    Value wide =
+        arith::IndexCastUIOp::create(rewriter, loc, i64, op.getValue());
+    Value copy = LLVM::InlineAsmOp::create(
+                     rewriter, loc, i64, ValueRange{wide}, "mov.b64 $0, $1;",
+                     "=l,l", /*has_side_effects=*/true,
+                     /*is_align_stack=*/false, LLVM::TailCallKind::None,
+                     LLVM::AsmDialectAttr::get(rewriter.getContext(),
+                                               LLVM::AsmDialect::AD_ATT),
+                     /*operand_attrs=*/ArrayAttr())
+                     .getResult(0);
+    rewriter.replaceOpWithNewOp<arith::IndexCastUIOp>(
+        op, rewriter.getIndexType(), copy);
+    return success();
+  }
+};
+
 struct ConvertFlashGPUToLLVMPass
     : flash::impl::ConvertFlashGPUToLLVMPassBase<ConvertFlashGPUToLLVMPass> {
   using Base::Base;
@@ -396,4 +420,5 @@ void mlir::flash::populateFlashGPUToLLVMPatterns(RewritePatternSet &patterns,
   patterns.add<LowerWarpgroupMma, LowerWarpgroupMmaWait>(patterns.getContext());
   patterns.add<LowerReduceAdd>(patterns.getContext(), vectorReductions);
   patterns.add<LowerLastArrival>(patterns.getContext());
+  patterns.add<LowerPerIteration>(patterns.getContext());
 }

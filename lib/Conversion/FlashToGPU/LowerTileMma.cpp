@@ -48,9 +48,9 @@ namespace {
 class TileMmaLowering {
 public:
   TileMmaLowering(gpu::LaunchOp launch, int64_t threads,
-                  TensorCores tensorCores)
+                  TensorCores tensorCores, bool perIterationLanes)
       : launch(launch), loc(launch.getLoc()), threads(threads),
-        tensorCores(tensorCores) {}
+        tensorCores(tensorCores), perIterationLanes(perIterationLanes) {}
 
   LogicalResult run();
 
@@ -77,6 +77,7 @@ private:
   Location loc;
   int64_t threads;
   TensorCores tensorCores;
+  bool perIterationLanes;
 };
 } // namespace
 
@@ -164,14 +165,19 @@ namespace {
 /// 2t+9 of column g; C holds rows g and g+8, columns 2t and 2t+1.
 class MmaSyncFragments {
 public:
-  /// Lane-dependent values are built at `b`'s insertion point.
+  /// Lane-dependent values are built at `b`'s insertion point, from a
+  /// per-iteration lane (`mma_sync::perIterationCoordinate`) with
+  /// `perIterationLane`.
   MmaSyncFragments(OpBuilder &b, Location loc,
-                   const flash::TileContraction &operands, Value tid)
+                   const flash::TileContraction &operands, Value tid,
+                   bool perIterationLane)
       : b(b), loc(loc), m(operands) {
     Type et = cast<MemRefType>(m.a.getType()).getElementType();
     bf16 = et.isBF16();
     pairType = VectorType::get({2}, et);
     Value lane = arith::RemUIOp::create(b, loc, tid, idx(32));
+    if (perIterationLane)
+      lane = flash::mma_sync::perIterationCoordinate(b, loc, lane);
     g = arith::DivUIOp::create(b, loc, lane, idx(4));
     t2 = arith::MulIOp::create(
         b, loc, arith::RemUIOp::create(b, loc, lane, idx(4)), idx(2));
@@ -290,7 +296,7 @@ bool TileMmaLowering::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
           k = cast<MemRefType>(a.getType())
                   .getDimSize(operands->transposeA ? 0 : 1);
   OpBuilder b(op);
-  MmaSyncFragments frag(b, loc, *operands, tid);
+  MmaSyncFragments frag(b, loc, *operands, tid, perIterationLanes);
   OpBuilder::InsertionGuard guard(b);
   auto [tiles, row, col] = warpTiles(b, tid, m, n, 8);
   Value rowLo = frag.add(row, frag.g), rowHi = frag.add(rowLo, 8);
@@ -361,7 +367,7 @@ bool TileMmaLowering::emitWarpMmaReduce(linalg::GenericOp op, Value tid) {
   Value dest = atomic.getDest();
   flash::trapUnlessUnitInnerStride(b, loc, dest);
   Value valid = b.createOrFold<memref::DimOp>(loc, atomic.getTile(), 0);
-  MmaSyncFragments frag(b, loc, *operands, tid);
+  MmaSyncFragments frag(b, loc, *operands, tid, perIterationLanes);
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
   {
     OpBuilder::InsertionGuard guard(b);
@@ -773,7 +779,8 @@ struct FlashGpuLowerTileMmaPass
       FailureOr<int64_t> threads =
           flash::launchThreads(launch, "flash-gpu-lower-tile-mma");
       if (failed(threads) ||
-          failed(TileMmaLowering(launch, *threads, cores).run()))
+          failed(TileMmaLowering(launch, *threads, cores, perIterationLanes)
+                     .run()))
         return signalPassFailure();
     }
   }

@@ -6,9 +6,12 @@
 
 #include "MmaSyncFragments.h"
 
+#include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -35,6 +38,16 @@ SmallVector<Value> flash::mma_sync::ldmatrix(OpBuilder &b, Location loc,
         b, loc,
         vector::ExtractOp::create(b, loc, matrices, ArrayRef<int64_t>{i})));
   return regs;
+}
+
+Value flash::mma_sync::perIterationCoordinate(OpBuilder &b, Location loc,
+                                              Value laneCoordinate) {
+  Block *block = b.getInsertionBlock();
+  if (!block || !block->getParentOp() ||
+      !(isa<scf::ForOp>(block->getParentOp()) ||
+        block->getParentOp()->getParentOfType<scf::ForOp>()))
+    return laneCoordinate;
+  return flashgpu::PerIterationOp::create(b, loc, laneCoordinate);
 }
 
 Value flash::mma_sync::mma(OpBuilder &b, Location loc, ArrayRef<Value> a,

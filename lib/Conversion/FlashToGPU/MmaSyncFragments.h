@@ -28,6 +28,12 @@ Value operandRegister(OpBuilder &b, Location loc, Value pair);
 SmallVector<Value> ldmatrix(OpBuilder &b, Location loc, Value tile, Value row,
                             Value col, int64_t count, bool transpose);
 
+/// `laneCoordinate` as the enclosing loop's own copy
+/// (flashgpu.per_iteration) where the builder is inside an scf.for, so that
+/// the ldmatrix addresses built from it stay in the loop as one base plus
+/// immediates instead of one hoisted 64-bit address each; else as it is.
+Value perIterationCoordinate(OpBuilder &b, Location loc, Value laneCoordinate);
+
 /// D = A B + C of one m16n8k16 tile (row-major A, column-major B, f32
 /// accumulators): the op's result, a struct of four f32.
 Value mma(OpBuilder &b, Location loc, ArrayRef<Value> a, ArrayRef<Value> bRegs,

@@ -412,12 +412,13 @@ namespace {
 class TileRewriter {
 public:
   TileRewriter(gpu::LaunchOp launch, int64_t warps, int64_t rows,
-               const llvm::SetVector<Value> &tiles, bool wgmma, bool pairStores,
-               bool lazyRescale, bool wideStores, bool raggedKeys)
+               const llvm::SetVector<Value> &tiles, bool wgmma,
+               const WarpRegisterTiles::RewriteOptions &options)
       : launch(launch), loc(launch.getLoc()), warps(warps), rows(rows),
-        tiles(tiles), wgmma(wgmma), pairStores(pairStores),
-        lazyRescale(lazyRescale), wideStores(wideStores),
-        raggedKeys(raggedKeys) {}
+        tiles(tiles), wgmma(wgmma), pairStores(options.pairStores),
+        lazyRescale(options.lazyRescale), wideStores(options.wideStores),
+        raggedKeys(options.raggedKeys),
+        perIterationLanes(options.perIterationLanes) {}
 
   LogicalResult run(Value tid);
 
@@ -487,6 +488,11 @@ private:
         swizzledOffset(b, loc, rowBase, plus(b, colBase, col % 64), rows);
     return plus(b, inFirstPanel, (col / 64) * rows * 64 + rowDeltaOf(r) * 64);
   }
+  Value perIteration(OpBuilder &b, Value laneCoordinate) {
+    return perIterationLanes
+               ? mma_sync::perIterationCoordinate(b, loc, laneCoordinate)
+               : laneCoordinate;
+  }
   Value extract(OpBuilder &b, Value vec, int64_t pos) {
     return vector::ExtractOp::create(b, loc, vec, ArrayRef<int64_t>{pos});
   }
@@ -498,7 +504,8 @@ private:
   Location loc;
   int64_t warps, rows;
   const llvm::SetVector<Value> &tiles;
-  bool wgmma, pairStores, lazyRescale, wideStores, raggedKeys;
+  bool wgmma, pairStores, lazyRescale, wideStores, raggedKeys,
+      perIterationLanes;
   DenseMap<Value, Value> values;
   /// Row sums held as per-lane partials (`isDeferredSum`).
   llvm::SmallPtrSet<Value, 4> deferredSums;
@@ -509,11 +516,9 @@ private:
 };
 } // namespace
 
-LogicalResult WarpRegisterTiles::rewrite(Value tid, bool pairStores,
-                                         bool lazyRescale, bool wideStores,
-                                         bool raggedKeys) {
-  return TileRewriter(launch, warps, rows, tiles, usesWgmma(), pairStores,
-                      lazyRescale, wideStores, raggedKeys)
+LogicalResult WarpRegisterTiles::rewrite(Value tid,
+                                         const RewriteOptions &options) {
+  return TileRewriter(launch, warps, rows, tiles, usesWgmma(), options)
       .run(tid);
 }
 
@@ -1147,6 +1152,10 @@ LogicalResult TileRewriter::rewriteContraction(OpBuilder &b,
   auto ldmatrix = [&](Value buf, Value r, Value c, int64_t count, bool trans) {
     return mma_sync::ldmatrix(b, loc, buf, r, c, count, trans);
   };
+  Value lane8 = perIteration(b, this->lane8),
+        upper = perIteration(b, this->upper),
+        right = perIteration(b, this->right),
+        warpRow = perIteration(b, this->warpRow);
   VectorType pairType = VectorType::get({2}, et);
   for (int64_t kk = 0; kk < k / 16; ++kk) {
     // A fragments (a0..a3: rows g | g + 8 x k 2t | 2t + 8) of each 16-row
@@ -1598,8 +1607,8 @@ struct FlashGpuWarpRegisterTilesPass
       Value tid =
           gpu::ThreadIdOp::create(start, launch.getLoc(), gpu::Dimension::x);
       if (failed(WarpRegisterTiles::recorded(launch, *threads / 32)
-                     .rewrite(tid, pairStores, lazyRescale, wideStores,
-                              raggedKeys)))
+                     .rewrite(tid, {pairStores, wideStores, lazyRescale,
+                                    raggedKeys, perIterationLanes})))
         return signalPassFailure();
       launch->setAttr(kWarpRegisterTilesAttr, start.getUnitAttr());
     }

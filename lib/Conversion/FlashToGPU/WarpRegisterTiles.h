@@ -58,22 +58,33 @@ public:
   /// The register tiles that `record` wrote into `launch`.
   static WarpRegisterTiles recorded(gpu::LaunchOp launch, int64_t warps);
 
+  /// How `rewrite` writes the per-lane code.
+  struct RewriteOptions {
+    /// Kernels for aligned rows: a tile stored to global memory is written
+    /// two adjacent elements per store where the target's rows are
+    /// contiguous and aligned (checked when the kernel runs), element by
+    /// element otherwise.
+    bool pairStores = false;
+    /// With pairStores: 16 bytes per store where a lane's rows hold whole
+    /// groups of 32 two-byte columns (after a transpose over the quad).
+    bool wideStores = false;
+    /// An mma.sync launch multiplies its accumulator by a row rescale only
+    /// when some row maximum of the warp moved (a warp vote; alpha is
+    /// exactly 1 otherwise); warpgroup MMA launches always multiply.
+    bool lazyRescale = true;
+    /// Warpgroup MMAs tagged flash.ragged_keys leave out B's zero rows past
+    /// a ragged block's keys.
+    bool raggedKeys = true;
+    /// mma.sync contractions in a loop take the lane's ldmatrix coordinates
+    /// through `flashgpu.per_iteration`, so that their fragment addresses
+    /// are one base per iteration plus immediates, not hoisted one each.
+    bool perIterationLanes = false;
+  };
+
   /// Replaces the ops on the register tiles with per-lane code; `tid` is
   /// the thread index in the block. Call after shared memory was carved out
-  /// for the other tiles. With `pairStores` (kernels for aligned rows) a
-  /// tile stored to global memory is written two adjacent elements per
-  /// store where the target's rows are contiguous and aligned (checked when
-  /// the kernel runs), element by element otherwise; with `wideStores` too,
-  /// 16 bytes per store where a lane's rows hold whole groups of 32
-  /// two-byte columns (after a transpose over the quad).
-  /// With `lazyRescale` an mma.sync launch multiplies its accumulator by a
-  /// row rescale only when some row maximum of the warp moved (a warp vote;
-  /// alpha is exactly 1 otherwise); warpgroup MMA launches always multiply.
-  /// With `raggedKeys` warpgroup MMAs tagged flash.ragged_keys leave out
-  /// B's zero rows past a ragged block's keys.
-  LogicalResult rewrite(Value tid, bool pairStores = false,
-                        bool lazyRescale = true, bool wideStores = false,
-                        bool raggedKeys = true);
+  /// for the other tiles.
+  LogicalResult rewrite(Value tid, const RewriteOptions &options);
 
 private:
   bool supports(Value tile);

@@ -1,5 +1,5 @@
-// flashgpu.warpgroup_mma, flashgpu.reduce_add and flashgpu.last_arrival
-// parse, verify and print back.
+// flashgpu.warpgroup_mma, flashgpu.reduce_add, flashgpu.last_arrival and
+// flashgpu.per_iteration parse, verify and print back.
 // RUN: flash-opt %s | flash-opt | FileCheck %s
 
 // CHECK-LABEL: func @scores
@@ -43,4 +43,12 @@ func.func @arrival(%c: memref<?x?x?xi32>, %i: index, %n: index) -> (i1, i1) {
   %a = flashgpu.last_arrival %c[%i, %i, %i] of %n : memref<?x?x?xi32>
   %b = flashgpu.last_arrival %c[%i, %i, %i] of %n {barrier_id = 1 : i32, barrier_threads = 128 : i32} : memref<?x?x?xi32>
   return %a, %b : i1, i1
+}
+
+// CHECK-LABEL: func @per_iteration
+// CHECK: %[[C:.*]] = flashgpu.per_iteration %arg0
+// CHECK: return %[[C]] : index
+func.func @per_iteration(%lane: index) -> index {
+  %c = flashgpu.per_iteration %lane
+  return %c : index
 }

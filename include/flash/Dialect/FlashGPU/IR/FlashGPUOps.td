@@ -191,4 +191,25 @@ def FlashGPU_LastArrivalOp : FlashGPU_Op<"last_arrival"> {
   let hasVerifier = 1;
 }
 
+def FlashGPU_PerIterationOp : FlashGPU_Op<"per_iteration",
+    [AllTypesMatch<["value", "result"]>]> {
+  let summary = "a value that LLVM must recompute where it is, not hoist";
+  let description = [{
+    Returns `value`, through a `mov` that LLVM cannot see through (a
+    side-effecting inline asm statement). What is computed from the result
+    is computed after the op, in its block: inside a loop, LLVM's
+    loop-invariant code motion cannot hoist it to the preheader.
+
+    For addresses that are loop-invariant but cheap: a lane's shared-memory
+    fragment addresses in a key loop are each `base + constant`; hoisted,
+    each holds a 64-bit register across the loop (CodeGenPrepare does not
+    sink them back to the `ldmatrix` intrinsics, so the constants are not
+    folded into `[reg+imm]`). Computed from a per-iteration copy of the
+    lane's coordinates, they share one base and add immediates.
+  }];
+  let arguments = (ins Index:$value);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$value attr-dict";
+}
+
 #endif // FLASH_DIALECT_FLASHGPU_IR_FLASHGPUOPS_TD
