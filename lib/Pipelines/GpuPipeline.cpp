@@ -131,6 +131,7 @@ void flash::buildFlashMapTilesToGpuPipeline(
     loads.warpSpecialize = options.warpSpecialize;
     loads.tmaRowVectors = options.tmaRowVectors;
     loads.raggedTma = options.raggedTma;
+    loads.perIterationLanes = options.perIterationLanes;
     pm.addPass(flash::createFlashGpuAsyncTileLoadsPass(loads));
   }
   flash::FlashGpuLowerTileMmaPassOptions mma;

@@ -14,6 +14,18 @@
 // RUN: flash-opt %s --flash-gpu-async-tile-loads="load-stages=2" | FileCheck %s --check-prefix=STAGES
 // RUN: not flash-opt %s --flash-gpu-async-tile-loads="load-stages=3" 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: error: flash-gpu-async-tile-loads: load-stages must be 1 or 2 (copies of each key-block tile), not 3
+// With per-iteration-lanes the copies in the loop take the thread index
+// through flashgpu.per_iteration (rows and columns rebuilt per iteration);
+// Q's, before the loop, keep the thread's.
+// RUN: flash-opt %s --flash-gpu-async-tile-loads="per-iteration-lanes=1" | FileCheck %s --check-prefix=LANES
+// LANES: %[[TID:.*]] = gpu.thread_id x
+// LANES-NOT: flashgpu.per_iteration
+// LANES: arith.divui %[[TID]], %{{.*}} : index
+// LANES: nvgpu.device_async_copy
+// LANES: scf.for
+// LANES: %[[OWN:.*]] = flashgpu.per_iteration %{{.*}}
+// LANES: arith.divui %[[OWN]], %{{.*}} : index
+// LANES: nvgpu.device_async_copy
 
 // CHECK-LABEL: func.func @forward(
 // CHECK: memref.extract_strided_metadata

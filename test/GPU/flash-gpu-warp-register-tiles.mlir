@@ -17,22 +17,25 @@
 // lane ^ 1) and each stores 8 adjacent columns; the rows must be 16-byte
 // aligned.
 // RUN: flash-opt %s --split-input-file --flash-gpu-warp-register-tiles="pair-stores=1 wide-stores=1" | FileCheck %s --check-prefix=WIDE
-// With per-iteration-lanes the contractions in the key loop take the lane's
-// ldmatrix coordinates (row in the matrix, upper and right halves, the
-// warp's first row) through flashgpu.per_iteration, at each contraction.
+// With per-iteration-lanes an mma.sync launch's loop body rebuilds the
+// lane's coordinates from flashgpu.per_iteration of the thread index, and its
+// fragments are read from those; the wgmma launches keep the launch's.
 // RUN: flash-opt %s --split-input-file --flash-gpu-warp-register-tiles="per-iteration-lanes=1" | FileCheck %s --check-prefix=LANES
 
 // LANES-LABEL: func.func @forward(
-// LANES: %[[LANE8:.*]] = arith.remui %{{.*}}, %c8 : index
+// LANES: %[[TID:.*]] = gpu.thread_id x
 // LANES: scf.for
-// LANES: flashgpu.per_iteration %[[LANE8]]
-// LANES-NEXT: flashgpu.per_iteration
-// LANES-NEXT: %[[RIGHT:.*]] = flashgpu.per_iteration
-// LANES-NEXT: flashgpu.per_iteration
-// LANES: nvgpu.ldmatrix %{{.*}}[%{{.*}}, %[[RIGHT]]] {numTiles = 4 : i32, transpose = false}
+// LANES-NEXT: gpu.barrier
+// LANES-NEXT: %[[OWN:.*]] = flashgpu.per_iteration %[[TID]]
+// LANES: %[[LANE:.*]] = arith.remui %[[OWN]], %{{.*}} : index
+// LANES: %[[LANE8:.*]] = arith.remui %[[LANE]], %{{.*}} : index
+// LANES: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = false}
 // LANES: math.exp2
-// LANES: flashgpu.per_iteration %[[LANE8]]
 // LANES: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true}
+// LANES: scf.yield
+// LANES-LABEL: func.func @forward_wgmma(
+// LANES-NOT: flashgpu.per_iteration
+// LANES-LABEL: func.func @forward_wgmma_ragged(
 
 // CHECK-LABEL: func.func @forward(
 // CHECK: gpu.launch

@@ -225,10 +225,11 @@ def FlashGpuWarpRegisterTilesPass : Pass<"flash-gpu-warp-register-tiles"> {
            "more) out of its P V: a second MMA for the rows past 64, issued "
            "only when the block holds more keys than that">,
     Option<"perIterationLanes", "per-iteration-lanes", "bool", "false",
-           "mma.sync contractions inside a loop read the lane's ldmatrix "
-           "coordinates through flashgpu.per_iteration: their fragment "
-           "addresses stay in the loop, one base plus immediates, instead "
-           "of each hoisted into a register live across it">
+           "mma.sync launches: the lane's coordinates rebuilt at the top of "
+           "each loop body from flashgpu.per_iteration of the thread index, "
+           "so the per-lane addresses there (ldmatrix fragments, stores) "
+           "stay in the loop, one base plus immediates, instead of each "
+           "hoisted into a register live across it">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -330,10 +331,15 @@ def FlashGpuAsyncTileLoadsPass : Pass<"flash-gpu-async-tile-loads"> {
            "their tensor's (a KV cache's length, a packed sequence's end) by "
            "TMA too; the consumers zero the rows past the valid ones where a "
            "product needs zeros (V in a ragged forward block, "
-           "flash.ragged_keys; every tile a backward product reads)">
+           "flash.ragged_keys; every tile a backward product reads)">,
+    Option<"perIterationLanes", "per-iteration-lanes", "bool", "false",
+           "cp.async copies inside a loop take the thread index through "
+           "flashgpu.per_iteration: their rows and addresses are rebuilt in "
+           "each iteration, not held across the loop">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::flashgpu::FlashGPUDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::NVVM::NVVMDialect",

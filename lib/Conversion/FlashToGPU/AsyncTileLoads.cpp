@@ -6,6 +6,7 @@
 
 #include "AsyncTileLoads.h"
 #include "GpuMapping.h"
+#include "MmaSyncFragments.h"
 #include "TensorMaps.h"
 #include "TileContraction.h"
 #include "WarpRegisterTiles.h"
@@ -1520,7 +1521,8 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
                                          int64_t stages, int64_t sharedLimit,
                                          bool tensorMapLoads,
                                          bool warpSpecialize, bool rowVectors,
-                                         bool raggedTails) {
+                                         bool raggedTails,
+                                         bool perIterationRows) {
   SmallVector<PaddedTileLoad> loads;
   launch.getBody().walk([&](memref::CopyOp copy) {
     if (auto load = flash::matchPaddedTileLoad(copy, rowVectors))
@@ -1600,6 +1602,8 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
         return arith::ConstantIndexOp::create(t, loc, v);
       };
       Value tid = gpu::ThreadIdOp::create(t, loc, gpu::Dimension::x);
+      if (perIterationRows)
+        tid = flash::mma_sync::perIterationCoordinate(t, loc, tid);
       auto meta =
           memref::ExtractStridedMetadataOp::create(t, loc, load.copy.getSource());
       auto unitStride = MemRefType::get(
@@ -1789,7 +1793,7 @@ struct FlashGpuAsyncTileLoadsPass
       if (failed(flash::lowerAsyncTileLoads(
               launch, *threads, loadStages,
               flash::maxSharedMemoryPerBlock(chip), tensorMapLoads,
-              warpSpecialize, rowVectors, raggedTma)))
+              warpSpecialize, rowVectors, raggedTma, perIterationLanes)))
         return signalPassFailure();
     }
   }

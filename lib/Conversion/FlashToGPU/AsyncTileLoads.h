@@ -59,12 +59,16 @@ namespace mlir::flash {
 /// backward product reads it, in every block. Not in a
 /// persistent launch (its tiles' key loops differ per sequence; unbuilt),
 /// and untried with `--flash-gpu-async-mma`'s pipelined key loops.
-LogicalResult lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
-                                  int64_t stages, int64_t sharedLimit,
-                                  bool tensorMapLoads = false,
-                                  bool warpSpecialize = false,
-                                  bool rowVectors = false,
-                                  bool raggedTails = false);
+///
+/// With `perIterationRows` the cp.async copies of tiles inside a loop take
+/// the thread index through `flashgpu.per_iteration`: each thread's rows
+/// and columns, and the addresses built from them, are recomputed in each
+/// iteration instead of held across the loop (one 64-bit register per row).
+LogicalResult
+lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads, int64_t stages,
+                    int64_t sharedLimit, bool tensorMapLoads = false,
+                    bool warpSpecialize = false, bool rowVectors = false,
+                    bool raggedTails = false, bool perIterationRows = false);
 
 } // namespace mlir::flash
 

@@ -30,8 +30,9 @@ SmallVector<Value> ldmatrix(OpBuilder &b, Location loc, Value tile, Value row,
 
 /// `laneCoordinate` as the enclosing loop's own copy
 /// (flashgpu.per_iteration) where the builder is inside an scf.for, so that
-/// the ldmatrix addresses built from it stay in the loop as one base plus
-/// immediates instead of one hoisted 64-bit address each; else as it is.
+/// the addresses built from it (ldmatrix fragments, copies) stay in the loop
+/// as one base plus immediates instead of one hoisted 64-bit address each;
+/// else as it is.
 Value perIterationCoordinate(OpBuilder &b, Location loc, Value laneCoordinate);
 
 /// D = A B + C of one m16n8k16 tile (row-major A, column-major B, f32

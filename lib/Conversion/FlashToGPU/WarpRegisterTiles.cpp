@@ -423,8 +423,14 @@ public:
   LogicalResult run(Value tid);
 
 private:
+  /// The lane coordinates below, from the thread index `tid`.
+  void computeLaneCoordinates(OpBuilder &b, Value tid);
+  /// Erases the register tiles once nothing uses them.
+  LogicalResult finish();
   LogicalResult process(Block &block);
   LogicalResult processLoop(scf::ForOp loop);
+  /// A loop's body, with per-iteration lane coordinates where asked for.
+  LogicalResult processBody(Block &body);
   LogicalResult processIf(scf::IfOp ifOp);
   LogicalResult rewrite(OpBuilder &b, Operation *op);
   LogicalResult rewriteOp(OpBuilder &b, Operation *op);
@@ -488,11 +494,6 @@ private:
         swizzledOffset(b, loc, rowBase, plus(b, colBase, col % 64), rows);
     return plus(b, inFirstPanel, (col / 64) * rows * 64 + rowDeltaOf(r) * 64);
   }
-  Value perIteration(OpBuilder &b, Value laneCoordinate) {
-    return perIterationLanes
-               ? mma_sync::perIterationCoordinate(b, loc, laneCoordinate)
-               : laneCoordinate;
-  }
   Value extract(OpBuilder &b, Value vec, int64_t pos) {
     return vector::ExtractOp::create(b, loc, vec, ArrayRef<int64_t>{pos});
   }
@@ -511,7 +512,7 @@ private:
   llvm::SmallPtrSet<Value, 4> deferredSums;
   // Lane coordinates: first row of the warp, the lane's first row and
   // column in the accumulator layout, and its ldmatrix row address parts.
-  Value lane, warpIndex, warpRow, rowBase, colBase, quadLane, lane8, upper,
+  Value tid, lane, warpIndex, warpRow, rowBase, colBase, quadLane, lane8, upper,
       right;
 };
 } // namespace
@@ -525,6 +526,18 @@ LogicalResult WarpRegisterTiles::rewrite(Value tid,
 LogicalResult TileRewriter::run(Value tid) {
   OpBuilder b(launch.getContext());
   b.setInsertionPointAfter(tid.getDefiningOp());
+  this->tid = tid;
+  computeLaneCoordinates(b, tid);
+
+  for (Value tile : tiles)
+    if (isDeferredSum(tile))
+      deferredSums.insert(tile);
+  if (failed(process(launch.getBody().front())))
+    return failure();
+  return finish();
+}
+
+void TileRewriter::computeLaneCoordinates(OpBuilder &b, Value tid) {
   lane = arith::RemUIOp::create(b, loc, tid, idx(b, 32));
   Value warp = arith::DivUIOp::create(b, loc, tid, idx(b, 32));
   warpIndex = warp;
@@ -552,13 +565,9 @@ LogicalResult TileRewriter::run(Value tid) {
       b, loc, arith::RemUIOp::create(b, loc, matrix, idx(b, 2)), idx(b, 8));
   right = arith::MulIOp::create(
       b, loc, arith::DivUIOp::create(b, loc, matrix, idx(b, 2)), idx(b, 8));
+}
 
-  for (Value tile : tiles)
-    if (isDeferredSum(tile))
-      deferredSums.insert(tile);
-  if (failed(process(launch.getBody().front())))
-    return failure();
-
+LogicalResult TileRewriter::finish() {
   for (Value tile : tiles) {
     for (Operation *user : llvm::make_early_inc_range(tile.getUsers())) {
       if (auto view = dyn_cast<memref::SubViewOp>(user);
@@ -696,6 +705,25 @@ static bool isLiveAt(Operation *op, Value tile, Operation *limit) {
   return false;
 }
 
+LogicalResult TileRewriter::processBody(Block &body) {
+  // Warpgroup MMA launches read no fragments by ldmatrix, and there the
+  // coordinates rebuilt per iteration cost the atomic dK/dV step's
+  // overlapped products their fit (causal D = 128: 16 bytes of spill,
+  // docs/GPU-NOTES.md 90).
+  if (!perIterationLanes || wgmma)
+    return process(body);
+  SmallVector<Value> saved = {lane,     warpIndex, warpRow, rowBase, colBase,
+                              quadLane, lane8,     upper,   right};
+  OpBuilder b = OpBuilder::atBlockBegin(&body);
+  computeLaneCoordinates(b, mma_sync::perIterationCoordinate(b, loc, tid));
+  LogicalResult result = process(body);
+  std::tie(lane, warpIndex, warpRow, rowBase, colBase, quadLane, lane8, upper,
+           right) =
+      std::make_tuple(saved[0], saved[1], saved[2], saved[3], saved[4],
+                      saved[5], saved[6], saved[7], saved[8]);
+  return result;
+}
+
 LogicalResult TileRewriter::processLoop(scf::ForOp loop) {
   llvm::SetVector<Value> written;
   bool refills = false;
@@ -734,7 +762,7 @@ LogicalResult TileRewriter::processLoop(scf::ForOp loop) {
   };
   forgetRedefined();
   if (written.empty()) {
-    LogicalResult result = process(*loop.getBody());
+    LogicalResult result = processBody(*loop.getBody());
     forgetRedefined();
     return result;
   }
@@ -756,7 +784,7 @@ LogicalResult TileRewriter::processLoop(scf::ForOp loop) {
     from.replaceAllUsesWith(to);
   for (auto [i, tile] : llvm::enumerate(written))
     values[tile] = newBody->getArgument(1 + carried + i);
-  if (failed(process(*newBody)))
+  if (failed(processBody(*newBody)))
     return failure();
 
   auto yield = cast<scf::YieldOp>(newBody->getTerminator());
@@ -1152,10 +1180,6 @@ LogicalResult TileRewriter::rewriteContraction(OpBuilder &b,
   auto ldmatrix = [&](Value buf, Value r, Value c, int64_t count, bool trans) {
     return mma_sync::ldmatrix(b, loc, buf, r, c, count, trans);
   };
-  Value lane8 = perIteration(b, this->lane8),
-        upper = perIteration(b, this->upper),
-        right = perIteration(b, this->right),
-        warpRow = perIteration(b, this->warpRow);
   VectorType pairType = VectorType::get({2}, et);
   for (int64_t kk = 0; kk < k / 16; ++kk) {
     // A fragments (a0..a3: rows g | g + 8 x k 2t | 2t + 8) of each 16-row

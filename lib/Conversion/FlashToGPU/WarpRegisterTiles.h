@@ -75,9 +75,10 @@ public:
     /// Warpgroup MMAs tagged flash.ragged_keys leave out B's zero rows past
     /// a ragged block's keys.
     bool raggedKeys = true;
-    /// mma.sync contractions in a loop take the lane's ldmatrix coordinates
-    /// through `flashgpu.per_iteration`, so that their fragment addresses
-    /// are one base per iteration plus immediates, not hoisted one each.
+    /// mma.sync launches rebuild the lane's coordinates at the top of each
+    /// loop body from `flashgpu.per_iteration` of the thread index, so that
+    /// the per-lane addresses in the loop (ldmatrix fragments, stores) are
+    /// one base per iteration plus immediates, not hoisted one each.
     bool perIterationLanes = false;
   };
 
