@@ -146,10 +146,14 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
                               bool specialize, int64_t &spills,
                               const KernelCompileOptions &compile,
                               int64_t *queryLaunchSpills = nullptr) {
+  KernelCompileOptions hoisted = compile;
+  hoisted.perIterationLanes = false;
   FailureOr<BuiltBackward> plain = buildBackward(
-      op, name, asyncCopies, kvBlockCols, /*specialize=*/false, compile);
+      op, name, asyncCopies, kvBlockCols, /*specialize=*/false, hoisted);
   if (failed(plain))
     return failure();
+  // Built where a launch of the plain form spills.
+  std::optional<BuiltBackward> laned;
   std::optional<BuiltBackward> specialized;
   if (specialize) {
     FailureOr<BuiltBackward> built = buildBackward(
@@ -186,6 +190,42 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
       assembled = writeKernel(op, l->ptx, outputDir, base, compile);
     if (failed(assembled))
       return failure();
+    // Where the launch spills with its lanes' fragment and copy addresses
+    // hoisted out of the loops, the same launch with them rebuilt in each
+    // iteration, if that spills less (docs/GPU-NOTES.md 90). Only there:
+    // where the hoisted form fits, it was as fast or faster (the sm_80
+    // deterministic D = 64 dK/dV launch 1.15x).
+    if (assembled->spillBytes > 0 && l == &plainLaunch &&
+        compile.perIterationLanes) {
+      if (!laned) {
+        FailureOr<BuiltBackward> built = buildBackward(
+            op, name, asyncCopies, kvBlockCols, /*specialize=*/false, compile);
+        if (failed(built))
+          return failure();
+        laned = std::move(*built);
+      }
+      if (laned->launches.size() == plain->launches.size() &&
+          laned->launches[i].block == plainLaunch.block &&
+          laned->launches[i].sharedMemory == plainLaunch.sharedMemory) {
+        FailureOr<PtxasReport> again =
+            writeKernel(op, laned->launches[i].ptx, outputDir, base, compile);
+        if (failed(again))
+          return failure();
+        if (again->spillBytes < assembled->spillBytes) {
+          if (compile.log)
+            *compile.log << name << " launch " << i << ": spills "
+                         << assembled->spillBytes
+                         << " bytes with hoisted lane addresses; "
+                         << again->spillBytes << " with per-iteration lanes\n";
+          l = &laned->launches[i];
+          assembled = again;
+        } else {
+          assembled = writeKernel(op, l->ptx, outputDir, base, compile);
+          if (failed(assembled))
+            return failure();
+        }
+      }
+    }
     PtxasReport &report = *assembled;
     maxRegisters = std::max(maxRegisters, report.registers);
     spillBytes += std::max<int64_t>(report.spillBytes, 0);
@@ -211,7 +251,12 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
                    << ", shared memory " << l->sharedMemory << " B"
                    << (l->registerTiles ? ", warp registers" : "")
                    << (l->wgmma ? ", wgmma" : "")
-                   << (l != &plainLaunch ? ", producer warpgroup" : "")
+                   << (specialized && l == &specialized->launches[i]
+                           ? ", producer warpgroup"
+                           : "")
+                   << (laned && l == &laned->launches[i]
+                           ? ", per-iteration lanes"
+                           : "")
                    << "\n";
   }
   json::Object manifest{
@@ -306,11 +351,24 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
     // spill (D = 64 at 128 rows), the same step with element copies first.
     bool tmaRowsOrNot =
         asyncCopies && wide.tmaLoads && compile.chip == Chip::Sm90a;
-    SmallVector<std::pair<int64_t, bool>> tries;
+    // On sm_80 two copies of Q and dO first at each width (FlashAttention-2's
+    // double buffer: the dK/dV launch 1.10-1.13x faster than one copy,
+    // docs/GPU-NOTES.md 90), then one.
+    bool twoCopiesOrOne = !compile.loadStages && compile.chip == Chip::Sm80 &&
+                          asyncCopies &&
+                          tensorCoreChoice(compile) != TensorCores::Wgmma;
+    struct Try {
+      int64_t cols;
+      bool tmaRows;
+      int64_t loadStages;
+    };
+    SmallVector<Try> tries;
     for (int64_t cols : widths) {
-      tries.push_back({cols, true});
+      if (twoCopiesOrOne)
+        tries.push_back({cols, true, 2});
+      tries.push_back({cols, true, wide.loadStages});
       if (tmaRowsOrNot)
-        tries.push_back({cols, false});
+        tries.push_back({cols, false, wide.loadStages});
     }
     // The widest step first with its products overlapped (dPᵀ beside Sᵀ,
     // waited for at first use: 1.03-1.05x at D = 128, docs/GPU-NOTES.md 72),
@@ -319,10 +377,10 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
     if (wide.overlapProducts && wide.chip == Chip::Sm90a &&
         tensorCoreChoice(compile) == TensorCores::Wgmma) {
       KernelCompileOptions step = wide;
-      step.tmaRowVectors = tries.front().second;
+      step.tmaRowVectors = tries.front().tmaRows;
       int64_t spills = 0;
       if (failed(compileBackward(op, name, outputDir, asyncCopies, general,
-                                 tries.front().first, /*specialize=*/false,
+                                 tries.front().cols, /*specialize=*/false,
                                  spills, step)))
         return failure();
       if (spills == 0) {
@@ -335,19 +393,23 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
                      << " bytes with the products overlapped\n";
     }
     wide.overlapProducts = false;
-    for (auto [cols, tmaRows] : tries) {
+    for (const Try &t : tries) {
       KernelCompileOptions step = wide;
-      step.tmaRowVectors = tmaRows;
+      step.tmaRowVectors = t.tmaRows;
+      step.loadStages = t.loadStages;
       int64_t spills = 0;
       if (failed(compileBackward(op, name, outputDir, asyncCopies, general,
-                                 cols, /*specialize=*/false, spills, step)))
+                                 t.cols, /*specialize=*/false, spills, step)))
         return failure();
       if (spills == 0)
         return success();
       if (compile.log)
         *compile.log << name << ": spills " << spills << " bytes with 128 keys"
-                     << " and " << cols << " query rows per step"
-                     << (tmaRowsOrNot && tmaRows ? " (LSE and D by TMA)" : "")
+                     << " and " << t.cols << " query rows per step"
+                     << (tmaRowsOrNot && t.tmaRows ? " (LSE and D by TMA)" : "")
+                     << (twoCopiesOrOne && t.loadStages == 2
+                             ? " (two copies of Q and dO)"
+                             : "")
                      << "\n";
     }
   }

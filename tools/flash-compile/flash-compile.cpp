@@ -140,10 +140,10 @@ static opt<bool> stagedReductions(
     cl::cat(flashCategory));
 static opt<bool> perIterationLanes(
     "per-iteration-lanes", cl::init(true),
-    cl::desc("Backward kernels: mma.sync fragment addresses built from lane "
-             "coordinates recomputed in each key-loop iteration, not hoisted "
-             "out of the loop one register each (--per-iteration-lanes=false: "
-             "hoisted, as the forward kernels keep them)"),
+    cl::desc("Backward kernels: a launch that spills with its mma.sync "
+             "fragment and cp.async addresses hoisted out of the key loop is "
+             "rebuilt with them recomputed in each iteration, and taken if "
+             "that spills less (--per-iteration-lanes=false: always hoisted)"),
     cl::cat(flashCategory));
 static opt<bool> keySplits(
     "key-splits", cl::init(false),

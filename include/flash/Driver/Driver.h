@@ -87,12 +87,13 @@ struct KernelCompileOptions {
   /// (FlashAttention-3's form), instead of vector reductions from the
   /// accumulators.
   bool stagedReductions = false;
-  /// Backward kernels: their mma.sync contractions build the ldmatrix
-  /// addresses from lane coordinates recomputed in each key-loop iteration
-  /// (flashgpu.per_iteration), so that LLVM does not hoist one 64-bit
-  /// address per fragment out of the loop (the sm_80 backward: wider steps
-  /// assemble without spills, docs/GPU-NOTES.md 90). Forward kernels keep
-  /// the hoisted form: at D = 128 it is the one that fits the eager rescale.
+  /// Backward kernels: a launch that spills with the lanes' fragment and
+  /// copy addresses hoisted out of its loops is rebuilt with them
+  /// recomputed in each iteration (flashgpu.per_iteration) and taken where
+  /// that spills less: the sm_80 atomic dK/dV step with two copies of Q and
+  /// dO fits so (docs/GPU-NOTES.md 90). Where the hoisted form fits it is
+  /// kept (as fast or faster there: the sm_80 deterministic D = 64 dK/dV
+  /// launch was 1.15x slower with the lanes); forward kernels keep it.
   bool perIterationLanes = true;
   /// With deterministic = false on sm_90a: the dK/dV step's dPᵀ issued
   /// beside Sᵀ and its warpgroup MMAs waited for at first use
