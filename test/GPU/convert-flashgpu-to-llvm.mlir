@@ -80,7 +80,8 @@ func.func @arrival(%c: memref<?x?xi32>, %i: index, %j: index, %n: index) -> (i1,
 // LLVM can neither look through nor hoist.
 // CHECK-LABEL: func @per_iteration
 // CHECK: %[[W:.*]] = arith.index_castui %arg0 : index to i64
-// CHECK: %[[C:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "mov.b64 $0, $1;", "=l,l" %[[W]] : (i64) -> i64
+// CHECK: %[[ASM:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "mov.b64 $0, $1;", "=l,l" %[[W]] : (i64) -> !llvm.struct<(i64)>
+// CHECK: %[[C:.*]] = llvm.extractvalue %[[ASM]][0] : !llvm.struct<(i64)>
 // CHECK: %[[R:.*]] = arith.index_castui %[[C]] : i64 to index
 // CHECK: return %[[R]]
 func.func @per_iteration(%lane: index) -> index {

@@ -388,14 +388,11 @@ struct LowerPerIteration : OpRewritePattern<PerIterationOp> {
     Type i64 = rewriter.getI64Type();
     Value wide =
         arith::IndexCastUIOp::create(rewriter, loc, i64, op.getValue());
-    Value copy = LLVM::InlineAsmOp::create(
-                     rewriter, loc, i64, ValueRange{wide}, "mov.b64 $0, $1;",
-                     "=l,l", /*has_side_effects=*/true,
-                     /*is_align_stack=*/false, LLVM::TailCallKind::None,
-                     LLVM::AsmDialectAttr::get(rewriter.getContext(),
-                                               LLVM::AsmDialect::AD_ATT),
-                     /*operand_attrs=*/ArrayAttr())
-                     .getResult(0);
+    Value copy = LLVM::ExtractValueOp::create(
+        rewriter, loc,
+        createAsm(rewriter, loc, {i64}, {wide}, "mov.b64 $0, $1;", "=l,l")
+            .getResult(0),
+        0);
     rewriter.replaceOpWithNewOp<arith::IndexCastUIOp>(
         op, rewriter.getIndexType(), copy);
     return success();
