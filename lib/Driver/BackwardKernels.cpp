@@ -38,10 +38,13 @@ struct BuiltBackward {
   bool alignedRows = false;
 };
 
+/// With `tooLarge`, tiles over the chip's shared memory set it and fail
+/// without a diagnostic (a search's try); else they are the pipeline's error.
 FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
                                        bool asyncCopies, int64_t kvBlockCols,
                                        bool specialize,
-                                       const KernelCompileOptions &compile) {
+                                       const KernelCompileOptions &compile,
+                                       bool *tooLarge = nullptr) {
   MLIRContext *ctx = op.getContext();
   BuiltBackward built;
   OwningOpRef<ModuleOp> module =
@@ -84,10 +87,12 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
   options.asyncMma = overlap;
   options.warpSpecialize =
       specialize && options.tmaLoads && options.loadStages >= 2;
-  // No search over tile sizes here: tiles over the chip's shared memory are
-  // the pipeline's error.
-  if (runKernelPipeline(*module, options, /*tryingTiles=*/false) !=
-      KernelBuild::Built)
+  KernelBuild result = runKernelPipeline(*module, options, bool(tooLarge));
+  if (result == KernelBuild::TooLarge) {
+    *tooLarge = true;
+    return failure();
+  }
+  if (result != KernelBuild::Built)
     return op.emitError("flash-compile: building the backward kernels failed");
   // Workspace arguments the pipeline appended, for the manifest.
   auto func = *module->getOps<func::FuncOp>().begin();
@@ -139,17 +144,22 @@ json::Array workspaceList(ArrayRef<Param> params) {
 /// it without spills, and the other form elsewhere (the dQ kernel's loop is
 /// 2-5% faster so; the dK/dV kernel spills at two CTAs per SM:
 /// docs/GPU-NOTES.md 51). `spills`: the bytes both launches spill;
-/// `queryLaunchSpills`, if given, the dQ launch's.
+/// `queryLaunchSpills`, if given, the dQ launch's. With `tooLarge`, tiles
+/// over the chip's shared memory set it and write nothing.
 LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
                               StringRef outputDir, bool asyncCopies,
                               StringRef general, int64_t kvBlockCols,
                               bool specialize, int64_t &spills,
                               const KernelCompileOptions &compile,
-                              int64_t *queryLaunchSpills = nullptr) {
+                              int64_t *queryLaunchSpills = nullptr,
+                              bool *tooLarge = nullptr) {
   KernelCompileOptions hoisted = compile;
   hoisted.perIterationLanes = false;
-  FailureOr<BuiltBackward> plain = buildBackward(
-      op, name, asyncCopies, kvBlockCols, /*specialize=*/false, hoisted);
+  FailureOr<BuiltBackward> plain =
+      buildBackward(op, name, asyncCopies, kvBlockCols, /*specialize=*/false,
+                    hoisted, tooLarge);
+  if (tooLarge && *tooLarge)
+    return success();
   if (failed(plain))
     return failure();
   // Built where a launch of the plain form spills.
@@ -398,9 +408,22 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
       step.tmaRowVectors = t.tmaRows;
       step.loadStages = t.loadStages;
       int64_t spills = 0;
+      bool tooLarge = false;
       if (failed(compileBackward(op, name, outputDir, asyncCopies, general,
-                                 t.cols, /*specialize=*/false, spills, step)))
+                                 t.cols, /*specialize=*/false, spills, step,
+                                 /*queryLaunchSpills=*/nullptr, &tooLarge)))
         return failure();
+      if (tooLarge) {
+        // D = 256 on sm_80: 128 keys' tiles exceed the CTA's shared memory.
+        if (compile.log)
+          *compile.log << name << ": 128 keys and " << t.cols
+                       << " query rows per step"
+                       << (twoCopiesOrOne && t.loadStages == 2
+                               ? " (two copies of Q and dO)"
+                               : "")
+                       << " exceed the shared memory\n";
+        continue;
+      }
       if (spills == 0)
         return success();
       if (compile.log)
