@@ -712,15 +712,16 @@ LogicalResult TileRewriter::processBody(Block &body) {
   // docs/GPU-NOTES.md 90).
   if (!perIterationLanes || wgmma)
     return process(body);
-  SmallVector<Value> saved = {lane,     warpIndex, warpRow, rowBase, colBase,
-                              quadLane, lane8,     upper,   right};
+  auto coordinates = [&] {
+    return std::tie(lane, warpIndex, warpRow, rowBase, colBase, quadLane, lane8,
+                    upper, right);
+  };
+  auto outside = std::make_tuple(lane, warpIndex, warpRow, rowBase, colBase,
+                                 quadLane, lane8, upper, right);
   OpBuilder b = OpBuilder::atBlockBegin(&body);
   computeLaneCoordinates(b, mma_sync::perIterationCoordinate(b, loc, tid));
   LogicalResult result = process(body);
-  std::tie(lane, warpIndex, warpRow, rowBase, colBase, quadLane, lane8, upper,
-           right) =
-      std::make_tuple(saved[0], saved[1], saved[2], saved[3], saved[4],
-                      saved[5], saved[6], saved[7], saved[8]);
+  coordinates() = outside;
   return result;
 }
 
@@ -1630,9 +1631,14 @@ struct FlashGpuWarpRegisterTilesPass
       OpBuilder start = OpBuilder::atBlockBegin(&launch.getBody().front());
       Value tid =
           gpu::ThreadIdOp::create(start, launch.getLoc(), gpu::Dimension::x);
+      WarpRegisterTiles::RewriteOptions options;
+      options.pairStores = pairStores;
+      options.wideStores = wideStores;
+      options.lazyRescale = lazyRescale;
+      options.raggedKeys = raggedKeys;
+      options.perIterationLanes = perIterationLanes;
       if (failed(WarpRegisterTiles::recorded(launch, *threads / 32)
-                     .rewrite(tid, {pairStores, wideStores, lazyRescale,
-                                    raggedKeys, perIterationLanes})))
+                     .rewrite(tid, options)))
         return signalPassFailure();
       launch->setAttr(kWarpRegisterTilesAttr, start.getUnitAttr());
     }
