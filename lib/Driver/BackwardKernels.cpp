@@ -36,6 +36,9 @@ struct BuiltBackward {
   SmallVector<Param> params;
   SmallVector<Launch> launches;
   bool alignedRows = false;
+  /// The dQ accumulator's rows are a multiple of this (16 where it is
+  /// fragment-major, flash.atomic_add's strips).
+  int64_t accumulatorRowMultiple = 1;
 };
 
 /// With `tooLarge`, tiles over the chip's shared memory set it and fail
@@ -63,10 +66,16 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
                  compile.chip == Chip::Sm90a &&
                  tensorCoreChoice(compile) == TensorCores::Wgmma;
   tileOptions.overlapProducts = overlap;
+  tileOptions.dqFragmentMajor =
+      dqFragmentMajorChoice(compile, op.getQuery().getType().getShape().back());
 
   tiling.addPass(createFlashTileAttentionPass(tileOptions));
   if (failed(tiling.run(*module)))
     return op.emitError("flash-compile: tiling the backward failed");
+  module->walk([&](AtomicAddOp add) {
+    if (add.getFragmentMajor())
+      built.accumulatorRowMultiple = 16;
+  });
 
   FlashGpuPipelineOptions options;
   options.chip = compile.chip;
@@ -125,13 +134,17 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
 /// The manifest's `workspace`: the parameters the tiler made of its
 /// workspaces (buildBackward admits these two only), each shaped like the
 /// tensor whose rows it follows (D: the LSE; the dQ sums: Q), f32.
-json::Array workspaceList(ArrayRef<Param> params) {
+json::Array workspaceList(const BuiltBackward &built) {
   json::Array list;
-  for (const Param &p : params) {
+  for (const Param &p : built.params) {
     StringRef like = p.name == "d" ? "lse" : p.name == "dq_accum" ? "q" : "";
-    if (!like.empty())
-      list.push_back(
-          json::Object{{"name", p.name}, {"like", like}, {"dtype", "f32"}});
+    if (like.empty())
+      continue;
+    json::Object entry{{"name", p.name}, {"like", like}, {"dtype", "f32"}};
+    // Rows (dimension 2 of Q's [B, Hq, M, D]) rounded up to whole strips.
+    if (p.name == "dq_accum" && built.accumulatorRowMultiple > 1)
+      entry["row_multiple"] = built.accumulatorRowMultiple;
+    list.push_back(std::move(entry));
   }
   return list;
 }
@@ -275,7 +288,7 @@ LogicalResult compileBackward(AttentionBackwardOp op, StringRef name,
       {"chip", stringifyChip(compile.chip)},
       {"launches", std::move(launchList)},
       // Parameters the caller does not pass: allocated by the runtime.
-      {"workspace", workspaceList(plain->params)},
+      {"workspace", workspaceList(*plain)},
       {"deterministic", compile.deterministic},
       {"registers", maxRegisters},
       {"spill_bytes", spillBytes},

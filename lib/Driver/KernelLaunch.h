@@ -42,6 +42,24 @@ inline int64_t loadStagesChoice(const KernelCompileOptions &options,
   return !backward && options.chip == Chip::Sm90a ? 2 : 1;
 }
 
+/// The atomic backward's dQ accumulator order (--flash-tile-attention's
+/// dq-fragment-major): as asked; else fragment-major, in the groups of the
+/// chip's reductions (sm_80: scalars, sm_90a: pairs). In rows, a warp's
+/// reduction touched 8 lines (8 half-used sectors on sm_80); fragment-major
+/// one line and 4 full sectors (sm_80, FlashAttention-2's order) or two
+/// lines (sm_90a): the dK/dV launch 1.26-1.37x (sm_80) and 1.10-1.14x
+/// (sm_90a) faster, docs/GPU-NOTES.md 91.
+/// Head dims that are not a multiple of 64 keep rows, and so do staged
+/// reductions (their bulk copies write rows).
+inline int64_t dqFragmentMajorChoice(const KernelCompileOptions &options,
+                                     int64_t headDim) {
+  if (options.dqFragmentMajor >= 0)
+    return options.dqFragmentMajor;
+  if (headDim % 64 != 0 || options.stagedReductions)
+    return 0;
+  return options.chip == Chip::Sm80 ? 1 : 2;
+}
+
 /// One gpu.launch_func of a kernel module.
 struct Launch {
   std::string entry, kernelModule;

@@ -31,6 +31,7 @@ void flash::buildFlashCpuPipeline(OpPassManager &pm,
     tiling.deterministic = options.deterministic;
     tiling.causalRowsFromEnd = options.causalRowsFromEnd;
     tiling.overlapProducts = options.overlapProducts;
+    tiling.dqFragmentMajor = options.dqFragmentMajor;
     pm.addPass(flash::createFlashTileAttentionPass(tiling));
   }
   pm.addPass(flash::createFlashDecomposeAttentionPass());

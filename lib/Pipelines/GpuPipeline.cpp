@@ -38,6 +38,7 @@ void flash::buildFlashGpuKernelPipeline(
   tiling.deterministic = options.deterministic;
   tiling.causalRowsFromEnd = options.causalRowsFromEnd;
   tiling.overlapProducts = options.overlapProducts;
+  tiling.dqFragmentMajor = options.dqFragmentMajor;
   tiling.kvBlockRows = options.kvBlockRows;
   tiling.kvBlockCols = options.kvBlockCols;
   pm.addPass(flash::createFlashTileAttentionPass(tiling));

@@ -635,6 +635,9 @@ def main(argv=None):
     p.add_argument("--overlap-products", action="store_true",
                    help="with --nondeterministic: the dK/dV step builds dPᵀ right "
                         "after Sᵀ (the tiling's overlap-products)")
+    p.add_argument("--dq-fragment-major", type=int, default=0, choices=[0, 1, 2, 4],
+                   help="with --nondeterministic: the dQ sums in mma.sync fragment "
+                        "order (the tiling's dq-fragment-major; D a multiple of 64)")
     p.add_argument("--no-tile", action="store_true",
                    help="run flash.attention through the naive decomposition")
     p.add_argument("--outputs",
@@ -657,6 +660,8 @@ def main(argv=None):
             opts += " causal-rows-from-end=true"
         if args.overlap_products:
             opts += " overlap-products=true"
+        if args.dq_fragment_major:
+            opts += f" dq-fragment-major={args.dq_fragment_major}"
         args.passes = f'--flash-cpu-pipeline="{opts}"'
     if args.n is None:
         args.n = args.m

@@ -14,6 +14,7 @@ import argparse
 
 import torch
 
+from flash_mlir import validate
 from flash_mlir.runtime import Kernel
 
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
@@ -33,8 +34,8 @@ def launch_times(directory, name, seq, reps=10):
              dv=torch.empty_like(t["v"]))
     forward(q=t["q"], k=t["k"], v=t["v"], o=t["o"], lse=t["lse"])
     for w in man.get("workspace", []):
-        t[w["name"]] = torch.empty(t[w["like"]].shape, dtype=torch.float32,
-                                   device="cuda")
+        shape = validate.workspace_shape(w, {w["like"]: t[w["like"]].shape})
+        t[w["name"]] = torch.empty(shape, dtype=torch.float32, device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
     times = []
     # In order, each after the ones before it: every launch reads what the

@@ -616,10 +616,15 @@ def tensor_map_request(entry, info):
 def workspace_shape(entry, shapes, splits=1):
     """The shape of a workspace the runtime allocates (an entry of a
     manifest's `workspace`): the first `like_dims` sizes (all without it) of
-    the tensor it is `like`, after the number of key splits for a split-KV
+    the tensor it is `like`, the rows (dimension 2 of [B, H, M, D]) rounded
+    up to `row_multiple` (the atomic backward's fragment-major dQ sums, in
+    whole strips of 16 rows), after the number of key splits for a split-KV
     kernel's partial results (`splits`: true)."""
     like = tuple(shapes[entry["like"]])
     shape = like[:entry.get("like_dims", len(like))]
+    multiple = entry.get("row_multiple", 1)
+    if multiple > 1:
+        shape = shape[:2] + (-(-shape[2] // multiple) * multiple,) + shape[3:]
     if entry.get("splits"):
         shape = (splits,) + shape
     return shape

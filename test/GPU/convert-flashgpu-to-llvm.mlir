@@ -57,6 +57,20 @@ func.func @reduce_add(%v: vector<4xf32>, %d: memref<?x128xf32, strided<[?, ?], o
   return
 }
 
+// A scalar into a destination whose type gives a unit innermost stride (the
+// fragment-major dQ sums' 1-D view): the index's constant terms become the
+// immediate; with a dynamic stride they stay in the address.
+// CHECK-LABEL: func @reduce_add_scalar
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{ .reg .u64 %g; cvta.to.global.u64 %g, $0; red.relaxed.gpu.global.add.f32 [%g+384], $1; }"
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{ .reg .u64 %g; cvta.to.global.u64 %g, $0; red.relaxed.gpu.global.add.f32 [%g+0], $1; }"
+func.func @reduce_add_scalar(%x: f32, %flat: memref<?xf32, strided<[1], offset: ?>>, %d: memref<?xf32, strided<[?], offset: ?>>, %i: index) {
+  %c96 = arith.constant 96 : index
+  %at = arith.addi %i, %c96 : index
+  flashgpu.reduce_add %x, %flat[%at] : f32, memref<?xf32, strided<[1], offset: ?>>
+  flashgpu.reduce_add %x, %d[%at] : f32, memref<?xf32, strided<[?], offset: ?>>
+  return
+}
+
 // The split-KV kernel's arrival: one asm block that synchronises the CTA (or
 // the op's named barrier), lets thread 0 count with acquire-release semantics
 // at GPU scope (resetting the counter the count-th time) and ORs its verdict

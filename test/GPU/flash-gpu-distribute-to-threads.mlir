@@ -53,3 +53,27 @@ func.func @rest(%in: memref<64x16xbf16>, %dq: memref<64x16xf32, strided<[?, ?], 
   }
   return
 }
+
+// A fragment-major destination (flash.atomic_add's fragment_major): one
+// scalar reduction per element, at the position of the op's map.
+// CHECK-LABEL: func.func @fragment_major(
+// CHECK: gpu.barrier
+// CHECK-NOT: vector.load
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c1024{{.*}} step %c64{{.*}} {
+// CHECK: %[[V:.*]] = memref.load %{{.*}} : memref<16x64xf32>
+// CHECK: arith.remsi %{{.*}}, %c16
+// CHECK: flashgpu.reduce_add %[[V]], %{{.*}}[%{{.*}}, %{{.*}}] : f32, memref<16x64xf32, strided<[?, ?], offset: ?>>
+// CHECK: gpu.barrier
+// CHECK-NOT: flash.atomic_add
+func.func @fragment_major(%sums_in: memref<16x64xf32>, %dq: memref<16x64xf32, strided<[?, ?], offset: ?>>) {
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    %sums = memref.alloc() : memref<16x64xf32>
+    memref.copy %sums_in, %sums : memref<16x64xf32> to memref<16x64xf32>
+    flash.atomic_add %sums, %dq {fragment_major = 1 : i64} : memref<16x64xf32>, memref<16x64xf32, strided<[?, ?], offset: ?>>
+    gpu.terminator
+  }
+  return
+}

@@ -44,12 +44,60 @@
 // CHECK: gpu.barrier
 // CHECK-NOT: flash.contraction
 
+// B (K, [keys, D]) two 8-column tiles per ldmatrix.x4: no .x2 loads.
 // CHECK-LABEL: func.func @grad_query_block(
 // CHECK-NOT: memref.alloc
+// CHECK-NOT: numTiles = 2
 // CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true}
+// CHECK-NOT: numTiles = 2
+// CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true}
+// CHECK-NOT: numTiles = 2
+// CHECK: nvvm.mma.sync
+// CHECK-NOT: nvgpu.ldmatrix
 // CHECK: nvvm.mma.sync
 // CHECK: scf.if
 // CHECK: flashgpu.reduce_add %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : vector<2xf32>, memref<?x64xf32, strided<[64, 1]>>
+// CHECK-NOT: flash.atomic_add
+
+// A fragment-major destination (flash.atomic_add's fragment_major = 1): its
+// rows as one run (a trap unless the strides are (64, 1)), the lane's
+// offset 64 row + 16 col + 4 g + t2 / 2 once, then one scalar reduction
+// per accumulator register at the offset plus a constant: 32 apart for a
+// pair's two columns, 64 for the row 8 below, 128 per 8-column block.
+// CHECK-LABEL: func.func @grad_query_block_fragment_major(
+// CHECK: %[[META:.*]], %[[OFF:.*]], %[[SIZES:.*]]:2, %[[STRIDES:.*]]:2 = memref.extract_strided_metadata
+// CHECK: arith.cmpi ne, %[[STRIDES]]#0, %c64
+// CHECK: llvm.intr.trap
+// CHECK: %[[FLAT:.*]] = memref.reinterpret_cast %[[META]] to offset: [%[[OFF]]], sizes: [%{{.*}}], strides: [1]
+// CHECK: scf.for
+// CHECK: nvvm.mma.sync
+// CHECK: scf.if
+// CHECK: %[[E0:.*]] = arith.addi %[[LANE:[0-9]+]], %c0
+// CHECK-NEXT: flashgpu.reduce_add %{{.*}}, %[[FLAT]][%[[E0]]] : f32, memref<?xf32, strided<[1], offset: ?>>
+// CHECK: %[[E1:.*]] = arith.addi %[[LANE]], %c32
+// CHECK-NEXT: flashgpu.reduce_add %{{.*}}, %[[FLAT]][%[[E1]]] : f32
+// CHECK: arith.addi %[[LANE]], %c128
+// CHECK: arith.addi %[[LANE]], %c928
+// CHECK: scf.if
+// CHECK: arith.addi %[[LANE]], %c64
+// CHECK: arith.addi %[[LANE]], %c96
+// CHECK: arith.addi %[[LANE]], %c992
+// CHECK-NOT: flash.atomic_add
+
+// Groups of 4 (two pairs, sm_90a's vector reductions): the lane's offset
+// takes 16 g + 2 t2; one reduction per two 8-column blocks, 256 apart, the
+// row 8 below at 128.
+// CHECK-LABEL: func.func @grad_query_block_fragment_major_fours(
+// CHECK: %[[FLAT4:.*]] = memref.reinterpret_cast
+// CHECK: scf.if
+// CHECK: %[[F0:.*]] = arith.addi %[[LANE4:[0-9]+]], %c0
+// CHECK-NEXT: flashgpu.reduce_add %{{.*}}, %[[FLAT4]][%[[F0]]] : vector<4xf32>, memref<?xf32, strided<[1], offset: ?>>
+// CHECK: arith.addi %[[LANE4]], %c256
+// CHECK: arith.addi %[[LANE4]], %c512
+// CHECK: arith.addi %[[LANE4]], %c768
+// CHECK: scf.if
+// CHECK: arith.addi %[[LANE4]], %c128
+// CHECK: arith.addi %[[LANE4]], %c896
 // CHECK-NOT: flash.atomic_add
 // CHECK-NOT: memref.alloc
 
@@ -192,6 +240,90 @@ func.func @grad_query_block(%arg0: memref<64x64xbf16>, %arg1: memref<64x64xbf16>
     %subview = memref.subview %alloc[0, 0] [%arg3, 64] [1, 1] : memref<64x64xf32> to memref<?x64xf32, strided<[64, 1]>>
     %subview_4 = memref.subview %arg2[0, 0] [%arg3, 64] [1, 1] : memref<?x64xf32> to memref<?x64xf32, strided<[64, 1]>>
     flash.atomic_add %subview, %subview_4 : memref<?x64xf32, strided<[64, 1]>>, memref<?x64xf32, strided<[64, 1]>>
+    gpu.terminator
+  } {flash.shared_memory_bytes = 24576 : i64}
+  return
+}
+
+// -----
+#map = affine_map<(d0, d1, d2) -> (d2, d0)>
+#map1 = affine_map<(d0, d1, d2) -> (d2, d1)>
+#map2 = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @grad_query_block_fragment_major(%arg0: memref<64x64xbf16>, %arg1: memref<64x64xbf16>, %arg2: memref<?x64xf32>, %arg3: index, %rows16: index) {
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  %c24576_i32 = arith.constant 24576 : i32
+  gpu.launch blocks(%arg4, %arg5, %arg6) in (%arg10 = %c1, %arg11 = %c1, %arg12 = %c1) threads(%arg7, %arg8, %arg9) in (%arg13 = %c128, %arg14 = %c1, %arg15 = %c1) dynamic_shared_memory_size %c24576_i32 {
+    %0 = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+    %c0 = arith.constant 0 : index
+    %view = memref.view %0[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+    %memspacecast = memref.memory_space_cast %view : memref<64x64xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16>
+    %c8192 = arith.constant 8192 : index
+    %view_0 = memref.view %0[%c8192][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+    %memspacecast_1 = memref.memory_space_cast %view_0 : memref<64x64xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16>
+    %c16384 = arith.constant 16384 : index
+    %view_2 = memref.view %0[%c16384][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+    %memspacecast_3 = memref.memory_space_cast %view_2 : memref<64x64xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16>
+    memref.copy %arg0, %memspacecast : memref<64x64xbf16> to memref<64x64xbf16>
+    memref.copy %arg1, %memspacecast_3 : memref<64x64xbf16> to memref<64x64xbf16>
+    %alloc = memref.alloc() {flash.tile_storage = "accumulators"} : memref<64x64xf32>
+    linalg.fill ins(%cst : f32) outs(%alloc : memref<64x64xf32>)
+    memref.copy %memspacecast, %memspacecast_1 : memref<64x64xbf16> to memref<64x64xbf16>
+    gpu.barrier
+    linalg.generic {indexing_maps = [#map, #map1, #map2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%memspacecast_1, %memspacecast_3 : memref<64x64xbf16>, memref<64x64xbf16>) outs(%alloc : memref<64x64xf32>) attrs =  {flash.contraction = "grad_query_block"} {
+    ^bb0(%in: bf16, %in_5: bf16, %out: f32):
+      %1 = arith.extf %in : bf16 to f32
+      %2 = arith.extf %in_5 : bf16 to f32
+      %3 = arith.mulf %1, %2 : f32
+      %4 = arith.addf %out, %3 : f32
+      linalg.yield %4 : f32
+    }
+    %subview = memref.subview %alloc[0, 0] [%arg3, 64] [1, 1] : memref<64x64xf32> to memref<?x64xf32, strided<[64, 1]>>
+    %subview_4 = memref.subview %arg2[0, 0] [%rows16, 64] [1, 1] : memref<?x64xf32> to memref<?x64xf32, strided<[64, 1]>>
+    flash.atomic_add %subview, %subview_4 {fragment_major = 1 : i64} : memref<?x64xf32, strided<[64, 1]>>, memref<?x64xf32, strided<[64, 1]>>
+    gpu.terminator
+  } {flash.shared_memory_bytes = 24576 : i64}
+  return
+}
+
+// -----
+#map = affine_map<(d0, d1, d2) -> (d2, d0)>
+#map1 = affine_map<(d0, d1, d2) -> (d2, d1)>
+#map2 = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @grad_query_block_fragment_major_fours(%arg0: memref<64x64xbf16>, %arg1: memref<64x64xbf16>, %arg2: memref<?x64xf32>, %arg3: index, %rows16: index) {
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  %c24576_i32 = arith.constant 24576 : i32
+  gpu.launch blocks(%arg4, %arg5, %arg6) in (%arg10 = %c1, %arg11 = %c1, %arg12 = %c1) threads(%arg7, %arg8, %arg9) in (%arg13 = %c128, %arg14 = %c1, %arg15 = %c1) dynamic_shared_memory_size %c24576_i32 {
+    %0 = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+    %c0 = arith.constant 0 : index
+    %view = memref.view %0[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+    %memspacecast = memref.memory_space_cast %view : memref<64x64xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16>
+    %c8192 = arith.constant 8192 : index
+    %view_0 = memref.view %0[%c8192][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+    %memspacecast_1 = memref.memory_space_cast %view_0 : memref<64x64xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16>
+    %c16384 = arith.constant 16384 : index
+    %view_2 = memref.view %0[%c16384][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+    %memspacecast_3 = memref.memory_space_cast %view_2 : memref<64x64xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16>
+    memref.copy %arg0, %memspacecast : memref<64x64xbf16> to memref<64x64xbf16>
+    memref.copy %arg1, %memspacecast_3 : memref<64x64xbf16> to memref<64x64xbf16>
+    %alloc = memref.alloc() {flash.tile_storage = "accumulators"} : memref<64x64xf32>
+    linalg.fill ins(%cst : f32) outs(%alloc : memref<64x64xf32>)
+    memref.copy %memspacecast, %memspacecast_1 : memref<64x64xbf16> to memref<64x64xbf16>
+    gpu.barrier
+    linalg.generic {indexing_maps = [#map, #map1, #map2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%memspacecast_1, %memspacecast_3 : memref<64x64xbf16>, memref<64x64xbf16>) outs(%alloc : memref<64x64xf32>) attrs =  {flash.contraction = "grad_query_block"} {
+    ^bb0(%in: bf16, %in_5: bf16, %out: f32):
+      %1 = arith.extf %in : bf16 to f32
+      %2 = arith.extf %in_5 : bf16 to f32
+      %3 = arith.mulf %1, %2 : f32
+      %4 = arith.addf %out, %3 : f32
+      linalg.yield %4 : f32
+    }
+    %subview = memref.subview %alloc[0, 0] [%arg3, 64] [1, 1] : memref<64x64xf32> to memref<?x64xf32, strided<[64, 1]>>
+    %subview_4 = memref.subview %arg2[0, 0] [%rows16, 64] [1, 1] : memref<?x64xf32> to memref<?x64xf32, strided<[64, 1]>>
+    flash.atomic_add %subview, %subview_4 {fragment_major = 4 : i64} : memref<?x64xf32, strided<[64, 1]>>, memref<?x64xf32, strided<[64, 1]>>
     gpu.terminator
   } {flash.shared_memory_bytes = 24576 : i64}
   return

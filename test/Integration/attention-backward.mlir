@@ -39,4 +39,13 @@
 // flash-compile takes on sm_90a where it fits): the same gradients.
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --overlap-products --block-rows 16 --block-cols 16 --b 2 --hq 4 --hkv 2 --m 30 --n 20 --d 16 --causal --seed 5 | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --overlap-products --b 1 --hq 2 --m 77 --n 100 --d 16 --dtype bf16 --window 20 --seed 6 | FileCheck %s
+// The atomic form's dQ sums in mma.sync fragment order (dq-fragment-major:
+// strips of 16 rows, the accumulator's rows rounded up to them, read back
+// through the op's map by the last pass), scalar and pair groups; ragged
+// and dynamic rows, GQA, a fully masked row, the overlapped step.
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_80 --nondeterministic --dq-fragment-major 1 --block-rows 16 --block-cols 16 --b 2 --hq 4 --hkv 2 --m 37 --n 29 --d 64 --causal --dynamic bhmn --seed 8 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --dq-fragment-major 2 --block-rows 32 --block-cols 16 --b 1 --hq 2 --m 50 --n 40 --d 128 --mask 1x1x50x40 --masked-row --seed 9 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_80 --nondeterministic --dq-fragment-major 1 --b 1 --hq 4 --hkv 2 --m 200 --n 333 --d 64 --dtype bf16 --causal | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --overlap-products --dq-fragment-major 2 --block-rows 16 --block-cols 16 --b 2 --hq 2 --m 16 --n 30 --d 64 --seed 10 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --dq-fragment-major 4 --block-rows 16 --block-cols 16 --b 2 --hq 4 --hkv 1 --m 45 --n 29 --d 64 --causal --dynamic bhmn --seed 11 | FileCheck %s
 // CHECK: PASS

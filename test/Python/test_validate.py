@@ -442,6 +442,14 @@ class KeySplits(unittest.TestCase):
         self.assertEqual(workspace_shape(lse_split, shapes, 5), (5, 2, 32, 4))
         self.assertEqual(workspace_shape({"name": "d", "like": "lse"},
                                          {"lse": (2, 3, 4)}), (2, 3, 4))
+        # The atomic backward's fragment-major dQ sums: Q's rows rounded up
+        # to whole strips of 16.
+        sums = {"name": "dq_accum", "like": "q", "dtype": "f32",
+                "row_multiple": 16}
+        self.assertEqual(workspace_shape(sums, {"q": (2, 3, 100, 128)}),
+                         (2, 3, 112, 128))
+        self.assertEqual(workspace_shape(sums, {"q": (1, 2, 64, 64)}),
+                         (1, 2, 64, 64))
         infos = workspace_infos(self.man, {"q": t("q", (2, 32, 4, 128)),
                                            "o": t("o", (2, 32, 4, 64))}, 3)
         self.assertEqual(infos["o_split"].shape, (3, 2, 32, 4, 64))

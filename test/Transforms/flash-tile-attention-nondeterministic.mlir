@@ -8,6 +8,10 @@
 // dO = 0, so they add nothing), which lets the GPU mapping load both by
 // cp.async.
 // RUN: flash-opt %s --flash-tile-attention="target=sm_80 deterministic=false" | FileCheck %s
+// dq-fragment-major: the sums in strips of 16 rows in mma.sync fragment
+// order (M = 100 -> 112 rows), zeroed and added in whole strips, read back
+// by the last pass through the op's map.
+// RUN: flash-opt %s --flash-tile-attention="target=sm_80 deterministic=false dq-fragment-major=1" | FileCheck %s --check-prefix=FRAG
 // The default keeps the two nests (no atomics).
 // RUN: flash-opt %s --flash-tile-attention="target=sm_80" | FileCheck %s --check-prefix=SPLIT
 
@@ -49,6 +53,25 @@
 // CHECK:   tensor.extract_slice %[[SUMS]]
 // CHECK:   arith.truncf
 // CHECK-NOT: flash.attention_backward
+
+// FRAG-DAG: #[[FRAGMAP:.*]] = affine_map<(d0, d1) -> ((d0 floordiv 16) * 16 + (d1 floordiv 8) * 2 + (d0 mod 16) floordiv 8 + ((d1 mod 2) * 32 + (d0 mod 8) * 4 + (d1 mod 8) floordiv 2) floordiv 64, ((d1 mod 2) * 32 + (d0 mod 8) * 4 + (d1 mod 8) floordiv 2) mod 64)>
+// FRAG-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// FRAG-LABEL: func.func @backward
+// FRAG: tensor.empty(%{{.*}}, %{{.*}}, %c112) {flash.workspace = "dq_accum"} : tensor<?x?x?x64xf32>
+// FRAG: %[[PROWS:.*]] = arith.ceildivui %{{.*}}, %c16
+// FRAG: %[[PSTRIPS:.*]] = arith.muli %[[PROWS]], %c16
+// FRAG: tensor.extract_slice %{{.*}}[0, 0] [%[[PSTRIPS]], 64] [1, 1] : tensor<64x64xf32> to tensor<?x64xf32>
+// FRAG: %[[STEP:.*]] = arith.ceildivui %{{.*}}, %c16
+// FRAG: %[[SROWS:.*]] = arith.muli %[[STEP]], %c16
+// FRAG: flash.contraction = "grad_query_block"
+// FRAG: %[[INTO:.*]] = memref.subview %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, 0] [1, 1, %[[SROWS]], 64] [1, 1, 1, 1]
+// FRAG: flash.atomic_add %{{.*}}, %[[INTO]] {fragment_major = 1 : i64} : tensor<?x64xf32>, memref<?x64xf32, strided<[?, ?], offset: ?>>
+// FRAG: scf.forall
+// FRAG: %[[LAST:.*]] = arith.ceildivui %{{.*}}, %c16
+// FRAG: %[[LROWS:.*]] = arith.muli %[[LAST]], %c16
+// FRAG: tensor.extract_slice %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, 0] [1, 1, %[[LROWS]], 64] [1, 1, 1, 1] : tensor<?x?x?x64xf32> to tensor<?x64xf32>
+// FRAG: linalg.generic {indexing_maps = [#[[FRAGMAP]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%{{.*}} : tensor<64x64xf32>) outs(%{{.*}} : tensor<64x64xbf16>)
+// FRAG: arith.truncf
 
 // SPLIT-LABEL: func.func @backward
 // SPLIT-NOT: flash.atomic_add

@@ -166,6 +166,13 @@ static opt<bool> overlapProducts(
              "dPᵀ = V dOᵀ issued beside Sᵀ = K Qᵀ and its warpgroup MMAs "
              "waited for at first use, where that assembles without spills"),
     cl::cat(flashCategory));
+static opt<int64_t> dqFragmentMajor(
+    "dq-fragment-major", cl::init(-1),
+    cl::desc("With --deterministic=false: the dQ accumulator in mma.sync "
+             "fragment order, 1 (scalar reductions), 2 (pairs) or 4 (two "
+             "pairs, sm_90a's vector reductions), or 0 for rows; -1 "
+             "(default) takes the chip's choice: 1 on sm_80, 2 on sm_90a"),
+    cl::cat(flashCategory));
 static opt<bool> pingPong(
     "ping-pong", cl::init(true),
     cl::desc("With --warp-specialize and two consumer warpgroups: their "
@@ -213,6 +220,7 @@ int main(int argc, char **argv) {
   options.stagedReductions = stagedReductions;
   options.perIterationLanes = perIterationLanes;
   options.overlapProducts = overlapProducts;
+  options.dqFragmentMajor = dqFragmentMajor;
   options.keySplits = keySplits;
   options.mergeInLastCta = mergeInLastCta;
   options.pingPong = pingPong;

@@ -100,6 +100,10 @@ struct KernelCompileOptions {
   /// (FlashAttention-3's overlap), tried first and kept where it assembles
   /// without spills.
   bool overlapProducts = true;
+  /// With deterministic = false: the dQ accumulator in mma.sync fragment
+  /// order (1: for scalar reductions, 2: for pairs) or rows (0); -1 takes
+  /// the chip's choice (dqFragmentMajorChoice).
+  int64_t dqFragmentMajor = -1;
   /// Forward: split-KV (FlashDecoding) kernels, for few query rows against
   /// many keys: the keys of each query block cut into S runs computed by
   /// CTAs of their own (S chosen by the runtime, which allocates the

@@ -44,6 +44,13 @@ struct FlashCpuPipelineOptions
       llvm::cl::desc("GPU targets' atomic backward: dPᵀ built right after "
                      "Sᵀ (see --flash-tile-attention)"),
       llvm::cl::init(false)};
+  PassOptions::Option<int64_t> dqFragmentMajor{
+      *this, "dq-fragment-major",
+      llvm::cl::desc("GPU targets' atomic backward: the dQ accumulator in "
+                     "mma.sync fragment order, 1 (scalar reductions), 2 "
+                     "(pairs) or 4 (two pairs); 0: rows (see "
+                     "--flash-tile-attention)"),
+      llvm::cl::init(0)};
 };
 
 /// Lowers a module holding func, linalg (linalg.softmax included), tensor,
@@ -229,6 +236,13 @@ struct FlashGpuPipelineOptions
                      "and each warpgroup MMA waited for at its first use "
                      "(implies async-mma)"),
       llvm::cl::init(false)};
+  PassOptions::Option<int64_t> dqFragmentMajor{
+      *this, "dq-fragment-major",
+      llvm::cl::desc("The atomic backward's dQ accumulator in mma.sync "
+                     "fragment order, 1 (scalar reductions, sm_80), 2 "
+                     "(pairs) or 4 (two pairs: sm_90a's vector reductions); "
+                     "0: rows (see --flash-tile-attention)"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> tmaLoads{
       *this, "tma-loads",
       llvm::cl::desc("With load-stages=2 on wgmma kernels: K and V by TMA "

@@ -287,15 +287,23 @@ struct LowerReduceAdd : OpRewritePattern<ReduceAddOp> {
     bool oneVector = vectorReductions && width > 1;
     SmallVector<Value> indices(op.getIndices());
     int64_t offset = 0;
-    if (vector && !indices.empty()) {
+    // A vector's innermost stride is 1 by the op's contract; a scalar's
+    // where the destination's type says so.
+    SmallVector<int64_t> strides;
+    int64_t destOffset;
+    auto destType = cast<MemRefType>(op.getDest().getType());
+    bool unitInnermost =
+        vector ||
+        (succeeded(destType.getStridesAndOffset(strides, destOffset)) &&
+         !strides.empty() && strides.back() == 1);
+    if (unitInnermost && !indices.empty()) {
       auto [rest, constant] = splitConstant(rewriter, loc, indices.back());
       indices.back() =
           rest ? rest : arith::ConstantIndexOp::create(rewriter, loc, 0);
       offset = 4 * constant;
     }
     SmallVector<Value> operands = {
-        elementAddress(rewriter, loc, op.getDest(), indices,
-                       /*unitInnermost=*/bool(vector))};
+        elementAddress(rewriter, loc, op.getDest(), indices, unitInnermost)};
     std::string text = "{ .reg .u64 %g; cvta.to.global.u64 %g, $0; ";
     std::string constraints = "l";
     if (oneVector)

@@ -16,6 +16,7 @@
 #include "flash/Dialect/Flash/IR/FlashOps.h"
 #include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
 
+#include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -50,7 +51,11 @@ static void lowerAtomicAdds(gpu::LaunchOp launch) {
     auto type = cast<MemRefType>(tile.getType());
     int64_t rank = type.getRank();
     int64_t cols = type.getShape().back();
-    int64_t width = !ShapedType::isDynamic(cols) && cols % 4 == 0 ? 4 : 1;
+    // Fragment-major strips (the mma.sync form's contract): one reduction
+    // per element at the position the op's map gives.
+    bool identity = op.getDestinationMap().isIdentity();
+    int64_t width =
+        identity && !ShapedType::isDynamic(cols) && cols % 4 == 0 ? 4 : 1;
     auto idx = [&](int64_t v) -> Value {
       return arith::ConstantIndexOp::create(b, loc, v);
     };
@@ -100,7 +105,10 @@ static void lowerAtomicAdds(gpu::LaunchOp launch) {
                               nb, nl, VectorType::get({width}, nb.getF32Type()),
                               tile, at, /*nontemporal=*/false, alignment)
                               .getResult();
-          flashgpu::ReduceAddOp::create(nb, nl, v, dest, at);
+          SmallVector<Value> into = at;
+          if (!identity)
+            into = *affine::expandAffineMap(nb, nl, op.getDestinationMap(), at);
+          flashgpu::ReduceAddOp::create(nb, nl, v, dest, into);
         });
     op.erase();
   }

@@ -155,3 +155,31 @@ void flash::trapUnlessUnitInnerStride(OpBuilder &b, Location loc, Value dest) {
   OpBuilder trap = guard.getThenBodyBuilder();
   LLVM::Trap::create(trap, loc);
 }
+
+Value flash::flatRowsView(OpBuilder &b, Location loc, Value dest) {
+  auto type = cast<MemRefType>(dest.getType());
+  int64_t cols = type.getDimSize(1);
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, dest);
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value strided = arith::OrIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                            meta.getStrides()[0], idx(cols)),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                            meta.getStrides()[1], idx(1)));
+  auto guard = scf::IfOp::create(b, loc, strided, /*withElseRegion=*/false);
+  {
+    OpBuilder trap = guard.getThenBodyBuilder();
+    LLVM::Trap::create(trap, loc);
+  }
+  Value size = arith::MulIOp::create(b, loc, meta.getSizes()[0], idx(cols));
+  auto flatType = MemRefType::get(
+      {ShapedType::kDynamic}, type.getElementType(),
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, {1}),
+      type.getMemorySpace());
+  return memref::ReinterpretCastOp::create(
+      b, loc, flatType, meta.getBaseBuffer(), OpFoldResult(meta.getOffset()),
+      ArrayRef<OpFoldResult>{size}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+}

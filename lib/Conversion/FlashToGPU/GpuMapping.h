@@ -40,6 +40,11 @@ AtomicAddOp findAtomicAddOfResult(linalg::GenericOp op, Value c);
 /// adjacent elements).
 void trapUnlessUnitInnerStride(OpBuilder &b, Location loc, Value dest);
 
+/// `dest` ([rows, W]) as a 1-D view of its rows, for flash.atomic_add's
+/// fragment-major strips (whose positions run through whole rows); traps
+/// unless its strides are (W, 1).
+Value flatRowsView(OpBuilder &b, Location loc, Value dest);
+
 /// The memref a chain of views starts from (a kernel argument).
 Value viewRoot(Value v);
 

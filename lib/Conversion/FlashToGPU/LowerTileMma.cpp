@@ -236,6 +236,28 @@ public:
                                      !m.transposeB);
   }
 
+  /// The two 16 x 8 B tiles at columns [col, col + 8) and [col + 8, col +
+  /// 16) with one ldmatrix.x4 (matrices K 0-7 | 8-15 x the two tiles), as
+  /// the register tiles read theirs: b0, b1 of the first tile, then of the
+  /// second.
+  SmallVector<Value> loadTwoB(Value col, int64_t step) {
+    if (!ldmatrix()) {
+      SmallVector<Value> both = loadB(col, step);
+      both.append(loadB(add(col, 8), step));
+      return both;
+    }
+    Value bRow, bCol;
+    if (m.transposeB) {
+      bRow = add(add(col, right), lane8);
+      bCol = add(upper, step);
+    } else {
+      bRow = add(add(lane8, upper), step);
+      bCol = add(col, right);
+    }
+    return flash::mma_sync::ldmatrix(b, loc, sharedB, bRow, bCol, 4,
+                                     !m.transposeB);
+  }
+
   /// acc + A B for one 16 x 8 tile of C.
   SmallVector<Value> mma(ArrayRef<Value> fa, ArrayRef<Value> fb,
                          ArrayRef<Value> acc) {
@@ -330,6 +352,80 @@ bool TileMmaLowering::emitWarpMmaSync(linalg::GenericOp op, Value tid) {
   return true;
 }
 
+/// Adds accumulator fragments into a `flash.atomic_add` destination with
+/// `fragment_major` (strips of 16 rows in fragment order): a lane's element
+/// (g + 8 half, t2 + e) of 8-column block j of the strip at (blockRow,
+/// blockCol) goes to element blockRow W + 16 blockCol + 128 j + 64 half +
+/// (32 e + lane | 2 lane + e) of the destination's rows for groups 1 and 2,
+/// and + 128 (j - j mod 2) + 128 half + 4 lane + 2 (j mod 2) + e for group
+/// 4, so one reduction per fragment register (group 1), pair (2) or two
+/// pairs (4) covers 128, 256 or 512 contiguous bytes of a warp. The lane's
+/// offset is built once; the block's and the element's terms are constants
+/// added last, which become the reductions' immediate offsets.
+struct FragmentMajorAdds {
+  FragmentMajorAdds(OpBuilder &b, Location loc, flash::AtomicAddOp atomic)
+      : loc(loc), group(*atomic.getFragmentMajor()),
+        cols(cast<MemRefType>(atomic.getDest().getType()).getDimSize(1)),
+        flat(flash::flatRowsView(b, loc, atomic.getDest())) {}
+
+  /// The lane's element offset in the strip at (blockRow, blockCol), the
+  /// lane given by its fragment coordinates g and t2 (2 (lane mod 4)).
+  Value laneOffset(OpBuilder &b, Value blockRow, Value blockCol, Value g,
+                   Value t2) const {
+    auto idx = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    // lane = 4 g + t2 / 2; group w > 1 takes w lane = 4 w g + (w / 2) t2.
+    Value fLane =
+        group == 1
+            ? arith::AddIOp::create(b, loc,
+                                    arith::MulIOp::create(b, loc, g, idx(4)),
+                                    arith::DivUIOp::create(b, loc, t2, idx(2)))
+            : arith::AddIOp::create(
+                  b, loc, arith::MulIOp::create(b, loc, g, idx(4 * group)),
+                  arith::MulIOp::create(b, loc, t2, idx(group / 2)));
+    Value block = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, blockRow, idx(cols)),
+        arith::MulIOp::create(b, loc, blockCol, idx(16)));
+    return arith::AddIOp::create(b, loc, block, fLane);
+  }
+
+  /// The 8-column blocks one reduction takes: `group` / 2 (one for group 1).
+  int64_t blocksPerAdd() const { return group == 4 ? 2 : 1; }
+
+  /// Adds the lane's pairs (columns t2, t2 + 1 of row g + 8 `half`) of the
+  /// 8-column blocks `block`, block + 1, ... (blocksPerAdd() of them) at
+  /// `laneOffset` plus `constant` (the strip's constant terms).
+  void add(OpBuilder &b, Value laneOffset, int64_t constant, int64_t half,
+           int64_t block, ArrayRef<std::pair<Value, Value>> pairs) const {
+    auto at = [&](int64_t c) -> Value {
+      return arith::AddIOp::create(
+          b, loc, laneOffset,
+          arith::ConstantIndexOp::create(
+              b, loc,
+              constant + 128 * block + (group == 4 ? 128 : 64) * half + c));
+    };
+    auto f32 = b.getF32Type();
+    if (group == 1) {
+      flashgpu::ReduceAddOp::create(b, loc, pairs[0].first, flat,
+                                    ValueRange{at(0)});
+      flashgpu::ReduceAddOp::create(b, loc, pairs[0].second, flat,
+                                    ValueRange{at(32)});
+      return;
+    }
+    SmallVector<Value> elements;
+    for (auto [first, second] : pairs)
+      elements.append({first, second});
+    Value v = vector::FromElementsOp::create(
+        b, loc, VectorType::get({(int64_t)elements.size()}, f32), elements);
+    flashgpu::ReduceAddOp::create(b, loc, v, flat, ValueRange{at(0)});
+  }
+
+  Location loc;
+  int64_t group, cols;
+  Value flat;
+};
+
 /// A contraction whose zero-filled C goes only to a `flash.atomic_add`
 /// (FlashAttention-2's dQ += dS K): mma.sync with the accumulators in
 /// registers and the reductions straight from them, as FA2 adds its dQ, so
@@ -365,8 +461,12 @@ bool TileMmaLowering::emitWarpMmaReduce(linalg::GenericOp op, Value tid) {
   // nothing between the contraction and it writes A or B.
   OpBuilder b(atomic);
   Value dest = atomic.getDest();
-  flash::trapUnlessUnitInnerStride(b, loc, dest);
   Value valid = b.createOrFold<memref::DimOp>(loc, atomic.getTile(), 0);
+  std::optional<FragmentMajorAdds> fragmentMajor;
+  if (atomic.getFragmentMajor())
+    fragmentMajor.emplace(b, loc, atomic);
+  else
+    flash::trapUnlessUnitInnerStride(b, loc, dest);
   MmaSyncFragments frag(b, loc, *operands, tid, perIterationLanes);
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
   {
@@ -377,12 +477,25 @@ bool TileMmaLowering::emitWarpMmaReduce(linalg::GenericOp op, Value tid) {
     SmallVector<Value> cols;
     for (int64_t j = 0; j < chunkCols / 8; ++j)
       cols.push_back(frag.add(col, 8 * j));
+    // B two 8-column tiles per ldmatrix.x4 (half the instructions of one
+    // .x2 per tile; chunks are a multiple of 16 columns where there are two).
     for (int64_t step = 0; step < k; step += 16) {
       SmallVector<Value> fa = frag.loadA(row, step);
-      for (auto [j, colJ] : llvm::enumerate(cols))
-        acc[j] = frag.mma(fa, frag.loadB(colJ, step), acc[j]);
+      for (int64_t j = 0; j < chunkCols / 8; j += 2) {
+        if (j + 1 == chunkCols / 8) {
+          acc[j] = frag.mma(fa, frag.loadB(cols[j], step), acc[j]);
+          continue;
+        }
+        SmallVector<Value> fb = frag.loadTwoB(cols[j], step);
+        acc[j] = frag.mma(fa, ArrayRef<Value>(fb).take_front(2), acc[j]);
+        acc[j + 1] =
+            frag.mma(fa, ArrayRef<Value>(fb).drop_front(2), acc[j + 1]);
+      }
     }
     auto pairType = VectorType::get({2}, b.getF32Type());
+    Value laneOffset =
+        fragmentMajor ? fragmentMajor->laneOffset(b, row, col, frag.g, frag.t2)
+                      : Value();
     for (int64_t half = 0; half < 2; ++half) {
       Value r = frag.add(frag.add(row, frag.g), 8 * half);
       Value inside =
@@ -390,6 +503,16 @@ bool TileMmaLowering::emitWarpMmaReduce(linalg::GenericOp op, Value tid) {
       auto guarded =
           scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
       OpBuilder in = guarded.getThenBodyBuilder();
+      if (fragmentMajor) {
+        int64_t step = fragmentMajor->blocksPerAdd();
+        for (int64_t j = 0; j < chunkCols / 8; j += step) {
+          SmallVector<std::pair<Value, Value>> pairs;
+          for (int64_t block = j; block < j + step; ++block)
+            pairs.push_back({acc[block][2 * half], acc[block][2 * half + 1]});
+          fragmentMajor->add(in, laneOffset, 0, half, j, pairs);
+        }
+        continue;
+      }
       for (auto [j, colJ] : llvm::enumerate(cols)) {
         Value pair = vector::FromElementsOp::create(
             in, loc, pairType,
@@ -533,6 +656,15 @@ bool TileMmaLowering::emitWarpgroupMmaReduce(linalg::GenericOp op, Value tid) {
     emitStagedReductions(b, firstCopy.getSource(), *staged, tid, share,
                          pairOf);
   } else {
+    std::optional<FragmentMajorAdds> fragmentMajor;
+    Value laneOffset;
+    if (atomic.getFragmentMajor()) {
+      fragmentMajor.emplace(b, loc, atomic);
+      Value blockRow = arith::AddIOp::create(
+          b, loc, firstRow, arith::MulIOp::create(b, loc, warp, idx(16)));
+      laneOffset = fragmentMajor->laneOffset(b, blockRow, firstCol, g, t2);
+    }
+    int64_t cols = fragmentMajor ? fragmentMajor->cols : 0;
     for (int64_t slice = 0; slice < split->slices; ++slice)
       for (int64_t half = 0; half < 2; ++half) {
         Value r =
@@ -542,6 +674,22 @@ bool TileMmaLowering::emitWarpgroupMmaReduce(linalg::GenericOp op, Value tid) {
         auto guarded =
             scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
         OpBuilder in = guarded.getThenBodyBuilder();
+        if (fragmentMajor) {
+          int64_t step = fragmentMajor->blocksPerAdd();
+          for (int64_t j = 0; j < split->cols / 8; j += step) {
+            SmallVector<std::pair<Value, Value>> pairs;
+            for (int64_t block = j; block < j + step; ++block) {
+              Value pair = pairOf(in, slice, half, block);
+              pairs.push_back({vector::ExtractOp::create(in, loc, pair,
+                                                         ArrayRef<int64_t>{0}),
+                               vector::ExtractOp::create(
+                                   in, loc, pair, ArrayRef<int64_t>{1})});
+            }
+            fragmentMajor->add(in, laneOffset, 64 * slice * cols, half, j,
+                               pairs);
+          }
+          continue;
+        }
         for (int64_t j = 0; j < split->cols / 8; ++j) {
           Value cc = arith::AddIOp::create(
               in, loc, laneCol, arith::ConstantIndexOp::create(in, loc, 8 * j));

@@ -17,6 +17,9 @@ using namespace mlir;
 
 std::optional<flash::StagedReduction>
 flash::matchStagedReduction(AtomicAddOp atomic, Value c, int64_t warpgroups) {
+  // The stage's bulk reductions write rows.
+  if (atomic.getFragmentMajor())
+    return std::nullopt;
   auto cType = dyn_cast<MemRefType>(c.getType());
   if (!cType || cType.getRank() != 2 || !cType.hasStaticShape())
     return std::nullopt;

@@ -383,6 +383,22 @@ func.func @atomic_add_shape(%t: tensor<16x32xf32>, %d: memref<?x64xf32>) {
 
 // -----
 
+func.func @atomic_add_fragment_group(%t: tensor<16x64xf32>, %d: memref<16x64xf32>) {
+  // expected-error @+1 {{fragment_major is 1, 2 or 4, got 3}}
+  flash.atomic_add %t, %d {fragment_major = 3 : i64} : tensor<16x64xf32>, memref<16x64xf32>
+  return
+}
+
+// -----
+
+func.func @atomic_add_fragment_cols(%t: tensor<16x32xf32>, %d: memref<16x32xf32>) {
+  // expected-error @+1 {{fragment_major needs [rows, W] tiles with W a static multiple of 64}}
+  flash.atomic_add %t, %d {fragment_major = 1 : i64} : tensor<16x32xf32>, memref<16x32xf32>
+  return
+}
+
+// -----
+
 func.func @sinks_per_kv_head(%q: tensor<1x8x16x32xf32>, %k: tensor<1x2x16x32xf32>, %s: tensor<2xf32>) -> tensor<1x8x16x32xf32> {
   // expected-error @+1 {{expects sinks of shape [8] (one per query head) and element type f16, bf16 or f32, got 'tensor<2xf32>'}}
   %o = flash.attention %q, %k, %k sinks(%s : tensor<2xf32>) : tensor<1x8x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x32xf32> -> tensor<1x8x16x32xf32>

@@ -123,13 +123,18 @@ func.func @backward_score_mod(%q: tensor<1x2x8x16xf16>, %lse: tensor<1x2x8xf32>)
 }
 
 // flash.atomic_add: a tensor tile (before bufferization) or a buffer into a
-// buffer of the same shape.
+// buffer of the same shape; with fragment_major, into strips of 16 rows in
+// mma.sync fragment order.
 // CHECK-LABEL: func @atomic_add
 // CHECK: flash.atomic_add %{{.*}}, %{{.*}} : tensor<?x64xf32>, memref<?x64xf32, strided<[?, ?], offset: ?>>
 // CHECK: flash.atomic_add %{{.*}}, %{{.*}} : memref<16x64xf32>, memref<16x64xf32>
-func.func @atomic_add(%t: tensor<?x64xf32>, %d: memref<?x64xf32, strided<[?, ?], offset: ?>>, %m: memref<16x64xf32>, %n: memref<16x64xf32>) {
+// CHECK: flash.atomic_add %{{.*}}, %{{.*}} {fragment_major = 1 : i64} : memref<?x128xf32>, memref<?x128xf32>
+// CHECK: flash.atomic_add %{{.*}}, %{{.*}} {fragment_major = 2 : i64} : tensor<?x64xf32>, memref<?x64xf32, strided<[?, ?], offset: ?>>
+func.func @atomic_add(%t: tensor<?x64xf32>, %d: memref<?x64xf32, strided<[?, ?], offset: ?>>, %m: memref<16x64xf32>, %n: memref<16x64xf32>, %r: memref<?x128xf32>, %s: memref<?x128xf32>) {
   flash.atomic_add %t, %d : tensor<?x64xf32>, memref<?x64xf32, strided<[?, ?], offset: ?>>
   flash.atomic_add %m, %n : memref<16x64xf32>, memref<16x64xf32>
+  flash.atomic_add %r, %s {fragment_major = 1 : i64} : memref<?x128xf32>, memref<?x128xf32>
+  flash.atomic_add %t, %d {fragment_major = 2 : i64} : tensor<?x64xf32>, memref<?x64xf32, strided<[?, ?], offset: ?>>
   return
 }
 

@@ -818,7 +818,41 @@ LogicalResult AtomicAddOp::verify() {
       return emitOpError("tile and destination differ in dimension ")
              << d << " (" << tile.getDimSize(d) << " and " << dest.getDimSize(d)
              << ")";
+  if (std::optional<int64_t> group = getFragmentMajor()) {
+    if (*group != 1 && *group != 2 && *group != 4)
+      return emitOpError("fragment_major is 1, 2 or 4, got ") << *group;
+    if (tile.getRank() != 2 || tile.isDynamicDim(1) ||
+        tile.getDimSize(1) % 64 != 0)
+      return emitOpError("fragment_major needs [rows, W] tiles with W a "
+                         "static multiple of 64");
+  }
   return success();
+}
+
+AffineMap AtomicAddOp::getDestinationMap() {
+  MLIRContext *ctx = getContext();
+  int64_t rank = cast<ShapedType>(getTile().getType()).getRank();
+  std::optional<int64_t> group = getFragmentMajor();
+  if (!group)
+    return AffineMap::getMultiDimIdentityMap(rank, ctx);
+  return getFragmentMajorMap(
+      ctx, cast<ShapedType>(getTile().getType()).getDimSize(1), *group);
+}
+
+AffineMap mlir::flash::getFragmentMajorMap(MLIRContext *ctx, int64_t cols,
+                                           int64_t group) {
+  AffineExpr r = getAffineDimExpr(0, ctx), c = getAffineDimExpr(1, ctx);
+  AffineExpr lane = 4 * (r % 8) + (c % 8).floorDiv(2);
+  AffineExpr half = (r % 16).floorDiv(8);
+  // Groups of 4: a lane's pairs of two adjacent 8-column blocks, so the
+  // blocks are 16 x 16.
+  AffineExpr o =
+      group == 4 ? 256 * c.floorDiv(16) + 128 * half + 4 * lane +
+                       2 * (c % 16).floorDiv(8) + c % 2
+                 : 128 * c.floorDiv(8) + 64 * half +
+                       (group == 1 ? 32 * (c % 2) + lane : 2 * lane + c % 2);
+  return AffineMap::get(
+      2, 0, {16 * r.floorDiv(16) + o.floorDiv(cols), o % cols}, ctx);
 }
 
 void AtomicAddOp::getEffects(

@@ -42,7 +42,8 @@ struct AtomicAddOpInterface
     if (failed(tile))
       return failure();
     rewriter.setInsertionPoint(op);
-    AtomicAddOp::create(rewriter, add.getLoc(), *tile, add.getDest());
+    AtomicAddOp::create(rewriter, add.getLoc(), *tile, add.getDest(),
+                        add.getFragmentMajorAttr());
     rewriter.eraseOp(op);
     return success();
   }

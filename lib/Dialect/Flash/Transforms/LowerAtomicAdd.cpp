@@ -7,6 +7,7 @@
 #include "flash/Dialect/Flash/IR/FlashOps.h"
 #include "flash/Dialect/Flash/Transforms/Passes.h"
 
+#include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -43,8 +44,12 @@ struct FlashLowerAtomicAddPass
           b, loc, lbs, ubs, steps,
           [&](OpBuilder &nb, Location nl, ValueRange ivs) {
             Value v = memref::LoadOp::create(nb, nl, op.getTile(), ivs);
+            SmallVector<Value> into(ivs);
+            if (!op.getDestinationMap().isIdentity())
+              into =
+                  *affine::expandAffineMap(nb, nl, op.getDestinationMap(), ivs);
             memref::AtomicRMWOp::create(nb, nl, arith::AtomicRMWKind::addf, v,
-                                        op.getDest(), ivs);
+                                        op.getDest(), into);
           });
       op.erase();
     }

@@ -1146,11 +1146,12 @@ struct FlashTileAttentionPass
           tgt->tensorCores ? packedBoundsOf(op) : PackedBounds{};
       if (failed(bounds))
         return signalPassFailure();
-      LogicalResult tiled = tgt->tensorCores
-                                ? tileAttentionBackwardSplit(
-                                      rewriter, op, br, bc, kvRows, kvCols,
-                                      deterministic, overlapProducts, *bounds)
-                                : tileAttentionBackward(rewriter, op, br, bc);
+      LogicalResult tiled =
+          tgt->tensorCores
+              ? tileAttentionBackwardSplit(rewriter, op, br, bc, kvRows, kvCols,
+                                           deterministic, overlapProducts,
+                                           dqFragmentMajor, *bounds)
+              : tileAttentionBackward(rewriter, op, br, bc);
       if (failed(tiled))
         return signalPassFailure();
     }

@@ -61,12 +61,12 @@ public:
   SplitBackwardTiler(OpBuilder &b, AttentionBackwardOp op, int64_t br,
                      int64_t bc, int64_t kvRows, int64_t kvCols,
                      bool deterministic, bool overlapProducts,
-                     PackedBounds bounds)
+                     int64_t fragmentMajor, PackedBounds bounds)
       : TilerBase(b, op.getLoc(), op.getQuery().getType(),
                   op.getValue().getType()),
         op(op), dqRows(br), dqCols(bc), kvRows(kvRows), kvCols(kvCols), br(br),
         bc(bc), deterministic(deterministic), overlapProducts(overlapProducts),
-        bounds(bounds) {}
+        fragmentMajor(fragmentMajor), bounds(bounds) {}
 
   SmallVector<Value> build();
 
@@ -183,7 +183,7 @@ private:
   QueryBlock buildQueryBlockNest(ValueRange outs);
   /// `tile`'s valid rows into `into` (rank 3, or rank 4 from column 0) at
   /// the iteration's (batch, head, first row), in the forall's terminator.
-  void insertRows(Value tile, Value into, QueryBlock at);
+  void insertRows(Value tile, Value into, QueryBlock at, Value rows = {});
   Value buildGradQuery(Value &rowDot);
   /// With `accumulator` (the f32 dQ buffer [B, Hq, M, D]) the steps also add
   /// their dS K to it.
@@ -192,8 +192,16 @@ private:
   std::pair<Value, Value> buildRowDotAndZeros();
   /// dQ = scale * accumulator in the element type.
   Value buildGradQueryFromAccumulator(Value accumulator);
-  /// A [B, Hq, M] (or [B, Hq, M, width]) f32 workspace tensor tagged `tag`.
-  Value workspace(StringRef tag, std::optional<int64_t> width);
+  /// A [B, Hq, M] (or [B, Hq, M, width]) f32 workspace tensor tagged `tag`;
+  /// `rows` instead of M where given.
+  Value workspace(StringRef tag, std::optional<int64_t> width, Value rows = {});
+  /// The accumulator's rows that `rows` query rows take: `rows` rounded up
+  /// to whole strips of 16 when it is fragment-major.
+  Value accumulatorRows(Value rows) {
+    if (!fragmentMajor)
+      return rows;
+    return mul(b.createOrFold<arith::CeilDivUIOp>(loc, rows, idx(16)), idx(16));
+  }
   /// An empty tensor shaped like `result`, its dynamic sizes those of `like`.
   Value emptyLike(Value result, Value like);
   /// D = rowsum(dO * O) of [br, Dv] tiles of dO and O.
@@ -216,6 +224,9 @@ private:
   bool deterministic;
   /// The atomic dK/dV nest builds dPᵀ right after Sᵀ.
   bool overlapProducts;
+  /// The dQ accumulator's fragment-major group (flash.atomic_add's
+  /// `fragment_major`), 0 for rows.
+  int64_t fragmentMajor;
   PackedBounds bounds;
   Value querySeq, keySeq, diagonal, group, batch, heads, kvHeads;
   // The op's M and N, and with cu_seqlens the number of sequences S and the
@@ -366,13 +377,14 @@ Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
   return at.forall.getResult(0);
 }
 
-Value SplitBackwardTiler::workspace(StringRef tag,
-                                    std::optional<int64_t> width) {
+Value SplitBackwardTiler::workspace(StringRef tag, std::optional<int64_t> width,
+                                    Value rows) {
   SmallVector<int64_t> shape(3, ShapedType::kDynamic);
   if (width)
     shape.push_back(*width);
-  Value t = tensor::EmptyOp::create(b, loc, RankedTensorType::get(shape, f32),
-                                    ValueRange{batch, heads, totalQueries});
+  Value t = tensor::EmptyOp::create(
+      b, loc, RankedTensorType::get(shape, f32),
+      ValueRange{batch, heads, rows ? rows : totalQueries});
   // It lives between the nests only; a kernel compiler gives it a buffer of
   // its own (flash-compile makes it a kernel parameter).
   t.getDefiningOp()->setAttr(kWorkspaceAttr, b.getStringAttr(tag));
@@ -417,16 +429,18 @@ Value SplitBackwardTiler::validRows(Value tile, Value rows) {
 std::pair<Value, Value> SplitBackwardTiler::buildRowDotAndZeros() {
   OpBuilder::InsertionGuard guard(b);
   QueryBlock at = buildQueryBlockNest(
-      {workspace("d", std::nullopt), workspace("dq_accum", headDim)});
+      {workspace("d", std::nullopt),
+       workspace("dq_accum", headDim, accumulatorRows(totalQueries))});
   Value gradOutTile =
       queryRowTile(op.getGradOutput(), at.head, at.rowStart, at.rows, valueDim);
   Value outTile =
       queryRowTile(op.getOutput(), at.head, at.rowStart, at.rows, valueDim);
   Value validD = validRows(blockRowDot(gradOutTile, outTile), at.rows);
-  Value zeroRows = validRows(zeros(br, headDim), at.rows);
+  Value sumRows = accumulatorRows(at.rows);
+  Value zeroRows = validRows(zeros(br, headDim), sumRows);
   ValueRange shared = at.forall.getRegionIterArgs();
   insertRows(validD, shared[0], at);
-  insertRows(zeroRows, shared[1], at);
+  insertRows(zeroRows, shared[1], at, sumRows);
   return {at.forall.getResult(0), at.forall.getResult(1)};
 }
 
@@ -434,8 +448,12 @@ Value SplitBackwardTiler::buildGradQueryFromAccumulator(Value accumulator) {
   OpBuilder::InsertionGuard guard(b);
   QueryBlock at =
       buildQueryBlockNest({emptyLike(op.getGradQuery(), op.getQuery())});
-  Value sum = queryRowTile(accumulator, at.head, at.rowStart, at.rows, headDim);
-  Value gradQ = finish(sum, op.getEffectiveScale(), {br, headDim});
+  Value sum = queryRowTile(accumulator, at.head, at.rowStart,
+                           accumulatorRows(at.rows), headDim);
+  AffineMap sumMap = fragmentMajor ? getFragmentMajorMap(b.getContext(),
+                                                         headDim, fragmentMajor)
+                                   : AffineMap();
+  Value gradQ = finish(sum, op.getEffectiveScale(), {br, headDim}, sumMap);
   insertRows(validRows(gradQ, at.rows), at.forall.getRegionIterArgs()[0], at);
   return at.forall.getResult(0);
 }
@@ -485,13 +503,14 @@ SplitBackwardTiler::buildQueryBlockNest(ValueRange outs) {
           queryRow(rowStart)};
 }
 
-void SplitBackwardTiler::insertRows(Value tile, Value into, QueryBlock at) {
+void SplitBackwardTiler::insertRows(Value tile, Value into, QueryBlock at,
+                                    Value rows) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(at.forall.getTerminator().getBody());
   OpFoldResult one = b.getIndexAttr(1);
   auto type = cast<RankedTensorType>(into.getType());
   SmallVector<OpFoldResult> offsets = {batchIdx, at.head, at.firstRow},
-                            sizes = {one, one, at.rows};
+                            sizes = {one, one, rows ? rows : at.rows};
   if (type.getRank() == 4) {
     offsets.push_back(b.getIndexAttr(0));
     sizes.push_back(b.getIndexAttr(type.getDimSize(3)));
@@ -593,6 +612,9 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
                              carried[0]);
       if (accumulator) {
         // dQ rows += dS K = (dSᵀ)ᵀ K, unscaled (the last pass scales).
+        // (Its rows in the accumulator first: the GPU mapping takes the
+        // contraction and the addition only with views between them.)
+        Value sumRows = accumulatorRows(rows);
         Value gradQBlock =
             contract(Contraction::GradQueryBlock, gradST, map(3, {2, 0}),
                      keyTile, map(3, {2, 1}), zeros(br, headDim));
@@ -601,14 +623,16 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
             {ShapedType::kDynamic, headDim},
             cast<MemRefType>(accumulator.getType()),
             ArrayRef<OpFoldResult>{batchIdx, head, queryRow(rowStart), zero},
-            ArrayRef<OpFoldResult>{one, one, rows, b.getIndexAttr(headDim)},
+            ArrayRef<OpFoldResult>{one, one, sumRows, b.getIndexAttr(headDim)},
             SmallVector<OpFoldResult>(4, one));
         Value into = memref::SubViewOp::create(
             b, loc, cast<MemRefType>(rowsType), accumulator,
             ArrayRef<OpFoldResult>{batchIdx, head, queryRow(rowStart), zero},
-            ArrayRef<OpFoldResult>{one, one, rows, b.getIndexAttr(headDim)},
+            ArrayRef<OpFoldResult>{one, one, sumRows, b.getIndexAttr(headDim)},
             SmallVector<OpFoldResult>(4, one));
-        AtomicAddOp::create(b, loc, valid, into);
+        AtomicAddOp::create(b, loc, valid, into,
+                            fragmentMajor ? b.getI64IntegerAttr(fragmentMajor)
+                                          : IntegerAttr());
       }
       scf::YieldOp::create(b, loc, ValueRange{gradK, gradV});
     }
@@ -691,8 +715,17 @@ SmallVector<Value> SplitBackwardTiler::build() {
 LogicalResult mlir::flash::tileAttentionBackwardSplit(
     RewriterBase &rewriter, AttentionBackwardOp op, int64_t blockRows,
     int64_t blockCols, int64_t kvBlockRows, int64_t kvBlockCols,
-    bool deterministic, bool overlapProducts, PackedBounds bounds) {
+    bool deterministic, bool overlapProducts, int64_t fragmentMajor,
+    PackedBounds bounds) {
+  // Strips of 16 rows from each sequence's first row: packed sequences
+  // (whose next one starts at any row) keep rows.
+  if (op.isVarlen() || deterministic)
+    fragmentMajor = 0;
+  if (fragmentMajor && (op.getQuery().getType().getShape().back() % 64 != 0 ||
+                        blockRows % 16 != 0 || kvBlockCols % 16 != 0))
+    return op.emitError("a fragment-major dQ accumulator needs D a multiple "
+                        "of 64 and query blocks of whole 16-row strips");
   return replaceWithTiles<SplitBackwardTiler>(
       rewriter, op, blockRows, blockCols, kvBlockRows, kvBlockCols,
-      deterministic, overlapProducts, bounds);
+      deterministic, overlapProducts, fragmentMajor, bounds);
 }

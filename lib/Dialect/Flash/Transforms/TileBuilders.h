@@ -342,9 +342,13 @@ protected:
                    });
   }
   /// `scale * x` in the element type.
-  Value finish(Value tile, float factor, ArrayRef<int64_t> shape) {
+  /// `tile` (read through `input`, the identity if null) times `factor`
+  /// in the element type.
+  Value finish(Value tile, float factor, ArrayRef<int64_t> shape,
+               AffineMap input = {}) {
     return generic(
-        tile, empty(shape, elementType), {id(shape.size()), id(shape.size())},
+        tile, empty(shape, elementType),
+        {input ? input : id(shape.size()), id(shape.size())},
         SmallVector<IteratorType>(shape.size(), kPar),
         [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
           Value x = a[0];

@@ -20,6 +20,10 @@ namespace mlir::flash {
 /// `score` itself for an empty region.
 Value buildScoreMod(OpBuilder &b, Region &scoreMod, Value score,
                     ValueRange indices);
+
+/// (r, c) of a [R, `cols`] tile -> (row, column) of its fragment-major
+/// strips (flash.atomic_add's `fragment_major = group`).
+AffineMap getFragmentMajorMap(MLIRContext *ctx, int64_t cols, int64_t group);
 } // namespace mlir::flash
 
 #define GET_OP_CLASSES

@@ -324,14 +324,37 @@ def Flash_AtomicAddOp : Flash_Op<"atomic_add",
     flash.atomic_add %tile, %rows : tensor<?x128xf32>, memref<?x128xf32, strided<[128, 1], offset: ?>>
     ```
 
+    With `fragment_major = w` (1, 2 or 4; a tile of rank 2, [R, W] with W a
+    multiple of 64) `dest` holds the rows in strips of 16 in the order of
+    the mma.sync accumulator fragments, so that a warp's reduction of w
+    fragment registers covers 128 w contiguous bytes: FlashAttention-2's dQ
+    accumulator. Element (r, c) goes to dest's (16 (r floordiv 16) + o
+    floordiv W, o mod W), where, with lane = 4 (r mod 8) + (c mod 8)
+    floordiv 2 (the lane that holds it) and h = (r mod 16) floordiv 8,
+    o = 128 (c floordiv 8) + 64 h + 32 (c mod 2) + lane for w = 1 (scalar
+    reductions), 128 (c floordiv 8) + 64 h + 2 lane + c mod 2 for w = 2
+    (pairs) and 256 (c floordiv 16) + 128 h + 4 lane + 2 ((c mod 16)
+    floordiv 8) + c mod 2 for w = 4 (a lane's pairs of two adjacent 8-column
+    blocks). `dest` must have 16 ceil(R / 16) rows: the last strip is whole.
+    A reader takes the sums back through `getDestinationMap()`.
+
+    ```mlir
+    flash.atomic_add %tile, %strips {fragment_major = 1 : i64} : memref<?x128xf32>, memref<?x128xf32, strided<[128, 1], offset: ?>>
+    ```
+
     `--flash-lower-atomic-add` turns the memref form into loops of
     `memref.atomic_rmw addf`.
   }];
   let arguments = (ins AnyTypeOf<[AnyRankedTensor, AnyMemRef]>:$tile,
-                   AnyMemRef:$dest);
+                   AnyMemRef:$dest, OptionalAttr<I64Attr>:$fragment_major);
   let assemblyFormat =
       "$tile `,` $dest attr-dict `:` type($tile) `,` type($dest)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// (r, c) of the tile -> (row, column) of `dest` it is added at: the
+    /// identity, or the fragment-major order of `fragment_major`.
+    ::mlir::AffineMap getDestinationMap();
+  }];
 }
 
 def Flash_YieldOp : Flash_Op<"yield",

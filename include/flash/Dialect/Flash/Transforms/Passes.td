@@ -275,6 +275,13 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
            "GPU targets with deterministic=false: the dK/dV nest builds "
            "dPᵀ = V dOᵀ right after Sᵀ = K Qᵀ, so that MMAs waited for at "
            "first use overlap them with the exponentials (more registers)">,
+    Option<"dqFragmentMajor", "dq-fragment-major", "int64_t", "0",
+           "GPU targets with deterministic=false, dense ops: the dQ "
+           "accumulator in strips of 16 rows in mma.sync fragment order "
+           "(flash.atomic_add's fragment_major: 1 for scalar reductions, 2 "
+           "for pairs, 4 for two pairs), so that each warp reduction covers "
+           "whole sectors; "
+           "0: rows">,
     Option<"keySplits", "key-splits", "int64_t", "0",
            "Split-KV: cut each forward's visible key blocks into this many "
            "parallel runs merged by their LSE (0: none, unless the function "

@@ -120,12 +120,15 @@ constexpr llvm::StringLiteral kWorkspaceAttr = FlashDialect::kWorkspaceAttrName;
 /// ("dq_accum", [B, Hq, M, D]), the dK/dV nest adds each step's dS K to it
 /// with `flash.atomic_add`, and a last pass scales it into dQ; with
 /// `overlapProducts` that nest builds dPᵀ right after Sᵀ (for MMAs waited
-/// for at first use).
+/// for at first use). A nonzero `fragmentMajor` (1 or 2) keeps the
+/// accumulator of a dense op fragment-major (flash.atomic_add's
+/// `fragment_major`: rows rounded up to strips of 16, read back through its
+/// map by the last pass).
 LogicalResult tileAttentionBackwardSplit(
     RewriterBase &rewriter, AttentionBackwardOp op, int64_t blockRows,
     int64_t blockCols, int64_t kvBlockRows, int64_t kvBlockCols,
     bool deterministic = true, bool overlapProducts = false,
-    PackedBounds bounds = {});
+    int64_t fragmentMajor = 0, PackedBounds bounds = {});
 
 } // namespace mlir::flash
 
