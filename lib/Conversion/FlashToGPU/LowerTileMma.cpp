@@ -216,45 +216,31 @@ public:
                                      m.transposeA);
   }
 
-  /// The 16 x 8 B tile at K [step, step + 16), columns [col, col + 8).
-  SmallVector<Value> loadB(Value col, int64_t step) {
+  /// The 16 x 8 B tile at K [step, step + 16), columns [col, col + 8); with
+  /// `tiles` = 2 also the next one, [col + 8, col + 16), by the same
+  /// ldmatrix.x4 (matrices K 0-7 | 8-15 x the two tiles, as the register
+  /// tiles read theirs): b0, b1 of the first tile, then of the second.
+  SmallVector<Value> loadB(Value col, int64_t step, int64_t tiles = 1) {
     if (!ldmatrix()) {
-      Value colB = add(col, g), kb = add(t2, step);
-      return {pack(loadB(kb, colB), loadB(add(kb, 1), colB)),
-              pack(loadB(add(kb, 8), colB), loadB(add(kb, 9), colB))};
+      SmallVector<Value> regs;
+      for (int64_t t = 0; t < tiles; ++t) {
+        Value colB = add(add(col, 8 * t), g), kb = add(t2, step);
+        regs.append({pack(loadB(kb, colB), loadB(add(kb, 1), colB)),
+                     pack(loadB(add(kb, 8), colB), loadB(add(kb, 9), colB))});
+      }
+      return regs;
     }
     // K 0-7 and 8-15 of the 8 columns; Kᵀ is read straight, V transposed.
+    Value c = tiles == 2 ? add(col, right) : col;
     Value bRow, bCol;
     if (m.transposeB) {
-      bRow = add(col, lane8);
+      bRow = add(c, lane8);
       bCol = add(upper, step);
     } else {
       bRow = add(add(lane8, upper), step);
-      bCol = col;
+      bCol = c;
     }
-    return flash::mma_sync::ldmatrix(b, loc, sharedB, bRow, bCol, 2,
-                                     !m.transposeB);
-  }
-
-  /// The two 16 x 8 B tiles at columns [col, col + 8) and [col + 8, col +
-  /// 16) with one ldmatrix.x4 (matrices K 0-7 | 8-15 x the two tiles), as
-  /// the register tiles read theirs: b0, b1 of the first tile, then of the
-  /// second.
-  SmallVector<Value> loadTwoB(Value col, int64_t step) {
-    if (!ldmatrix()) {
-      SmallVector<Value> both = loadB(col, step);
-      both.append(loadB(add(col, 8), step));
-      return both;
-    }
-    Value bRow, bCol;
-    if (m.transposeB) {
-      bRow = add(add(col, right), lane8);
-      bCol = add(upper, step);
-    } else {
-      bRow = add(add(lane8, upper), step);
-      bCol = add(col, right);
-    }
-    return flash::mma_sync::ldmatrix(b, loc, sharedB, bRow, bCol, 4,
+    return flash::mma_sync::ldmatrix(b, loc, sharedB, bRow, bCol, 2 * tiles,
                                      !m.transposeB);
   }
 
@@ -486,7 +472,7 @@ bool TileMmaLowering::emitWarpMmaReduce(linalg::GenericOp op, Value tid) {
           acc[j] = frag.mma(fa, frag.loadB(cols[j], step), acc[j]);
           continue;
         }
-        SmallVector<Value> fb = frag.loadTwoB(cols[j], step);
+        SmallVector<Value> fb = frag.loadB(cols[j], step, /*tiles=*/2);
         acc[j] = frag.mma(fa, ArrayRef<Value>(fb).take_front(2), acc[j]);
         acc[j + 1] =
             frag.mma(fa, ArrayRef<Value>(fb).drop_front(2), acc[j + 1]);
