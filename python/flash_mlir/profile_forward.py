@@ -51,11 +51,14 @@ def main(argv=None):
     grads = {n: torch.empty_like(q) for n in ("dq", "dk", "dv")}
     for backend in args.backends.split(","):
         for _ in range(args.calls):
-            if backend == "ours" and backward is None:
-                kernel(q=q, k=k, v=v, o=o)
-            elif backend == "ours":
-                kernel(q=q, k=k, v=v, o=o, lse=lse)
-                backward(q=q, k=k, v=v, o=o, lse=lse, do=do, **grads)
+            if backend == "ours":
+                # A training forward (or one for a backward) writes the LSE.
+                if man.get("has_lse") or backward is not None:
+                    kernel(q=q, k=k, v=v, o=o, lse=lse)
+                else:
+                    kernel(q=q, k=k, v=v, o=o)
+                if backward is not None:
+                    backward(q=q, k=k, v=v, o=o, lse=lse, do=do, **grads)
             elif not args.backward:
                 with sdpa_kernel(BACKENDS[backend]):
                     F.scaled_dot_product_attention(q, k, v, is_causal=causal)
