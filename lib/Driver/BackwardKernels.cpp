@@ -74,7 +74,7 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
     return op.emitError("flash-compile: tiling the backward failed");
   module->walk([&](AtomicAddOp add) {
     if (add.getFragmentMajor())
-      built.accumulatorRowMultiple = 16;
+      built.accumulatorRowMultiple = kFragmentStripRows;
   });
 
   FlashGpuPipelineOptions options;

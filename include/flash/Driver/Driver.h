@@ -101,7 +101,8 @@ struct KernelCompileOptions {
   /// without spills.
   bool overlapProducts = true;
   /// With deterministic = false: the dQ accumulator in mma.sync fragment
-  /// order (1: for scalar reductions, 2: for pairs) or rows (0); -1 takes
+  /// order (1: for scalar reductions, 2: for pairs, 4: for two pairs) or
+  /// rows (0); -1 takes
   /// the chip's choice (dqFragmentMajorChoice).
   int64_t dqFragmentMajor = -1;
   /// Forward: split-KV (FlashDecoding) kernels, for few query rows against

@@ -289,13 +289,9 @@ struct LowerReduceAdd : OpRewritePattern<ReduceAddOp> {
     int64_t offset = 0;
     // A vector's innermost stride is 1 by the op's contract; a scalar's
     // where the destination's type says so.
-    SmallVector<int64_t> strides;
-    int64_t destOffset;
-    auto destType = cast<MemRefType>(op.getDest().getType());
     bool unitInnermost =
         vector ||
-        (succeeded(destType.getStridesAndOffset(strides, destOffset)) &&
-         !strides.empty() && strides.back() == 1);
+        cast<MemRefType>(op.getDest().getType()).isLastDimUnitStride();
     if (unitInnermost && !indices.empty()) {
       auto [rest, constant] = splitConstant(rewriter, loc, indices.back());
       indices.back() =

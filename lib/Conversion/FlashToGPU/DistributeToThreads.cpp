@@ -53,7 +53,8 @@ static void lowerAtomicAdds(gpu::LaunchOp launch) {
     int64_t cols = type.getShape().back();
     // Fragment-major strips (the mma.sync form's contract): one reduction
     // per element at the position the op's map gives.
-    bool identity = op.getDestinationMap().isIdentity();
+    AffineMap destination = op.getDestinationMap();
+    bool identity = destination.isIdentity();
     int64_t width =
         identity && !ShapedType::isDynamic(cols) && cols % 4 == 0 ? 4 : 1;
     auto idx = [&](int64_t v) -> Value {
@@ -107,7 +108,7 @@ static void lowerAtomicAdds(gpu::LaunchOp launch) {
                               .getResult();
           SmallVector<Value> into = at;
           if (!identity)
-            into = *affine::expandAffineMap(nb, nl, op.getDestinationMap(), at);
+            into = *affine::expandAffineMap(nb, nl, destination, at);
           flashgpu::ReduceAddOp::create(nb, nl, v, dest, into);
         });
     op.erase();

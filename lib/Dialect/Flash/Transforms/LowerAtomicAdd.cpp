@@ -34,6 +34,7 @@ struct FlashLowerAtomicAddPass
       OpBuilder b(op);
       Location loc = op.getLoc();
       auto type = cast<MemRefType>(op.getTile().getType());
+      AffineMap destination = op.getDestinationMap();
       Value zero = arith::ConstantIndexOp::create(b, loc, 0);
       Value one = arith::ConstantIndexOp::create(b, loc, 1);
       SmallVector<Value> lbs(type.getRank(), zero), steps(type.getRank(), one),
@@ -45,9 +46,8 @@ struct FlashLowerAtomicAddPass
           [&](OpBuilder &nb, Location nl, ValueRange ivs) {
             Value v = memref::LoadOp::create(nb, nl, op.getTile(), ivs);
             SmallVector<Value> into(ivs);
-            if (!op.getDestinationMap().isIdentity())
-              into =
-                  *affine::expandAffineMap(nb, nl, op.getDestinationMap(), ivs);
+            if (!destination.isIdentity())
+              into = *affine::expandAffineMap(nb, nl, destination, ivs);
             memref::AtomicRMWOp::create(nb, nl, arith::AtomicRMWKind::addf, v,
                                         op.getDest(), into);
           });

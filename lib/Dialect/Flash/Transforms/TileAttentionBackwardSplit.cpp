@@ -200,7 +200,8 @@ private:
   Value accumulatorRows(Value rows) {
     if (!fragmentMajor)
       return rows;
-    return mul(b.createOrFold<arith::CeilDivUIOp>(loc, rows, idx(16)), idx(16));
+    Value strip = idx(kFragmentStripRows);
+    return mul(b.createOrFold<arith::CeilDivUIOp>(loc, rows, strip), strip);
   }
   /// An empty tensor shaped like `result`, its dynamic sizes those of `like`.
   Value emptyLike(Value result, Value like);

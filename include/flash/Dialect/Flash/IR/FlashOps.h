@@ -21,6 +21,10 @@ namespace mlir::flash {
 Value buildScoreMod(OpBuilder &b, Region &scoreMod, Value score,
                     ValueRange indices);
 
+/// The rows of one strip of a fragment-major destination (an mma.sync
+/// accumulator fragment's height).
+constexpr int64_t kFragmentStripRows = 16;
+
 /// (r, c) of a [R, `cols`] tile -> (row, column) of its fragment-major
 /// strips (flash.atomic_add's `fragment_major = group`).
 AffineMap getFragmentMajorMap(MLIRContext *ctx, int64_t cols, int64_t group);

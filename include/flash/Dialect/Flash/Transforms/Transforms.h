@@ -120,7 +120,7 @@ constexpr llvm::StringLiteral kWorkspaceAttr = FlashDialect::kWorkspaceAttrName;
 /// ("dq_accum", [B, Hq, M, D]), the dK/dV nest adds each step's dS K to it
 /// with `flash.atomic_add`, and a last pass scales it into dQ; with
 /// `overlapProducts` that nest builds dPᵀ right after Sᵀ (for MMAs waited
-/// for at first use). A nonzero `fragmentMajor` (1 or 2) keeps the
+/// for at first use). A nonzero `fragmentMajor` (1, 2 or 4) keeps the
 /// accumulator of a dense op fragment-major (flash.atomic_add's
 /// `fragment_major`: rows rounded up to strips of 16, read back through its
 /// map by the last pass).
