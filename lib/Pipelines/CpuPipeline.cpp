@@ -32,6 +32,7 @@ void flash::buildFlashCpuPipeline(OpPassManager &pm,
     tiling.causalRowsFromEnd = options.causalRowsFromEnd;
     tiling.overlapProducts = options.overlapProducts;
     tiling.dqFragmentMajor = options.dqFragmentMajor;
+    tiling.maskFreeBlocks = options.maskFreeBlocks;
     pm.addPass(flash::createFlashTileAttentionPass(tiling));
   }
   pm.addPass(flash::createFlashDecomposeAttentionPass());

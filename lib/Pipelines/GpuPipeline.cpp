@@ -39,6 +39,7 @@ void flash::buildFlashGpuKernelPipeline(
   tiling.causalRowsFromEnd = options.causalRowsFromEnd;
   tiling.overlapProducts = options.overlapProducts;
   tiling.dqFragmentMajor = options.dqFragmentMajor;
+  tiling.maskFreeBlocks = options.maskFreeBlocks;
   tiling.kvBlockRows = options.kvBlockRows;
   tiling.kvBlockCols = options.kvBlockCols;
   pm.addPass(flash::createFlashTileAttentionPass(tiling));

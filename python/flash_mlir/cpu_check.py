@@ -638,6 +638,9 @@ def main(argv=None):
     p.add_argument("--dq-fragment-major", type=int, default=0, choices=[0, 1, 2, 4],
                    help="with --nondeterministic: the dQ sums in mma.sync fragment "
                         "order (the tiling's dq-fragment-major; D a multiple of 64)")
+    p.add_argument("--one-masked-loop", action="store_true",
+                   help="with a GPU target: the backward's blocks in one masked "
+                        "loop per nest (the tiling's mask-free-blocks=false)")
     p.add_argument("--no-tile", action="store_true",
                    help="run flash.attention through the naive decomposition")
     p.add_argument("--outputs",
@@ -662,6 +665,8 @@ def main(argv=None):
             opts += " overlap-products=true"
         if args.dq_fragment_major:
             opts += f" dq-fragment-major={args.dq_fragment_major}"
+        if args.one_masked_loop:
+            opts += " mask-free-blocks=false"
         args.passes = f'--flash-cpu-pipeline="{opts}"'
     if args.n is None:
         args.n = args.m

@@ -9,7 +9,8 @@
 // query loop runs once per query head of a GQA group: the ring's positions
 // run on across the outer loop (its new iteration argument counts the
 // positions of earlier heads), the producer walks the same outer loop with
-// its own count, and the loop keeps its top barrier because its threads
+// its own count, and the loops (the causal blocks that need a mask, then the
+// mask-free ones: one ring) keep their top barrier because their threads
 // also fill the shared LSE and D columns.
 // RUN: flash-opt %s --flash-tile-attention="target=sm_90a" --flash-workspace-to-arguments --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=128 tensor-cores=wgmma load-stages=2 tma-loads=1 warp-specialize=1" | FileCheck %s
 
@@ -41,22 +42,32 @@
 // CHECK: gpu.launch
 // CHECK: %[[EMPTY2:.*]] = builtin.unrealized_conversion_cast %{{.*}} : memref<2xi64, #gpu.address_space<workgroup>> to !nvgpu.mbarrier.group<{{.*}}num_barriers = 2>
 // CHECK: %[[RUNS:.*]] = scf.for %{{[^ ]*}} = %{{[^ ]*}} to %{{[^ ]*}} step %{{[^ ]*}} iter_args(%[[PBASE:[^ ]*]] = %c0{{[_0-9]*}}) -> (index) {
-// CHECK: scf.for %[[PJ:[^ ]*]] = %[[PLB:[^ ]*]] to %[[PUB:[^ ]*]] step
+// CHECK: scf.for %[[PJ:[^ ]*]] = %[[PLB:[^ ]*]] to %[[PMID:[^ ]*]] step
 // CHECK-NEXT: %[[PREL:.*]] = arith.subi %[[PJ]], %[[PLB]]
 // CHECK-NEXT: %[[PR:.*]] = arith.addi %[[PREL]], %[[PBASE]]
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[EMPTY2]]
+// CHECK: nvgpu.tma.async.load
+// The mask-free blocks' loop goes on from where the masked one ends, its ring
+// positions from the same origin.
+// CHECK: scf.for %[[PJ2:[^ ]*]] = %[[PMID]] to %[[PUB:[^ ]*]] step
+// CHECK-NEXT: arith.subi %[[PJ2]], %[[PLB]]
 // CHECK: nvgpu.tma.async.load
 // CHECK: %[[PSPAN:.*]] = arith.subi %[[PUB]], %[[PLB]]
 // CHECK-NEXT: %[[PNEXT:.*]] = arith.addi %[[PBASE]], %[[PSPAN]]
 // CHECK-NEXT: scf.yield %[[PNEXT]] : index
 // CHECK: } {flash.warp_role = "producer"}
 // CHECK: scf.for %{{[^ ]*}} = {{.*}} iter_args({{.*}}, %[[BASE:[^ ]*]] = %c0{{[_0-9]*}}) -> (vector<32xf32>, vector<32xf32>, index) {
-// CHECK: scf.for %[[I:[^ ]*]] = %[[ILB:[^ ]*]] to %[[IUB:[^ ]*]] step
+// CHECK: scf.for %[[I:[^ ]*]] = %[[ILB:[^ ]*]] to %[[IMID:[^ ]*]] step
 // CHECK-NEXT: gpu.barrier
 // CHECK-NEXT: %[[IREL:.*]] = arith.subi %[[I]], %[[ILB]]
 // CHECK-NEXT: %[[IR:.*]] = arith.addi %[[IREL]], %[[BASE]]
 // CHECK-NOT: nvgpu.tma.async.load
 // CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK: nvgpu.mbarrier.arrive %[[EMPTY2]]
+// CHECK: scf.for %[[I2:[^ ]*]] = %[[IMID]] to %[[IUB:[^ ]*]] step
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: arith.subi %[[I2]], %[[ILB]]
+// CHECK-NOT: nvgpu.tma.async.load
 // CHECK: nvgpu.mbarrier.arrive %[[EMPTY2]]
 // CHECK: %[[SPAN:.*]] = arith.subi %[[IUB]], %[[ILB]]
 // CHECK-NEXT: %[[NEXT:.*]] = arith.addi %[[BASE]], %[[SPAN]]

@@ -48,4 +48,10 @@
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_80 --nondeterministic --dq-fragment-major 1 --b 1 --hq 4 --hkv 2 --m 200 --n 333 --d 64 --dtype bf16 --causal | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --overlap-products --dq-fragment-major 2 --block-rows 16 --block-cols 16 --b 2 --hq 2 --m 16 --n 30 --d 64 --seed 10 | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --dq-fragment-major 4 --block-rows 16 --block-cols 16 --b 2 --hq 4 --hkv 1 --m 45 --n 29 --d 64 --causal --dynamic bhmn --seed 11 | FileCheck %s
+// The blocks in one masked loop per nest (mask-free-blocks=false), and
+// mask-free blocks between a window's two masked runs (atomic and not).
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_80 --nondeterministic --one-masked-loop --block-rows 16 --block-cols 16 --b 2 --hq 4 --hkv 2 --m 33 --n 17 --d 16 --causal --dynamic bhmn --seed 12 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --one-masked-loop --block-rows 16 --block-cols 16 --b 2 --hq 2 --m 20 --n 30 --d 16 --mask 2x1x20x30 --masked-row --seed 13 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --block-rows 16 --block-cols 16 --b 1 --hq 2 --m 90 --n 120 --d 16 --window 40 --masked-row --mask 1x1x90x120 --seed 14 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_80 --block-rows 16 --block-cols 16 --b 1 --hq 2 --hkv 1 --m 100 --n 70 --d 16 --window 30 --causal --seed 15 | FileCheck %s
 // CHECK: PASS

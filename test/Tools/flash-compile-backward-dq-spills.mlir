@@ -1,21 +1,25 @@
-// The backward's search narrows the dQ launch's key blocks where that launch
-// spills (narrower dK/dV steps do not change it), keeping the dK/dV nest's
-// tiles: the softcap varlen backward's general kernel spilled 20 bytes at 64
-// keys per dQ step and none at 32 (with the fragment addresses hoisted out of
-// the key loop, --per-iteration-lanes=false). Every kernel assembles without
-// spills. With per-iteration lanes (the default) the dQ launch, which spills
-// with hoisted addresses, is rebuilt with them and keeps its 64 keys per step
-// without spills.
+// The softcap varlen backward's general kernel, whose dQ launch spilled 20
+// bytes at 64 keys per dQ step before mask-free blocks (session 30: the
+// search then narrowed it to 32 keys, or rebuilt it with per-iteration
+// lanes). Without the per-element select of P in its unmasked key loop it
+// assembles at 64 keys without spills either way, and every kernel without
+// spills: hoisted addresses (--per-iteration-lanes=false) narrow the dK/dV
+// step instead; with per-iteration lanes (the default) the dK/dV launch,
+// which spills with hoisted addresses, is rebuilt with them and keeps its
+// step.
 // RUN: rm -rf %t && flash-compile %s --chip sm_90a --per-iteration-lanes=false -o %t | FileCheck %s
 // RUN: %python -c "import json,sys; [print(n, json.load(open(sys.argv[1] + '/' + n + '.json'))['spill_bytes']) for n in ('grad', 'grad_general')]" %t | FileCheck %s --check-prefix=SPILLS
 // RUN: rm -rf %t.lanes && flash-compile %s --chip sm_90a -o %t.lanes | FileCheck %s --check-prefix=LANES
 // RUN: %python -c "import json,sys; [print(n, json.load(open(sys.argv[1] + '/' + n + '.json'))['spill_bytes']) for n in ('grad', 'grad_general')]" %t.lanes | FileCheck %s --check-prefix=SPILLS
-// CHECK: grad_general: the dQ launch spills {{[0-9]+}} bytes; 32 keys per dQ step
-// CHECK: grad_general launch 0 {{.*}}spill bytes 0
+// CHECK-NOT: the dQ launch spills
+// CHECK: grad_general launch 0 {{.*}}spill bytes 0, shared memory 69888 B, warp registers
+// CHECK: grad_general: spills {{[0-9]+}} bytes; narrower dK/dV steps
+// CHECK: grad_general launch 1 {{.*}}spill bytes 0, shared memory 43712 B
 // LANES-NOT: the dQ launch spills
-// LANES: grad_general launch 0: spills {{[1-9][0-9]*}} bytes with hoisted lane addresses; 0 with per-iteration lanes
-// LANES: grad_general launch 0 {{.*}}spill bytes 0, shared memory 69888 B, warp registers, per-iteration lanes
-// LANES-NOT: the dQ launch spills
+// LANES: grad_general launch 0 {{.*}}spill bytes 0, shared memory 69888 B, warp registers
+// LANES: grad_general launch 1: spills {{[1-9][0-9]*}} bytes with hoisted lane addresses; 0 with per-iteration lanes
+// LANES: grad_general launch 1 {{.*}}spill bytes 0, shared memory 52480 B, per-iteration lanes
+// LANES-NOT: spills
 // SPILLS: grad 0
 // SPILLS-NEXT: grad_general 0
 

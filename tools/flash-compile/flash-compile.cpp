@@ -166,6 +166,14 @@ static opt<bool> overlapProducts(
              "dPᵀ = V dOᵀ issued beside Sᵀ = K Qᵀ and its warpgroup MMAs "
              "waited for at first use, where that assembles without spills"),
     cl::cat(flashCategory));
+static opt<bool> maskFreeBlocks(
+    "mask-free-blocks", cl::init(true),
+    cl::desc("Backward kernels: the blocks that need no mask (whole keys, "
+             "inside the causal band and window) in loops of their own, "
+             "whose P has no per-element select; the atomic kernels' search "
+             "takes one masked loop where a step spills with them "
+             "(--mask-free-blocks=false: one masked loop always)"),
+    cl::cat(flashCategory));
 static opt<int64_t> dqFragmentMajor(
     "dq-fragment-major", cl::init(-1),
     cl::desc("With --deterministic=false: the dQ accumulator in mma.sync "
@@ -221,6 +229,7 @@ int main(int argc, char **argv) {
   options.perIterationLanes = perIterationLanes;
   options.overlapProducts = overlapProducts;
   options.dqFragmentMajor = dqFragmentMajor;
+  options.maskFreeBlocks = maskFreeBlocks;
   options.keySplits = keySplits;
   options.mergeInLastCta = mergeInLastCta;
   options.pingPong = pingPong;

@@ -105,6 +105,11 @@ struct KernelCompileOptions {
   /// rows (0); -1 takes
   /// the chip's choice (dqFragmentMajorChoice).
   int64_t dqFragmentMajor = -1;
+  /// Backward: the blocks that need no mask in loops of their own, without
+  /// the per-element select of P (--flash-tile-attention's
+  /// mask-free-blocks). The atomic search takes one masked loop per nest
+  /// instead where a step spills with them (the second loop's registers).
+  bool maskFreeBlocks = true;
   /// Forward: split-KV (FlashDecoding) kernels, for few query rows against
   /// many keys: the keys of each query block cut into S runs computed by
   /// CTAs of their own (S chosen by the runtime, which allocates the

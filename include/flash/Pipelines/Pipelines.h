@@ -51,6 +51,11 @@ struct FlashCpuPipelineOptions
                      "(pairs) or 4 (two pairs); 0: rows (see "
                      "--flash-tile-attention)"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> maskFreeBlocks{
+      *this, "mask-free-blocks",
+      llvm::cl::desc("GPU targets' backward: the blocks that need no mask in "
+                     "loops of their own (see --flash-tile-attention)"),
+      llvm::cl::init(true)};
 };
 
 /// Lowers a module holding func, linalg (linalg.softmax included), tensor,
@@ -243,6 +248,12 @@ struct FlashGpuPipelineOptions
                      "(pairs) or 4 (two pairs: sm_90a's vector reductions); "
                      "0: rows (see --flash-tile-attention)"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> maskFreeBlocks{
+      *this, "mask-free-blocks",
+      llvm::cl::desc("The backward's blocks that need no mask in loops of "
+                     "their own, without the per-element select (see "
+                     "--flash-tile-attention)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> tmaLoads{
       *this, "tma-loads",
       llvm::cl::desc("With load-stages=2 on wgmma kernels: K and V by TMA "

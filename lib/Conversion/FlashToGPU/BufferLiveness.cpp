@@ -7,6 +7,7 @@
 #include "BufferLiveness.h"
 
 #include "flash/Conversion/Passes.h"
+#include "flash/Dialect/Flash/IR/TileRoles.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
@@ -37,25 +38,41 @@ flash::BufferLiveness::range(Value buffer) const {
   // until a later step's wait: no other tile shares its bytes.
   if (getTileStorage(alloc) == TileStorage::ReductionStage)
     return {0, count};
-  bool perTile = alloc->hasAttr(kTileBufferAttr);
-  int64_t first = perTile ? count : position.lookup(alloc);
-  int64_t last = position.lookup(alloc);
+  SmallVector<Operation *> users;
   SmallVector<Value> aliases = {buffer};
   while (!aliases.empty()) {
     Value v = aliases.pop_back_val();
     for (Operation *user : v.getUsers()) {
-      if (perTile)
-        first = std::min(first, position.lookup(user));
-      last = std::max(last, lastInside(user));
-      for (Operation *p = user->getParentOp(); p && !p->isAncestor(alloc);
-           p = p->getParentOp())
-        if (isa<LoopLikeOpInterface>(p) && !p->hasAttr(kTileLoopAttr))
-          last = std::max(last, lastInside(p));
+      users.push_back(user);
       if (isa<ViewLikeOpInterface>(user))
         llvm::append_range(aliases, user->getResults());
-      if (isa<scf::YieldOp, scf::ForOp, scf::IfOp>(user))
-        last = count;
     }
+  }
+  // The loop of fresh tiles that holds every use (and not the allocation).
+  Operation *fresh = nullptr;
+  if (!users.empty()) {
+    for (Operation *p = users.front()->getParentOp();
+         p && !p->isAncestor(alloc); p = p->getParentOp())
+      if (p->hasAttr(kFreshTilesAttrName))
+        fresh = p;
+    if (fresh && !llvm::all_of(users, [&](Operation *user) {
+          return fresh->isProperAncestor(user);
+        }))
+      fresh = nullptr;
+  }
+  bool perTile = alloc->hasAttr(kTileBufferAttr) || fresh;
+  int64_t first = perTile ? count : position.lookup(alloc);
+  int64_t last = position.lookup(alloc);
+  for (Operation *user : users) {
+    if (perTile)
+      first = std::min(first, position.lookup(user));
+    last = std::max(last, lastInside(user));
+    for (Operation *p = user->getParentOp();
+         p && p != fresh && !p->isAncestor(alloc); p = p->getParentOp())
+      if (isa<LoopLikeOpInterface>(p) && !p->hasAttr(kTileLoopAttr))
+        last = std::max(last, lastInside(p));
+    if (isa<scf::YieldOp, scf::ForOp, scf::IfOp>(user))
+      last = count;
   }
   return {first, last};
 }

@@ -22,6 +22,9 @@ namespace mlir::flash {
 /// later under another name and is live to the end. The ranges of a
 /// pipelined loop's prologue and epilogue tiles then do not overlap the
 /// loop's, and those of the three key-block loops' tiles not each other.
+/// A buffer used only inside a loop tagged `flash.fresh_tiles` (whose
+/// iterations load their own tiles) lives from its first use there, and
+/// its uses repeat with the loop's iterations but are not live across them.
 /// A `"reduction_stage"` tile is live for the whole launch.
 class BufferLiveness {
 public:

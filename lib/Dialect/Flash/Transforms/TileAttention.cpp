@@ -1148,9 +1148,9 @@ struct FlashTileAttentionPass
         return signalPassFailure();
       LogicalResult tiled =
           tgt->tensorCores
-              ? tileAttentionBackwardSplit(rewriter, op, br, bc, kvRows, kvCols,
-                                           deterministic, overlapProducts,
-                                           dqFragmentMajor, *bounds)
+              ? tileAttentionBackwardSplit(
+                    rewriter, op, br, bc, kvRows, kvCols, deterministic,
+                    overlapProducts, dqFragmentMajor, maskFreeBlocks, *bounds)
               : tileAttentionBackward(rewriter, op, br, bc);
       if (failed(tiled))
         return signalPassFailure();

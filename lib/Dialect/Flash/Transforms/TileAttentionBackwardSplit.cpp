@@ -61,22 +61,26 @@ public:
   SplitBackwardTiler(OpBuilder &b, AttentionBackwardOp op, int64_t br,
                      int64_t bc, int64_t kvRows, int64_t kvCols,
                      bool deterministic, bool overlapProducts,
-                     int64_t fragmentMajor, PackedBounds bounds)
+                     int64_t fragmentMajor, bool maskFreeBlocks,
+                     PackedBounds bounds)
       : TilerBase(b, op.getLoc(), op.getQuery().getType(),
                   op.getValue().getType()),
         op(op), dqRows(br), dqCols(bc), kvRows(kvRows), kvCols(kvCols), br(br),
         bc(bc), deterministic(deterministic), overlapProducts(overlapProducts),
-        fragmentMajor(fragmentMajor), bounds(bounds) {}
+        fragmentMajor(fragmentMajor), maskFreeBlocks(maskFreeBlocks),
+        bounds(bounds) {}
 
   SmallVector<Value> build();
 
 private:
   Value zeros(int64_t rows, int64_t cols) { return filled({rows, cols}, 0.0); }
-  /// P = exp2(S scale log2e + bias log2e - LSE log2e), 0 where hidden.
+  /// P = exp2(S scale log2e + bias log2e - LSE log2e), 0 on a fully masked
+  /// row (LSE = -inf) and where the op's mask hides the score; with
+  /// `masked` also past the keys and outside the causal band or window.
   /// `transposed`: the tile is Sᵀ (key rows, query columns) and the LSE a
   /// column vector.
   Value probabilities(Value scores, Value lse, bool transposed, Value head,
-                      Value rowStart, Value rows);
+                      Value rowStart, Value rows, bool masked);
   Value queryRowTile(Value source, Value head, Value rowStart, Value rows,
                      int64_t width) {
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
@@ -228,6 +232,9 @@ private:
   /// The dQ accumulator's fragment-major group (flash.atomic_add's
   /// `fragment_major`), 0 for rows.
   int64_t fragmentMajor;
+  /// Blocks that need no mask in loops of their own (see
+  /// tileAttentionBackwardSplit).
+  bool maskFreeBlocks;
   PackedBounds bounds;
   Value querySeq, keySeq, diagonal, group, batch, heads, kvHeads;
   // The op's M and N, and with cu_seqlens the number of sequences S and the
@@ -246,7 +253,8 @@ private:
 
 Value SplitBackwardTiler::probabilities(Value scores, Value lse,
                                         bool transposed, Value head,
-                                        Value rowStart, Value rows) {
+                                        Value rowStart, Value rows,
+                                        bool masked) {
   int64_t tr = transposed ? bc : br, tc = transposed ? br : bc;
   unsigned queryLoop = transposed ? 1 : 0, keyLoop = transposed ? 0 : 1;
   SmallVector<Value> ins = {scores, lse};
@@ -281,36 +289,84 @@ Value SplitBackwardTiler::probabilities(Value scores, Value lse,
         auto cst = [&](float v) {
           return arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(v));
         };
-        Value s = arith::MulFOp::create(
-            nb, nl, a[0], cst(natural ? op.getEffectiveScale() : factor));
-        if (op.hasScoreMod())
-          s = op.buildScoreMod(nb, s,
-                               scoreModIndices(nb, nl, head, rowStart, queryLoop));
-        if (biasArg >= 0)
-          s = natural ? arith::AddFOp::create(nb, nl, s,
-                                              extendToF32(nb, nl, a[biasArg]))
-                            .getResult()
-                      : math::FmaOp::create(nb, nl,
-                                            extendToF32(nb, nl, a[biasArg]),
-                                            cst(kLog2e), s)
-                            .getResult();
-        Value i = arith::AddIOp::create(
-            nb, nl, rowStart, linalg::IndexOp::create(nb, nl, queryLoop));
-        Value j = arith::AddIOp::create(
-            nb, nl, keyStart, linalg::IndexOp::create(nb, nl, keyLoop));
-        // Fully masked rows (LSE = -inf) have P = 0.
-        Value lseValue = a[1];
-        Value hidden = buildHiddenScore(
-            nb, nl, i, j, keySeq, diagonal, op.getCausal(), windowSize,
-            maskArg >= 0 ? a[maskArg] : Value(), lseValue);
-        Value exponent =
-            natural ? arith::MulFOp::create(
-                          nb, nl, arith::SubFOp::create(nb, nl, s, lseValue),
-                          cst(kLog2e))
-                          .getResult()
-                    : math::FmaOp::create(nb, nl, lseValue, cst(-kLog2e), s)
-                          .getResult();
+        Value lse = a[1];
+        Value keep = maskArg >= 0 ? a[maskArg] : Value();
+        // Hidden past the keys and outside the causal band and window too.
+        auto hiddenOrMasked = [&](Value lseOrNull) {
+          Value i = arith::AddIOp::create(
+              nb, nl, rowStart, linalg::IndexOp::create(nb, nl, queryLoop));
+          Value j = arith::AddIOp::create(
+              nb, nl, keyStart, linalg::IndexOp::create(nb, nl, keyLoop));
+          return buildHiddenScore(nb, nl, i, j, keySeq, diagonal,
+                                  op.getCausal(), windowSize, keep, lseOrNull);
+        };
+        // With mask-free blocks a fully masked row (LSE = -inf) gets P = 0
+        // from its exponent: the select depends on the row's LSE alone, so a
+        // row's elements share it (per row, not per element). In one masked
+        // loop such a row is hidden like a masked score.
+        Value fullyMasked =
+            maskFreeBlocks
+                ? arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, lse,
+                                        negInfF32(nb, nl))
+                      .getResult()
+                : Value();
+        auto perRow = [&](float ifMasked, Value otherwise) -> Value {
+          return fullyMasked ? arith::SelectOp::create(nb, nl, fullyMasked,
+                                                       cst(ifMasked), otherwise)
+                                   .getResult()
+                             : otherwise;
+        };
+        // One masked loop's mask is built before the exponent (the order
+        // that kernels assembled with, docs/GPU-NOTES.md 93).
+        Value hidden;
+        auto hideInOneLoop = [&] {
+          if (!maskFreeBlocks)
+            hidden = hiddenOrMasked(lse);
+        };
+        Value exponent;
+        if (natural) {
+          Value s =
+              arith::MulFOp::create(nb, nl, a[0], cst(op.getEffectiveScale()));
+          if (op.hasScoreMod())
+            s = op.buildScoreMod(
+                nb, s, scoreModIndices(nb, nl, head, rowStart, queryLoop));
+          if (biasArg >= 0)
+            s = arith::AddFOp::create(nb, nl, s,
+                                      extendToF32(nb, nl, a[biasArg]));
+          hideInOneLoop();
+          Value subtrahend =
+              perRow(std::numeric_limits<float>::infinity(), lse);
+          exponent = arith::MulFOp::create(
+              nb, nl, arith::SubFOp::create(nb, nl, s, subtrahend),
+              cst(kLog2e));
+        } else if (!fullyMasked) {
+          Value s = arith::MulFOp::create(nb, nl, a[0], cst(factor));
+          if (biasArg >= 0)
+            s = math::FmaOp::create(nb, nl, extendToF32(nb, nl, a[biasArg]),
+                                    cst(kLog2e), s);
+          hideInOneLoop();
+          exponent = math::FmaOp::create(nb, nl, lse, cst(-kLog2e), s);
+        } else {
+          // c s - LSE log2 e in one FMA.
+          Value addend =
+              perRow(-std::numeric_limits<float>::infinity(),
+                     arith::MulFOp::create(nb, nl, lse, cst(-kLog2e)));
+          exponent = math::FmaOp::create(nb, nl, a[0], cst(factor), addend);
+          if (biasArg >= 0)
+            exponent = math::FmaOp::create(
+                nb, nl, extendToF32(nb, nl, a[biasArg]), cst(kLog2e), exponent);
+        }
         Value e = math::Exp2Op::create(nb, nl, exponent);
+        if (!hidden) {
+          if (masked)
+            hidden = hiddenOrMasked(/*lseOrNull=*/Value());
+          else if (keep)
+            hidden = arith::XOrIOp::create(
+                nb, nl, keep,
+                arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true)));
+          else
+            return e;
+        }
         return arith::SelectOp::create(nb, nl, hidden, cst(0.0f), e);
       });
 }
@@ -332,42 +388,58 @@ Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
   Value rowDotTile = blockRowDot(gradOutTile, outTile);
 
   // Key blocks the rows see: causal j <= i + N - M; window j >= i + N - M - W.
-  Value first = idx(0), last = ceilDiv(keySeq, bc);
-  if (op.getCausal()) {
-    Value lastRow = sub(add(rowStart, rows), idx(1));
-    Value lastKey = add(lastRow, diagonal);
-    last = min(last, max(floorDiv(add(lastKey, idx(bc)), bc), idx(0)));
-  }
-  if (windowSize) {
-    Value firstKey = sub(add(rowStart, diagonal), windowSize);
-    first = floorDiv(max(firstKey, idx(0)), bc);
-  }
-  first = min(first, last);
-  auto keyLoop = scf::ForOp::create(b, loc, first, last, idx(1),
-                                    ValueRange{zeros(br, headDim)});
-  {
+  // Among them, the blocks of whole keys that every row sees entirely take
+  // no mask but the op's.
+  Value lastRow = sub(add(rowStart, rows), idx(1));
+  Value lastKey = sub(keySeq, idx(1));
+  auto lastVisible = [&](Value row) {
+    return op.getCausal() ? min(add(row, diagonal), lastKey) : lastKey;
+  };
+  auto firstVisible = [&](Value row) {
+    return windowSize ? max(sub(add(row, diagonal), windowSize), idx(0))
+                      : idx(0);
+  };
+  Value first = floorDiv(firstVisible(rowStart), bc);
+  Value last = max(ceilDiv(add(lastVisible(lastRow), idx(1)), bc), first);
+  Value fullBegin =
+      windowSize ? min(max(ceilDiv(firstVisible(lastRow), bc), first), last)
+                 : first;
+  Value fullEnd = min(
+      max(floorDiv(add(lastVisible(rowStart), idx(1)), bc), fullBegin), last);
+
+  Value kvHead = b.createOrFold<arith::DivUIOp>(loc, head, group);
+  auto keyLoop = [&](Value from, Value to, Value acc, bool masked) {
+    auto loop = scf::ForOp::create(b, loc, from, to, idx(1), ValueRange{acc});
     OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(keyLoop.getBody());
-    keyStart = mul(keyLoop.getInductionVar(), idx(bc));
+    b.setInsertionPointToStart(loop.getBody());
+    keyStart = mul(loop.getInductionVar(), idx(bc));
     cols = min(idx(bc), sub(keySeq, keyStart));
-    Value kvHead = b.createOrFold<arith::DivUIOp>(loc, head, group);
     Value keyTile = keyRowTile(op.getKey(), kvHead, headDim);
     Value valueTile = keyRowTile(op.getValue(), kvHead, valueDim);
-    Value scores = contract(Contraction::Scores, queryTile, map(3, {0, 2}), keyTile, map(3, {1, 2}),
-                            zeros(br, bc));
+    Value scores = contract(Contraction::Scores, queryTile, map(3, {0, 2}),
+                            keyTile, map(3, {1, 2}), zeros(br, bc));
     Value probs = probabilities(scores, lseTile, /*transposed=*/false, head,
-                                rowStart, rows);
-    Value gradP = contract(Contraction::GradProbs, gradOutTile, map(3, {0, 2}), valueTile,
-                           map(3, {1, 2}), zeros(br, bc));
+                                rowStart, rows, masked);
+    Value gradP = contract(Contraction::GradProbs, gradOutTile, map(3, {0, 2}),
+                           valueTile, map(3, {1, 2}), zeros(br, bc));
     // dS = P (dP - D), in the element type (the tensor-core operand).
     Value gradS = softmaxGradient(probs, gradP, rowDotTile, /*queryLoop=*/0,
                                   scores, head, rowStart);
-    Value acc = contract(Contraction::GradQuery, gradS, map(3, {0, 2}), keyTile, map(3, {2, 1}),
-                         keyLoop.getRegionIterArgs()[0]);
-    scf::YieldOp::create(b, loc, acc);
+    Value sum = contract(Contraction::GradQuery, gradS, map(3, {0, 2}), keyTile,
+                         map(3, {2, 1}), loop.getRegionIterArgs()[0]);
+    scf::YieldOp::create(b, loc, sum);
+    return loop.getResult(0);
+  };
+  Value acc = zeros(br, headDim);
+  if (!maskFreeBlocks) {
+    acc = keyLoop(first, last, acc, /*masked=*/true);
+  } else {
+    if (windowSize)
+      acc = keyLoop(first, fullBegin, acc, /*masked=*/true);
+    acc = keyLoop(fullBegin, fullEnd, acc, /*masked=*/false);
+    acc = keyLoop(fullEnd, last, acc, /*masked=*/true);
   }
-  Value gradQ =
-      finish(keyLoop.getResult(0), op.getEffectiveScale(), {br, headDim});
+  Value gradQ = finish(acc, op.getEffectiveScale(), {br, headDim});
 
   ValueRange shared = at.forall.getRegionIterArgs();
   Value validQ = validRows(gradQ, rows);
@@ -557,17 +629,36 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
     last = min(max(ceilDiv(add(lastRow, idx(1)), br), idx(0)), queryBlocks);
   }
   first = min(first, last);
+  // Among them, the blocks whose rows all see every key of this block take
+  // no mask but the op's: causal rows i >= (last key) - (N - M), a window's
+  // rows i <= (first key) + W - (N - M), and only for a block of whole keys
+  // (the rows of K past the keys may hold anything).
+  Value fullBegin = first, fullEnd = last;
+  if (op.getCausal())
+    fullBegin =
+        min(max(ceilDiv(sub(add(keyStart, idx(bc - 1)), diagonal), br), first),
+            last);
+  if (windowSize)
+    fullEnd = min(
+        max(floorDiv(add(sub(add(keyStart, windowSize), diagonal), idx(1)), br),
+            fullBegin),
+        last);
+  Value wholeKeys =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, cols, idx(bc));
+  fullBegin = arith::SelectOp::create(b, loc, wholeKeys, fullBegin, last);
+  fullEnd = arith::SelectOp::create(b, loc, wholeKeys, fullEnd, last);
 
   auto headLoop =
       scf::ForOp::create(b, loc, idx(0), group, idx(1),
                          ValueRange{zeros(bc, headDim), zeros(bc, valueDim)});
+  headLoop->setAttr(kFreshTilesAttrName, b.getUnitAttr());
   {
     OpBuilder::InsertionGuard h(b);
     b.setInsertionPointToStart(headLoop.getBody());
     Value head = add(mul(kvHead, group), headLoop.getInductionVar());
-    auto queryLoop = scf::ForOp::create(b, loc, first, last, idx(1),
-                                        headLoop.getRegionIterArgs());
-    {
+    auto queryBlockLoop = [&](Value from, Value to, ValueRange init,
+                              bool masked) -> ValueRange {
+      auto queryLoop = scf::ForOp::create(b, loc, from, to, idx(1), init);
       OpBuilder::InsertionGuard qg(b);
       b.setInsertionPointToStart(queryLoop.getBody());
       Value rowStart = mul(queryLoop.getInductionVar(), idx(br));
@@ -600,7 +691,7 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
       };
       Value gradPT = overlapProducts && accumulator ? gradProbsT() : Value();
       Value probsT = probabilities(scoresT, lseTile, /*transposed=*/true, head,
-                                   rowStart, rows);
+                                   rowStart, rows, masked);
       ValueRange carried = queryLoop.getRegionIterArgs();
       Value probsTRounded = rounded(probsT);
       Value gradV = contract(Contraction::GradValue, probsTRounded, map(3, {0, 2}), gradOutTile,
@@ -636,8 +727,18 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
                                           : IntegerAttr());
       }
       scf::YieldOp::create(b, loc, ValueRange{gradK, gradV});
+      return queryLoop.getResults();
+    };
+    ValueRange sums = headLoop.getRegionIterArgs();
+    if (!maskFreeBlocks) {
+      sums = queryBlockLoop(first, last, sums, /*masked=*/true);
+    } else {
+      sums = queryBlockLoop(first, fullBegin, sums, /*masked=*/true);
+      sums = queryBlockLoop(fullBegin, fullEnd, sums, /*masked=*/false);
+      if (windowSize)
+        sums = queryBlockLoop(fullEnd, last, sums, /*masked=*/true);
     }
-    scf::YieldOp::create(b, loc, queryLoop.getResults());
+    scf::YieldOp::create(b, loc, sums);
   }
   Value gradK =
       finish(headLoop.getResult(0), op.getEffectiveScale(), {bc, headDim});
@@ -717,7 +818,7 @@ LogicalResult mlir::flash::tileAttentionBackwardSplit(
     RewriterBase &rewriter, AttentionBackwardOp op, int64_t blockRows,
     int64_t blockCols, int64_t kvBlockRows, int64_t kvBlockCols,
     bool deterministic, bool overlapProducts, int64_t fragmentMajor,
-    PackedBounds bounds) {
+    bool maskFreeBlocks, PackedBounds bounds) {
   // Strips of 16 rows from each sequence's first row: packed sequences
   // (whose next one starts at any row) keep rows.
   if (op.isVarlen() || deterministic)
@@ -728,5 +829,5 @@ LogicalResult mlir::flash::tileAttentionBackwardSplit(
                         "of 64 and query blocks of whole 16-row strips");
   return replaceWithTiles<SplitBackwardTiler>(
       rewriter, op, blockRows, blockCols, kvBlockRows, kvBlockCols,
-      deterministic, overlapProducts, fragmentMajor, bounds);
+      deterministic, overlapProducts, fragmentMajor, maskFreeBlocks, bounds);
 }

@@ -235,7 +235,7 @@ inline std::pair<Value, AffineMap> buildScoreOperandTile(OpBuilder &b,
 /// recomputed P: past the keys (`j >= keySeq`), causal (`j > i + diagonal`),
 /// outside the window (`j < i + diagonal - window`, `window` the clamped
 /// size or null), masked by the i1 `keep` (when given), or on a fully masked
-/// row (`lse == -inf`).
+/// row (`lse == -inf`, when `lse` is given).
 inline Value buildHiddenScore(OpBuilder &b, Location loc, Value i, Value j,
                               Value keySeq, Value diagonal, bool causal,
                               Value window, Value keep, Value lse) {
@@ -255,8 +255,9 @@ inline Value buildHiddenScore(OpBuilder &b, Location loc, Value i, Value j,
   if (keep)
     hide(arith::XOrIOp::create(
         b, loc, keep, arith::ConstantOp::create(b, loc, b.getBoolAttr(true))));
-  hide(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, lse,
-                             negInfF32(b, loc)));
+  if (lse)
+    hide(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, lse,
+                               negInfF32(b, loc)));
   return hidden;
 }
 

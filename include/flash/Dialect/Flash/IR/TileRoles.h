@@ -54,6 +54,14 @@ inline constexpr llvm::StringLiteral kRaggedKeysAttrName = "flash.ragged_keys";
 bool hasRaggedKeys(Operation *op);
 void setRaggedKeys(Operation *op);
 
+/// Set by the tiler on an scf.for whose iterations each load the tiles they
+/// read (the dK/dV nest's loop over a GQA group's query heads, around its
+/// masked and unmasked query-block loops): no tile flows from one iteration
+/// to the next but through the loop's iter_args. The GPU mapping may then
+/// give the tiles of the loops inside the same bytes, although
+/// bufferization allocated them all before this loop.
+inline constexpr llvm::StringLiteral kFreshTilesAttrName = "flash.fresh_tiles";
+
 /// Set by the tiler on a nest without contractions whose work is one
 /// element per thread (the split-KV merge): the threads of its CTA (an i64, a
 /// multiple of 32 up to 1024), which the GPU mapping takes instead of its

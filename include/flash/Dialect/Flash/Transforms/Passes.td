@@ -282,6 +282,11 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
            "for pairs, 4 for two pairs), so that each warp reduction covers "
            "whole sectors; "
            "0: rows">,
+    Option<"maskFreeBlocks", "mask-free-blocks", "bool", "true",
+           "GPU targets' backward: the blocks that need no mask (whole keys, "
+           "every score inside the causal band and window) in loops of their "
+           "own, whose P has no per-element select (false: one masked loop "
+           "per nest, fewer registers)">,
     Option<"keySplits", "key-splits", "int64_t", "0",
            "Split-KV: cut each forward's visible key blocks into this many "
            "parallel runs merged by their LSE (0: none, unless the function "

@@ -123,12 +123,17 @@ constexpr llvm::StringLiteral kWorkspaceAttr = FlashDialect::kWorkspaceAttrName;
 /// for at first use). A nonzero `fragmentMajor` (1, 2 or 4) keeps the
 /// accumulator of a dense op fragment-major (flash.atomic_add's
 /// `fragment_major`: rows rounded up to strips of 16, read back through its
-/// map by the last pass).
+/// map by the last pass). With `maskFreeBlocks` each nest's inner loop is
+/// split into loops of blocks that need a mask (past the keys, across the
+/// causal diagonal or the window's edge) and a loop of blocks that need none
+/// (whose P has no per-element select); a fully masked row's P is 0 through
+/// its exponent either way.
 LogicalResult tileAttentionBackwardSplit(
     RewriterBase &rewriter, AttentionBackwardOp op, int64_t blockRows,
     int64_t blockCols, int64_t kvBlockRows, int64_t kvBlockCols,
     bool deterministic = true, bool overlapProducts = false,
-    int64_t fragmentMajor = 0, PackedBounds bounds = {});
+    int64_t fragmentMajor = 0, bool maskFreeBlocks = true,
+    PackedBounds bounds = {});
 
 } // namespace mlir::flash
 
