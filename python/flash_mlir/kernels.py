@@ -34,6 +34,7 @@ when DIR is flash_mlir/kernels/<chip>.
 
 import argparse
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
@@ -80,6 +81,10 @@ class Variant:
     varlen: bool = False            # packed sequences, int32 cu_seqlens
     kv_cache: Optional[int] = None  # None; 0 contiguous; P: pages of P keys
     softcap_bits: Optional[int] = None  # f32 bit pattern of c in c tanh(s / c)
+    # The backward as a dQ and a dK/dV kernel (True), or one dK/dV kernel
+    # that adds dQ with f32 atomics (False: flash-compile
+    # --deterministic=false; faster, not bitwise reproducible).
+    deterministic: bool = True
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
@@ -113,11 +118,14 @@ class Variant:
                              "separate variants")
         if layout and (self.bias or self.mask):
             raise ValueError(f"variant: {layout} take no bias or mask")
+        if not self.deterministic and self.kv_cache is not None:
+            raise ValueError("variant: a KV cache has no backward to make "
+                             "atomic")
 
     @staticmethod
     def of(dtype, head_dim, value_dim=None, causal=False, window=None,
            scale=None, bias=None, mask=False, sinks=False, varlen=False,
-           kv_cache=None, softcap=None):
+           kv_cache=None, softcap=None, deterministic=True):
         """The variant of a call: torch or compiler dtype names; `scale` a
         float (None for the default)."""
         dtype = TORCH_DTYPES.get(dtype, dtype)
@@ -130,7 +138,8 @@ class Variant:
                 bits = None  # the default, spelled out
         return Variant(dtype, head_dim, value_dim, bool(causal), window, bits,
                        bias, bool(mask), bool(sinks), bool(varlen), kv_cache,
-                       None if softcap is None else f32_bits(softcap))
+                       None if softcap is None else f32_bits(softcap),
+                       bool(deterministic))
 
     @property
     def scale(self) -> float:
@@ -175,6 +184,8 @@ class Variant:
         elif self.kv_cache:
             parts.append((f"paged{self.kv_cache}", f"paged={self.kv_cache}",
                           f"paged KV cache, pages of {self.kv_cache}"))
+        if not self.deterministic:
+            parts.append(("atomic", "atomic", "dQ added by atomics"))
         return parts
 
     @property
@@ -188,6 +199,10 @@ class Variant:
         """The kernels of the family."""
         if self.kv_cache is not None:
             return ("fwd", "decode")
+        if not self.deterministic:
+            # The backward's other form: its forward kernels are the
+            # deterministic family's.
+            return ("train", "train_backward")
         if self.varlen:
             return ("fwd", "train", "train_backward")
         return KINDS if self.has_decode else KINDS[:3]
@@ -241,6 +256,8 @@ class Variant:
                 kw["kv_cache"] = 0
             elif item.startswith("paged=") and item[len("paged="):].isdigit():
                 kw["kv_cache"] = int(item[len("paged="):])
+            elif item == "atomic":
+                kw["deterministic"] = False
             else:
                 raise ValueError(f"variant {text!r}: unknown part {item!r}")
         if head is None:
@@ -317,15 +334,16 @@ class Variant:
                     f"  %o, %lse = {attention} -> {o}, {lse}{region}\n"
                     f"  return %o, %lse : {o}, {lse}\n}}\n")
 
+        parts = []
         if self.kv_cache is not None:
             # A cache's forward gives the LSE too (B x Hq x M floats), so
             # that return_lse needs no second family.
-            fwd = with_lse("fwd")
-        else:
-            fwd = (f"func.func @{self.kernel('fwd')}({signature}) -> {o} {{\n"
-                   f"  %o = {attention} -> {o}{region}\n"
-                   f"  return %o : {o}\n}}\n")
-        parts = [fwd]
+            parts.append(with_lse("fwd"))
+        elif "fwd" in self.kinds:
+            parts.append(
+                f"func.func @{self.kernel('fwd')}({signature}) -> {o} {{\n"
+                f"  %o = {attention} -> {o}{region}\n"
+                f"  return %o : {o}\n}}\n")
         # Split-KV kernels (O and LSE) for few query rows against many keys,
         # for the variants that decoding takes.
         if "decode" in self.kinds:
@@ -350,9 +368,29 @@ class Variant:
 
 
 def common_variants():
-    """What the package prebuilds: f16/bf16 x D 64/128 x causal or not."""
-    return [Variant.of(dt, d, causal=c)
-            for dt in DTYPES for d in (64, 128) for c in (False, True)]
+    """What the package prebuilds: f16/bf16 x D 64/128 x causal or not,
+    each with both backward forms (the atomic one is what the PyTorch op
+    takes unless torch asks for deterministic algorithms)."""
+    return [Variant.of(dt, d, causal=c, deterministic=det)
+            for dt in DTYPES for d in (64, 128) for c in (False, True)
+            for det in (True, False)]
+
+
+def backward_variant(variant: Variant, deterministic: bool) -> Variant:
+    """The variant whose train_backward kernel the PyTorch op launches for
+    `variant`'s gradients: the atomic form (FlashAttention-2's backward, dQ
+    added with f32 atomics: 1.0-1.2x the deterministic pair's fwd+bwd on an
+    H100, docs/GPU-NOTES.md 91 and 93) unless `deterministic` (torch's
+    use_deterministic_algorithms) asks for bitwise reproducible gradients,
+    and only for the dense variants it was measured on: no bias, mask,
+    window, sinks, softcap or packed sequences, and head dims that are
+    multiples of 64 (the atomic kernels' fragment-major sums)."""
+    plain = (not variant.bias and not variant.mask and variant.window is None
+             and not variant.sinks and variant.softcap_bits is None
+             and not variant.varlen and variant.kv_cache is None
+             and variant.head_dim % 64 == 0 and variant.value_dim % 64 == 0)
+    return dataclasses.replace(variant,
+                               deterministic=deterministic or not plain)
 
 
 # The variants beyond the common set that flash_mlir.torch_check uses.
@@ -430,16 +468,25 @@ def compile_variants(variants, chip, out_dir, compiler, extra_args=()):
         raise ValueError(f"chip {chip!r} is not one of {', '.join(CHIPS)}")
     os.makedirs(out_dir, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as tmp:
-        src = os.path.join(tmp, "variants.mlir")
-        with open(src, "w") as f:
-            f.write("\n".join(v.mlir() for v in variants))
         built = os.path.join(tmp, "out")
-        cmd = [compiler, src, "--chip", chip, "-o", built, *extra_args]
-        run = subprocess.run(cmd, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
-        if run.returncode != 0:
-            raise RuntimeError(f"flash-compile failed ({' '.join(cmd)}):\n"
-                               f"{run.stdout}")
+        names = []
+        # One flash-compile run per backward form (--deterministic is a
+        # run's option, not a function's).
+        for deterministic in (True, False):
+            group = [v for v in variants if v.deterministic == deterministic]
+            if not group:
+                continue
+            src = os.path.join(tmp, f"variants_{int(deterministic)}.mlir")
+            with open(src, "w") as f:
+                f.write("\n".join(v.mlir() for v in group))
+            cmd = [compiler, src, "--chip", chip, "-o", built, *extra_args]
+            if not deterministic:
+                cmd.append("--deterministic=false")
+            run = subprocess.run(cmd, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+            if run.returncode != 0:
+                raise RuntimeError(f"flash-compile failed ({' '.join(cmd)}):\n"
+                                   f"{run.stdout}")
         names = sorted(os.listdir(built))
         for name in [n for n in names if not n.endswith(".json")] + \
                 [n for n in names if n.endswith(".json")]:
@@ -555,7 +602,8 @@ def main(argv=None):
     ap.add_argument("--common", action="store_true",
                     help="the common set: f16/bf16 x D 64/128 x causal or not")
     ap.add_argument("--check-set", action="store_true",
-                    help="also the variants flash_mlir.torch_check uses")
+                    help="also the variants flash_mlir.torch_check uses (and "
+                         "the atomic backward forms the op takes for them)")
     ap.add_argument("--serving-set", action="store_true",
                     help="also the variants flash_mlir.torch_serving_check "
                          "uses (packed sequences, KV caches)")
@@ -576,6 +624,11 @@ def main(argv=None):
         variants += [Variant.parse(s) for s in SERVING_CHECK_VARIANTS]
     if args.common or not variants:
         variants = common_variants() + variants
+    if args.check_set or args.serving_set:
+        # With the backward form the PyTorch op launches for each.
+        variants += [backward_variant(v, False) for v in variants
+                     if "train_backward" in v.kinds]
+    variants = list(dict.fromkeys(variants))
     if args.print_mlir:
         print("\n".join(v.mlir() for v in variants))
         return 0

@@ -36,7 +36,8 @@ from typing import Optional, Tuple
 import torch
 
 from flash_mlir import validate
-from flash_mlir.kernels import KernelCache, KernelNotFound, Variant
+from flash_mlir.kernels import (KernelCache, KernelNotFound, Variant,
+                                backward_variant)
 from flash_mlir.runtime import Kernel, tensor_info
 
 Tensor = torch.Tensor
@@ -261,8 +262,11 @@ def run_backward(grad_out, q, k, v, out, lse, bias, mask, causal, scale,
             g.zero_()
         # O = 0 (or no rows): D = rowsum(dO O) = 0.
         return grads if sinks is None else grads + (torch.zeros_like(sinks),)
-    variant = _variant(shape, q.dtype, bias, mask, causal, scale, window,
-                       sinks is not None, softcap)
+    # The atomic backward unless torch asks for deterministic algorithms.
+    variant = backward_variant(
+        _variant(shape, q.dtype, bias, mask, causal, scale, window,
+                 sinks is not None, softcap),
+        torch.are_deterministic_algorithms_enabled())
     tensors = dict(q=q, k=k, v=v, o=out, do=grad_out, lse=lse, dq=dq, dk=dk,
                    dv=dv, **_score_operands(shape, bias, mask))
     workspaces = _launch(variant, "train_backward", q.device, tensors)

@@ -10,6 +10,8 @@
   function);
 - the bad calls: each must raise TypeError/ValueError before any launch, and
   a good call after them must still be right;
+- the backward's form: the atomic kernel by default, the deterministic pair
+  (bitwise reproducible) under torch.use_deterministic_algorithms;
 - torch.compile(fullgraph=True) of code calling the op, forward and
   backward, equal to eager, with our kernels counted as launched;
 - SDPA's registration (flash_mlir.sdpa): F.scaled_dot_product_attention
@@ -32,7 +34,7 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
 from flash_mlir import torch as fm
-from flash_mlir.check import random_input, reference
+from flash_mlir.check import random_input, reference, reference_grads
 
 TOL = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
@@ -497,17 +499,65 @@ def check_route():
            "compile route: leaves attention whose probabilities are used", str(reasons))
 
 
+def check_deterministic():
+    """The backward's form: the atomic kernel (dQ by f32 atomics) by default
+    for a plain dense call, the deterministic pair under
+    torch.use_deterministic_algorithms, whose gradients are then bitwise
+    the same run to run; both against a float64 reference."""
+    g = torch.Generator(device="cuda").manual_seed(9)
+    shape = (2, 4, 333, 128)
+    q, k, v, do = (torch.randn(*shape, device="cuda", generator=g)
+                   .bfloat16() for _ in range(4))
+
+    def grads():
+        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        before = dict(fm.launches)
+        fm.attention(*leaves, causal=True).backward(do)
+        ran = {n for n, c in fm.launches.items() if c > before.get(n, 0)}
+        return [t.grad for t in leaves], ran
+
+    *_, ref = reference_grads(q, k, v, do, 1 / math.sqrt(shape[-1]),
+                              causal=True, window=None)
+
+    def worst(got):
+        return max(((a.double() - r).norm() / r.norm()).item()
+                   for a, r in zip(got, ref))
+
+    atomic, ran_atomic = grads()
+    previous = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        first, ran_first = grads()
+        second, _ = grads()
+    finally:
+        torch.use_deterministic_algorithms(previous)
+    record(any(n.endswith("_atomic_train_backward") for n in ran_atomic),
+           "backward: the atomic kernel by default", str(sorted(ran_atomic)))
+    record(any(n.endswith("_train_backward") and "_atomic" not in n
+               for n in ran_first),
+           "backward: the deterministic pair under use_deterministic_algorithms",
+           str(sorted(ran_first)))
+    record(all(torch.equal(a, b) for a, b in zip(first, second)),
+           "backward: deterministic gradients bitwise equal run to run")
+    errs = (worst(atomic), worst(first))
+    record(max(errs) < 1.6e-2, "backward: both forms against float64",
+           f"relative errors atomic {errs[0]:.1e}, deterministic {errs[1]:.1e}")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--only", default="matrix,bad,compile,sdpa,route,serving")
+    p.add_argument("--only",
+                   default="matrix,bad,deterministic,compile,sdpa,route,serving")
     args = p.parse_args(argv)
     parts = args.only.split(",")
     if "matrix" in parts:
         check_matrix(args.quick)
     if "bad" in parts:
         check_bad_calls()
+    if "deterministic" in parts:
+        check_deterministic()
     if "compile" in parts:
         check_compile()
     if "route" in parts:

@@ -10,7 +10,7 @@ import tempfile
 import unittest
 
 from flash_mlir.region import find_flash_opt
-from flash_mlir.kernels import (KernelCache, KernelNotFound, Variant,
+from flash_mlir.kernels import (KernelCache, KernelNotFound, Variant, backward_variant,
                                 common_variants, find_compiler)
 
 
@@ -31,7 +31,34 @@ class Variants(unittest.TestCase):
         self.assertEqual(s.base, "fm_bf16_d64_causal_w128_sinks")
         self.assertEqual(Variant.parse(s.spec()), s)
         self.assertNotEqual(s, Variant.of("bf16", 64, causal=True, window=128))
-        self.assertEqual(len(set(common_variants())), 8)
+        # f16/bf16 x D 64/128 x causal or not, each with both backward forms.
+        self.assertEqual(len(set(common_variants())), 16)
+        a = Variant.of("bf16", 128, causal=True, deterministic=False)
+        self.assertEqual(a.base, "fm_bf16_d128_causal_atomic")
+        self.assertEqual(a.spec(), "bf16:d128:causal:atomic")
+        self.assertEqual(Variant.parse(a.spec()), a)
+        self.assertNotEqual(a, v)
+        # Its family is the train kernel and its backward: the forward
+        # kernels are the deterministic family's.
+        self.assertEqual(a.kinds, ("train", "train_backward"))
+        with self.assertRaises(ValueError):
+            a.kernel("fwd")
+
+    def test_backward_variant(self):
+        # The PyTorch op's backward: atomic for the plain dense variants
+        # unless torch asks for deterministic algorithms.
+        plain = Variant.of("bf16", 128, causal=True)
+        self.assertEqual(backward_variant(plain, False),
+                         Variant.of("bf16", 128, causal=True, deterministic=False))
+        self.assertEqual(backward_variant(plain, True), plain)
+        for kept in (Variant.of("bf16", 64, bias="f32"), Variant.of("f16", 64, mask=True),
+                     Variant.of("bf16", 64, causal=True, window=48),
+                     Variant.of("bf16", 64, sinks=True), Variant.of("bf16", 64, softcap=30.0),
+                     Variant.of("bf16", 64, varlen=True), Variant.of("f16", 80),
+                     Variant.of("f16", 64, 96)):
+            self.assertEqual(backward_variant(kept, False), kept, kept.spec())
+        with self.assertRaises(ValueError):
+            Variant.of("bf16", 64, kv_cache=64, deterministic=False)
 
     def test_bad_variants(self):
         for bad in ("f32:d64", "bf16:d72", "bf16", "bf16:d64:foo", "bf16:d64:bias=i8",
@@ -50,7 +77,9 @@ class Variants(unittest.TestCase):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertIn("scale = 1.000000e-01 : f32", run.stdout)
-        self.assertEqual(run.stdout.count("flash.attention_backward"), 10)
+        # The 8 deterministic families, the 8 atomic ones (train only) and
+        # the two others.
+        self.assertEqual(run.stdout.count("flash.attention_backward"), 18)
         # The forward takes the sinks (and the split-KV forward); the
         # backward needs none.
         self.assertEqual(run.stdout.count("sinks(%arg3 : tensor<?xf32>)"), 3)
