@@ -376,21 +376,31 @@ def common_variants():
             for det in (True, False)]
 
 
-def backward_variant(variant: Variant, deterministic: bool) -> Variant:
+# Causal calls with at most this many keys keep the deterministic pair:
+# there it measured 1.05x the atomic kernel's fwd+bwd (bf16 D = 128 and f16
+# D = 64 at 4k on an H100, two runs), while at 16k the atomic kernel is
+# 1.05-1.16x and without a mask 1.11-1.16x at D = 128 (docs/GPU-NOTES.md 94).
+CAUSAL_DETERMINISTIC_KEYS = 4096
+
+
+def backward_variant(variant: Variant, deterministic: bool,
+                     keys: Optional[int] = None) -> Variant:
     """The variant whose train_backward kernel the PyTorch op launches for
-    `variant`'s gradients: the atomic form (FlashAttention-2's backward, dQ
-    added with f32 atomics: 1.0-1.2x the deterministic pair's fwd+bwd on an
-    H100, docs/GPU-NOTES.md 91 and 93) unless `deterministic` (torch's
+    `variant`'s gradients over `keys` keys: the atomic form (FlashAttention-2's
+    backward, dQ added with f32 atomics) unless `deterministic` (torch's
     use_deterministic_algorithms) asks for bitwise reproducible gradients,
-    and only for the dense variants it was measured on: no bias, mask,
-    window, sinks, softcap or packed sequences, and head dims that are
-    multiples of 64 (the atomic kernels' fragment-major sums)."""
+    only for the dense variants it was measured on (no bias, mask, window,
+    sinks, softcap or packed sequences; head dims multiples of 64, for the
+    atomic kernels' fragment-major sums), and not for causal calls of at
+    most CAUSAL_DETERMINISTIC_KEYS keys, where the pair measured faster."""
     plain = (not variant.bias and not variant.mask and variant.window is None
              and not variant.sinks and variant.softcap_bits is None
              and not variant.varlen and variant.kv_cache is None
              and variant.head_dim % 64 == 0 and variant.value_dim % 64 == 0)
-    return dataclasses.replace(variant,
-                               deterministic=deterministic or not plain)
+    short_causal = (variant.causal and keys is not None
+                    and keys <= CAUSAL_DETERMINISTIC_KEYS)
+    return dataclasses.replace(
+        variant, deterministic=deterministic or not plain or short_causal)
 
 
 # The variants beyond the common set that flash_mlir.torch_check uses.

@@ -11,7 +11,8 @@
 - the bad calls: each must raise TypeError/ValueError before any launch, and
   a good call after them must still be right;
 - the backward's form: the atomic kernel by default, the deterministic pair
-  (bitwise reproducible) under torch.use_deterministic_algorithms;
+  (bitwise reproducible) under torch.use_deterministic_algorithms and for
+  causal calls over few keys;
 - torch.compile(fullgraph=True) of code calling the op, forward and
   backward, equal to eager, with our kernels counted as launched;
 - SDPA's registration (flash_mlir.sdpa): F.scaled_dot_product_attention
@@ -502,46 +503,53 @@ def check_route():
 def check_deterministic():
     """The backward's form: the atomic kernel (dQ by f32 atomics) by default
     for a plain dense call, the deterministic pair under
-    torch.use_deterministic_algorithms, whose gradients are then bitwise
-    the same run to run; both against a float64 reference."""
+    torch.use_deterministic_algorithms (whose gradients are then bitwise the
+    same run to run) and for a causal call over few keys
+    (kernels.backward_variant); each against a float64 reference."""
     g = torch.Generator(device="cuda").manual_seed(9)
     shape = (2, 4, 333, 128)
     q, k, v, do = (torch.randn(*shape, device="cuda", generator=g)
                    .bfloat16() for _ in range(4))
 
-    def grads():
+    def grads(causal):
         leaves = [t.clone().requires_grad_() for t in (q, k, v)]
         before = dict(fm.launches)
-        fm.attention(*leaves, causal=True).backward(do)
+        fm.attention(*leaves, causal=causal).backward(do)
         ran = {n for n, c in fm.launches.items() if c > before.get(n, 0)}
         return [t.grad for t in leaves], ran
 
-    *_, ref = reference_grads(q, k, v, do, 1 / math.sqrt(shape[-1]),
-                              causal=True, window=None)
-
-    def worst(got):
+    def worst(got, causal):
+        *_, ref = reference_grads(q, k, v, do, 1 / math.sqrt(shape[-1]),
+                                  causal=causal, window=None)
         return max(((a.double() - r).norm() / r.norm()).item()
                    for a, r in zip(got, ref))
 
-    atomic, ran_atomic = grads()
+    def pair(ran):
+        return any(n.endswith("_train_backward") and "_atomic" not in n
+                   for n in ran)
+
+    atomic, ran_atomic = grads(causal=False)
+    short_causal, ran_causal = grads(causal=True)
     previous = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True)
     try:
-        first, ran_first = grads()
-        second, _ = grads()
+        first, ran_first = grads(causal=False)
+        second, _ = grads(causal=False)
     finally:
         torch.use_deterministic_algorithms(previous)
     record(any(n.endswith("_atomic_train_backward") for n in ran_atomic),
            "backward: the atomic kernel by default", str(sorted(ran_atomic)))
-    record(any(n.endswith("_train_backward") and "_atomic" not in n
-               for n in ran_first),
+    record(pair(ran_causal), "backward: the pair for causal over few keys",
+           str(sorted(ran_causal)))
+    record(pair(ran_first),
            "backward: the deterministic pair under use_deterministic_algorithms",
            str(sorted(ran_first)))
     record(all(torch.equal(a, b) for a, b in zip(first, second)),
            "backward: deterministic gradients bitwise equal run to run")
-    errs = (worst(atomic), worst(first))
-    record(max(errs) < 1.6e-2, "backward: both forms against float64",
-           f"relative errors atomic {errs[0]:.1e}, deterministic {errs[1]:.1e}")
+    errs = (worst(atomic, False), worst(first, False), worst(short_causal, True))
+    record(max(errs) < 1.6e-2, "backward: each form against float64",
+           "relative errors atomic {:.1e}, deterministic {:.1e}, "
+           "causal {:.1e}".format(*errs))
 
 
 def main(argv=None):

@@ -59,6 +59,11 @@ class Variants(unittest.TestCase):
             self.assertEqual(backward_variant(kept, False), kept, kept.spec())
         with self.assertRaises(ValueError):
             Variant.of("bf16", 64, kv_cache=64, deterministic=False)
+        # Causal calls over few keys keep the pair (measured faster there).
+        self.assertEqual(backward_variant(plain, False, keys=4096), plain)
+        self.assertFalse(backward_variant(plain, False, keys=4097).deterministic)
+        dense = Variant.of("f16", 64)
+        self.assertFalse(backward_variant(dense, False, keys=1024).deterministic)
 
     def test_bad_variants(self):
         for bad in ("f32:d64", "bf16:d72", "bf16", "bf16:d64:foo", "bf16:d64:bias=i8",
