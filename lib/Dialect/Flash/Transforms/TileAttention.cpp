@@ -627,23 +627,12 @@ SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
       {b.getIndexAttr(1), b.getIndexAttr(1), rows, b.getIndexAttr(headDim)},
       {ShapedType::kDynamic, headDim}, {br, headDim});
 
-  // Key blocks the rows [rowStart, lastRow] can see, and among them the
-  // blocks every row sees entirely (no mask needed).
-  Value lastRow = sub(add(rowStart, rows), idx(1));
-  Value lastKey = sub(keySeq, idx(1));
-  auto lastVisible = [&](Value row) {
-    return op.getCausal() ? min(add(row, diagonal), lastKey) : lastKey;
-  };
-  auto firstVisible = [&](Value row) {
-    return windowStart ? max(add(row, windowStart), idx(0)) : idx(0);
-  };
-  Value begin = floorDiv(firstVisible(rowStart), bc);
-  Value end = max(ceilDiv(add(lastVisible(lastRow), idx(1)), bc), begin);
-  Value fullBegin =
-      windowStart ? min(max(ceilDiv(firstVisible(lastRow), bc), begin), end)
-                  : begin;
-  Value fullEnd = min(
-      max(floorDiv(add(lastVisible(rowStart), idx(1)), bc), fullBegin), end);
+  // Key blocks the rows can see, and among them the blocks every row sees
+  // entirely (no mask needed).
+  KeyBlocks blocks = keyBlocksOf(rowStart, rows, keySeq, diagonal,
+                                 op.getCausal(), windowStart, bc);
+  Value begin = blocks.begin, fullBegin = blocks.fullBegin,
+        fullEnd = blocks.fullEnd, end = blocks.end;
 
   SmallVector<Value> state = {
       filled({br}, -std::numeric_limits<double>::infinity()), filled({br}, 0.0),

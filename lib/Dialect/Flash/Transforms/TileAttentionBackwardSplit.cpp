@@ -390,22 +390,11 @@ Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
   // Key blocks the rows see: causal j <= i + N - M; window j >= i + N - M - W.
   // Among them, the blocks of whole keys that every row sees entirely take
   // no mask but the op's.
-  Value lastRow = sub(add(rowStart, rows), idx(1));
-  Value lastKey = sub(keySeq, idx(1));
-  auto lastVisible = [&](Value row) {
-    return op.getCausal() ? min(add(row, diagonal), lastKey) : lastKey;
-  };
-  auto firstVisible = [&](Value row) {
-    return windowSize ? max(sub(add(row, diagonal), windowSize), idx(0))
-                      : idx(0);
-  };
-  Value first = floorDiv(firstVisible(rowStart), bc);
-  Value last = max(ceilDiv(add(lastVisible(lastRow), idx(1)), bc), first);
-  Value fullBegin =
-      windowSize ? min(max(ceilDiv(firstVisible(lastRow), bc), first), last)
-                 : first;
-  Value fullEnd = min(
-      max(floorDiv(add(lastVisible(rowStart), idx(1)), bc), fullBegin), last);
+  KeyBlocks blocks =
+      keyBlocksOf(rowStart, rows, keySeq, diagonal, op.getCausal(),
+                  windowSize ? sub(diagonal, windowSize) : Value(), bc);
+  Value first = blocks.begin, fullBegin = blocks.fullBegin,
+        fullEnd = blocks.fullEnd, last = blocks.end;
 
   Value kvHead = b.createOrFold<arith::DivUIOp>(loc, head, group);
   auto keyLoop = [&](Value from, Value to, Value acc, bool masked) {

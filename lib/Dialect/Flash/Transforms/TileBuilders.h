@@ -297,6 +297,37 @@ protected:
   Value dim(Value v, int64_t d) {
     return b.createOrFold<tensor::DimOp>(loc, v, d);
   }
+  /// The key blocks of `bc` keys that query rows [rowStart, rowStart + rows)
+  /// see, [begin, end), and among them [fullBegin, fullEnd), the whole blocks
+  /// every row sees entirely (no mask needed): row i sees keys
+  /// [i + windowStart, i + diagonal] when causal (windowStart null: from 0;
+  /// else to N - 1).
+  struct KeyBlocks {
+    Value begin, fullBegin, fullEnd, end;
+  };
+  KeyBlocks keyBlocksOf(Value rowStart, Value rows, Value keySeq,
+                        Value diagonal, bool causal, Value windowStart,
+                        int64_t bc) {
+    Value lastRow = sub(add(rowStart, rows), idx(1));
+    Value lastKey = sub(keySeq, idx(1));
+    auto lastVisible = [&](Value row) {
+      return causal ? min(add(row, diagonal), lastKey) : lastKey;
+    };
+    auto firstVisible = [&](Value row) {
+      return windowStart ? max(add(row, windowStart), idx(0)) : idx(0);
+    };
+    KeyBlocks k;
+    k.begin = floorDiv(firstVisible(rowStart), bc);
+    k.end = max(ceilDiv(add(lastVisible(lastRow), idx(1)), bc), k.begin);
+    k.fullBegin =
+        windowStart
+            ? min(max(ceilDiv(firstVisible(lastRow), bc), k.begin), k.end)
+            : k.begin;
+    k.fullEnd =
+        min(max(floorDiv(add(lastVisible(rowStart), idx(1)), bc), k.fullBegin),
+            k.end);
+    return k;
+  }
   AffineMap map(unsigned n, ArrayRef<unsigned> dims) {
     return dimsMap(ctx, n, dims);
   }
