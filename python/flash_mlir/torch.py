@@ -509,8 +509,10 @@ def run_varlen_backward(grad_out, q, k, v, out, lse, cu_seqlens_q,
         for g in grads:
             g.zero_()
         return grads + (no_sinks if sinks is None else torch.zeros_like(sinks),)
-    variant = _varlen_variant(shape, q, causal, scale, window, max_seqlen_k,
-                              sinks, softcap)
+    variant = backward_variant(
+        _varlen_variant(shape, q, causal, scale, window, max_seqlen_k, sinks,
+                        softcap),
+        torch.are_deterministic_algorithms_enabled())
     dq, dk, dv = grads
     tensors = dict(q=_packed(q), k=_packed(k), v=_packed(v), o=_packed(out),
                    do=_packed(grad_out), lse=lse.unsqueeze(0),

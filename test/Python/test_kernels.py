@@ -54,7 +54,7 @@ class Variants(unittest.TestCase):
         for kept in (Variant.of("bf16", 64, bias="f32"), Variant.of("f16", 64, mask=True),
                      Variant.of("bf16", 64, causal=True, window=48),
                      Variant.of("bf16", 64, sinks=True), Variant.of("bf16", 64, softcap=30.0),
-                     Variant.of("bf16", 64, varlen=True), Variant.of("f16", 80),
+                     Variant.of("bf16", 64, causal=True, varlen=True), Variant.of("f16", 80),
                      Variant.of("f16", 64, 96)):
             self.assertEqual(backward_variant(kept, False), kept, kept.spec())
         with self.assertRaises(ValueError):
@@ -64,6 +64,11 @@ class Variants(unittest.TestCase):
         self.assertFalse(backward_variant(plain, False, keys=4097).deterministic)
         dense = Variant.of("f16", 64)
         self.assertFalse(backward_variant(dense, False, keys=1024).deterministic)
+        # Packed sequences without a causal mask take the atomic form too.
+        packed = Variant.of("bf16", 128, varlen=True)
+        self.assertEqual(backward_variant(packed, False).base,
+                         "fm_bf16_d128_varlen_atomic")
+        self.assertEqual(backward_variant(packed, True), packed)
 
     def test_bad_variants(self):
         for bad in ("f32:d64", "bf16:d72", "bf16", "bf16:d64:foo", "bf16:d64:bias=i8",
