@@ -376,15 +376,17 @@ def common_variants():
             for det in (True, False)]
 
 
-# Causal calls with at most this many keys keep the deterministic pair:
-# there it measured 1.05x the atomic kernel's fwd+bwd (bf16 D = 128 and f16
-# D = 64 at 4k on an H100, two runs), while at 16k the atomic kernel is
-# 1.05-1.16x and without a mask 1.11-1.16x at D = 128 (docs/GPU-NOTES.md 94).
+# sm_90a causal calls with at most this many keys keep the deterministic
+# pair: there it measured 1.05x the atomic kernel's fwd+bwd (bf16 D = 128
+# and f16 D = 64 at 4k on an H100, two runs), while at 16k the atomic kernel
+# is 1.05-1.16x and without a mask 1.11-1.16x at D = 128 (docs/GPU-NOTES.md
+# 94). On sm_80 the atomic kernel is 1.10-1.14x the pair at 4k causal too.
 CAUSAL_DETERMINISTIC_KEYS = 4096
 
 
 def backward_variant(variant: Variant, deterministic: bool,
-                     keys: Optional[int] = None) -> Variant:
+                     keys: Optional[int] = None,
+                     chip: str = "sm_90a") -> Variant:
     """The variant whose train_backward kernel the PyTorch op launches for
     `variant`'s gradients over `keys` keys: the atomic form (FlashAttention-2's
     backward, dQ added with f32 atomics) unless `deterministic` (torch's
@@ -393,14 +395,14 @@ def backward_variant(variant: Variant, deterministic: bool,
     or softcap; head dims multiples of 64, for the atomic kernels'
     fragment-major sums; packed sequences only without a causal mask: their
     sums stay in rows, and causal ones measured 1.06-1.11x faster as the
-    pair), and not for causal calls of at most CAUSAL_DETERMINISTIC_KEYS
-    keys, where the pair measured faster."""
+    pair), and on sm_90a not for causal calls of at most
+    CAUSAL_DETERMINISTIC_KEYS keys, where the pair measured faster."""
     plain = (not variant.bias and not variant.mask and variant.window is None
              and not variant.sinks and variant.softcap_bits is None
              and variant.kv_cache is None
              and not (variant.varlen and variant.causal)
              and variant.head_dim % 64 == 0 and variant.value_dim % 64 == 0)
-    short_causal = (variant.causal and keys is not None
+    short_causal = (chip == "sm_90a" and variant.causal and keys is not None
                     and keys <= CAUSAL_DETERMINISTIC_KEYS)
     return dataclasses.replace(
         variant, deterministic=deterministic or not plain or short_causal)

@@ -266,7 +266,9 @@ def run_backward(grad_out, q, k, v, out, lse, bias, mask, causal, scale,
     variant = backward_variant(
         _variant(shape, q.dtype, bias, mask, causal, scale, window,
                  sinks is not None, softcap),
-        torch.are_deterministic_algorithms_enabled(), shape.keys)
+        torch.are_deterministic_algorithms_enabled(), shape.keys,
+        chip_of(q.device.index if q.device.index is not None
+                else torch.cuda.current_device()))
     tensors = dict(q=q, k=k, v=v, o=out, do=grad_out, lse=lse, dq=dq, dk=dk,
                    dv=dv, **_score_operands(shape, bias, mask))
     workspaces = _launch(variant, "train_backward", q.device, tensors)

@@ -62,6 +62,9 @@ class Variants(unittest.TestCase):
         # Causal calls over few keys keep the pair (measured faster there).
         self.assertEqual(backward_variant(plain, False, keys=4096), plain)
         self.assertFalse(backward_variant(plain, False, keys=4097).deterministic)
+        # On sm_80 the atomic kernel measured faster there too.
+        self.assertFalse(backward_variant(plain, False, keys=4096,
+                                          chip="sm_80").deterministic)
         dense = Variant.of("f16", 64)
         self.assertFalse(backward_variant(dense, False, keys=1024).deterministic)
         # Packed sequences without a causal mask take the atomic form too.
