@@ -14,7 +14,10 @@ a KV cache). Each variant is a family of kernels compiled from one MLIR file:
 Packed sequences (`varlen`, int32 cu_seqlens) have fwd, train and
 train_backward; a KV cache (`kv_cache`: 0 for a contiguous cache with
 per-sequence lengths, P for pages of P keys behind a block table) has fwd
-and decode.
+and decode. A variant with `deterministic=False` (`<base>_atomic`) has only
+train and train_backward, the backward adding dQ with f32 atomics
+(flash-compile --deterministic=false); `backward_variant` says which form
+the PyTorch op launches.
 
 `KernelCache.manifest(variant, kind)` finds a kernel's manifest in, in order,
 the directories of $FLASH_MLIR_KERNELS, the package's prebuilt kernels
