@@ -478,8 +478,8 @@ def cache_root():
 
 
 def compile_variants(variants, chip, out_dir, compiler, extra_args=()):
-    """Compiles the families of `variants` with one flash-compile run into
-    a temporary folder, then moves the files into `out_dir` (manifests last,
+    """Compiles the families of `variants` into a temporary folder (one
+    flash-compile run per backward form among them), then moves the files into `out_dir` (manifests last,
     so a reader never sees a manifest whose images are missing) and records
     them in out_dir/index.json."""
     if chip not in CHIPS:
@@ -487,7 +487,6 @@ def compile_variants(variants, chip, out_dir, compiler, extra_args=()):
     os.makedirs(out_dir, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as tmp:
         built = os.path.join(tmp, "out")
-        names = []
         # One flash-compile run per backward form (--deterministic is a
         # run's option, not a function's).
         for deterministic in (True, False):

@@ -49,6 +49,7 @@ _caches = {}
 _loaded = {}
 
 
+@functools.lru_cache(maxsize=None)
 def chip_of(device) -> str:
     """The compiler's target for a CUDA device: sm_90a on Hopper (compute
     capability 9.0), sm_80 code for other GPUs of capability 8.0 or newer."""
@@ -68,8 +69,12 @@ def cache_for(chip) -> KernelCache:
     return _caches[chip]
 
 
+def _device_index(device: torch.device) -> int:
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
 def kernel_for(variant: Variant, kind: str, device: torch.device) -> Kernel:
-    index = device.index if device.index is not None else torch.cuda.current_device()
+    index = _device_index(device)
     key = (variant, kind, index)
     if key not in _loaded:
         path = cache_for(chip_of(index)).manifest(variant, kind)
@@ -267,8 +272,7 @@ def run_backward(grad_out, q, k, v, out, lse, bias, mask, causal, scale,
         _variant(shape, q.dtype, bias, mask, causal, scale, window,
                  sinks is not None, softcap),
         torch.are_deterministic_algorithms_enabled(), shape.keys,
-        chip_of(q.device.index if q.device.index is not None
-                else torch.cuda.current_device()))
+        chip_of(_device_index(q.device)))
     tensors = dict(q=q, k=k, v=v, o=out, do=grad_out, lse=lse, dq=dq, dk=dk,
                    dv=dv, **_score_operands(shape, bias, mask))
     workspaces = _launch(variant, "train_backward", q.device, tensors)
