@@ -92,6 +92,7 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
   options.stagedReductions =
       compile.stagedReductions && compile.chip == Chip::Sm90a;
   options.perIterationLanes = compile.perIterationLanes;
+  options.swizzleLdmatrix = compile.swizzleLdmatrix;
   options.tmaRowVectors = compile.tmaRowVectors;
   options.raggedTma = compile.raggedTma;
   options.asyncMma = overlap;

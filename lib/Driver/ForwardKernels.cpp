@@ -39,7 +39,13 @@ struct Config {
   /// Warpgroup MMAs narrowed to a ragged key block's keys (docs/Rationale.md;
   /// the branch costs registers: tried first, then without).
   bool raggedKeys = true;
+  /// mma.sync kernels: the lanes' ldmatrix and copy addresses rebuilt in
+  /// each key-block iteration instead of hoisted out of the loops.
+  bool perIterationLanes = false;
 };
+
+/// ptxas's most registers per thread.
+constexpr int64_t kMaxRegisters = 255;
 
 /// Whether forward kernels load K and V by TMA: sm_90a, unless the opt-in
 /// overlap keeps the cp.async loads it was measured with (docs/GPU-NOTES.md
@@ -90,6 +96,8 @@ void setPipelineOptions(FlashGpuPipelineOptions &options, const Config &config,
   options.lazyRescale = config.lazyRescale;
   options.raggedKeys = config.raggedKeys;
   options.emulatedExp2Every = compile.emulatedExp2Every;
+  options.swizzleLdmatrix = compile.swizzleLdmatrix;
+  options.perIterationLanes = config.perIterationLanes;
   // O 16 bytes per store (docs/GPU-NOTES.md 66). The backward keeps pairs:
   // the exchange's registers made its D = 64 dK/dV kernel spill.
   options.wideStores = true;
@@ -377,9 +385,43 @@ FailureOr<bool> compileKernel(AttentionOp op, StringRef name,
                     compile.keySplits ? (name + ".0").str() : name, compile);
     if (failed(assembled))
       return failure();
-    PtxasReport &ptxasReport = *assembled;
-    if (ptxasReport.spillBytes > 0 && !last)
+    if (assembled->spillBytes > 0 && !last)
       continue;
+    // An mma.sync kernel reading swizzled tiles that takes every register
+    // with its lanes' addresses hoisted out of the key loops (a base per
+    // column chunk step each) is rebuilt with them in each iteration, and
+    // taken where that fits: ptxas schedules the hoisted form's fragment
+    // loads too close to their MMAs (sm_80 D = 128 causal 1.04-1.06x so,
+    // without a mask level; padded tiles lost 2-4%: docs/GPU-NOTES.md 95).
+    if (compile.perIterationLanes && !config.perIterationLanes &&
+        !compile.keySplits && assembled->registers >= kMaxRegisters &&
+        kernel.main().swizzledLdmatrix) {
+      Config laned = config;
+      laned.perIterationLanes = true;
+      FailureOr<std::optional<Kernel>> rebuilt =
+          build(op, name, laned, asyncCopies, /*tryingTiles=*/false, compile);
+      if (failed(rebuilt))
+        return failure();
+      FlashGpuPipelineOptions lanedOptions;
+      setPipelineOptions(lanedOptions, laned, asyncCopies, compile);
+      Kernel &lanedKernel = **rebuilt;
+      if (failed(lowerToPtx(op, *lanedKernel.module, lanedOptions,
+                            lanedKernel.launches)))
+        return failure();
+      FailureOr<PtxasReport> again =
+          writeKernel(op, lanedKernel.main().ptx, outputDir, name, compile);
+      if (failed(again))
+        return failure();
+      if (again->spillBytes == 0) {
+        config = laned;
+        kernel = std::move(lanedKernel);
+        assembled = again;
+      } else if (failed(assembled = writeKernel(op, kernel.main().ptx,
+                                                outputDir, name, compile))) {
+        return failure();
+      }
+    }
+    PtxasReport &ptxasReport = *assembled;
     std::optional<json::Object> splitManifest;
     if (compile.keySplits) {
       FailureOr<json::Object> pair = describeSplitLaunches(
@@ -450,6 +492,7 @@ FailureOr<bool> compileKernel(AttentionOp op, StringRef name,
                                !config.lazyRescale
                            ? ", eager rescale"
                            : "")
+                   << (config.perIterationLanes ? ", per-iteration lanes" : "")
                    << (kernel.main().wgmma ? ", wgmma" : "") << "\n";
     return true;
   }

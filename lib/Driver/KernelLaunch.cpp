@@ -7,6 +7,7 @@
 #include "KernelLaunch.h"
 
 #include "flash/Conversion/Passes.h"
+#include "flash/Dialect/Flash/IR/TileRoles.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -151,6 +152,8 @@ driver::describeLaunches(Operation *op, ModuleOp module, ArrayRef<Param> params,
       if (l.kernelModule == m.getName())
         m.walk([&](Operation *nested) {
           l.registerTiles |= isa<gpu::ShuffleOp>(nested);
+          if (auto load = dyn_cast<nvgpu::LdMatrixOp>(nested))
+            l.swizzledLdmatrix |= load->hasAttr(flash::kSwizzledAttrName);
           if (auto a = dyn_cast<LLVM::InlineAsmOp>(nested))
             l.wgmma |= a.getAsmString().contains("wgmma.mma_async");
         });

@@ -72,6 +72,9 @@ struct Launch {
   bool registerTiles = false;
   /// Contractions on Hopper's warpgroup MMA.
   bool wgmma = false;
+  /// mma.sync fragments read by ldmatrix from swizzled shared tiles (each
+  /// lane's address one base per column chunk step: registers).
+  bool swizzledLdmatrix = false;
   /// Waits for the grid before it at its start (--flash-gpu-dependent-
   /// launches): the host may launch it with programmatic stream
   /// serialization.

@@ -77,6 +77,7 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.wideStores = options.wideStores;
   mapping.stagedReductions = options.stagedReductions;
   mapping.perIterationLanes = options.perIterationLanes;
+  mapping.swizzleLdmatrix = options.swizzleLdmatrix;
   mapping.tmaRowVectors = options.tmaRowVectors;
   mapping.raggedTma = options.raggedTma;
   buildFlashMapTilesToGpuPipeline(pm.nest<func::FuncOp>(), mapping);
@@ -113,6 +114,7 @@ void flash::buildFlashMapTilesToGpuPipeline(
   storage.registerTiles = options.registerTiles;
   storage.asyncCopies = options.asyncCopies;
   storage.stagedReductions = options.stagedReductions;
+  storage.swizzleLdmatrix = options.swizzleLdmatrix;
   pm.addPass(flash::createFlashGpuAssignTileStoragePass(storage));
   flash::FlashGpuCarveSharedMemoryPassOptions carve;
   carve.chip = options.chip;

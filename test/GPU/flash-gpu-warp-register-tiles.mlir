@@ -397,3 +397,117 @@ func.func @forward_wgmma_ragged(%arg0: memref<?x64xbf16>, %arg1: memref<?x64xbf1
   } {flash.register_rows = 64 : i64, flash.shared_memory_bytes = 40960 : i64, flash.wgmma}
   return
 }
+
+// -----
+
+// The mma.sync forward whose Q, K and V tiles are swizzled
+// (--flash-gpu-assign-tile-storage's swizzle-ldmatrix; the carved casts
+// tagged flash.swizzled_128b): each ldmatrix reads a flat view at the lane's
+// swizzled offset (the 16-byte chunk xor the row mod 8, 128-byte rows in
+// 64-column panels) and carries the tag; a later k16 step flips the chunk
+// bits by a constant xor (16 elements: two chunks), and the launch stays
+// on mma.sync.
+// CHECK-LABEL: func.func @forward_ldmatrix_swizzled(
+// CHECK: %[[FLAT:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1]] : memref<64x64xbf16, #gpu.address_space<workgroup>> into memref<4096xbf16, #gpu.address_space<workgroup>>
+// CHECK: arith.xori %{{.*}}, %{{.*}} : index
+// CHECK: nvgpu.ldmatrix %[[FLAT]][%{{.*}}] {flash.swizzled_128b, numTiles = 4 : i32, transpose = false} : memref<4096xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK: nvvm.mma.sync
+// CHECK: arith.xori %{{.*}}, %c16{{.*}} : index
+// CHECK: nvgpu.ldmatrix %{{.*}}[%{{.*}}] {flash.swizzled_128b, numTiles = 4 : i32, transpose = false}
+// CHECK: nvgpu.ldmatrix %{{.*}}[%{{.*}}] {flash.swizzled_128b, numTiles = 4 : i32, transpose = true}
+// CHECK-NOT: nvgpu.ldmatrix %{{.*}}[%{{.*}}, %{{.*}}]
+// CHECK-NOT: flash.wgmma
+// CHECK: } {flash.register_rows = 64 : i64, flash.shared_memory_bytes = 24576 : i64, flash.warp_register_tiles}
+#map = affine_map<(d0, d1, d2) -> (d0, d2)>
+#map1 = affine_map<(d0, d1, d2) -> (d1, d2)>
+#map2 = affine_map<(d0, d1, d2) -> (d0, d1)>
+#map3 = affine_map<(d0, d1) -> (d0, d1)>
+#map4 = affine_map<(d0, d1, d2) -> (d2, d1)>
+func.func @forward_ldmatrix_swizzled(%arg0: memref<?x64xbf16>, %arg1: memref<?x64xbf16>, %arg2: memref<?x64xbf16>, %arg3: memref<?x64xbf16>, %arg4: index, %arg5: index, %arg6: index, %arg7: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %cst = arith.constant 0.000000e+00 : bf16
+  %cst_0 = arith.constant 0.000000e+00 : f32
+  %c24576_i32 = arith.constant 24576 : i32
+  gpu.launch blocks(%arg8, %arg9, %arg10) in (%arg14 = %arg6, %arg15 = %c1, %arg16 = %c1) threads(%arg11, %arg12, %arg13) in (%arg17 = %c128, %arg18 = %c1, %arg19 = %c1) dynamic_shared_memory_size %c24576_i32 {
+    %0 = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+    %c0_1 = arith.constant 0 : index
+    %view = memref.view %0[%c0_1][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+    %memspacecast = memref.memory_space_cast %view {flash.swizzled_128b} : memref<64x64xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16>
+    %c8192 = arith.constant 8192 : index
+    %view_2 = memref.view %0[%c8192][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+    %memspacecast_3 = memref.memory_space_cast %view_2 {flash.swizzled_128b} : memref<64x64xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16>
+    %c16384 = arith.constant 16384 : index
+    %view_4 = memref.view %0[%c16384][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+    %memspacecast_5 = memref.memory_space_cast %view_4 {flash.swizzled_128b} : memref<64x64xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16>
+    %1 = arith.muli %arg8, %c64 : index
+    %2 = arith.subi %arg4, %1 : index
+    %3 = arith.minsi %2, %c64 : index
+    %subview = memref.subview %arg0[%1, 0] [%3, 64] [1, 1] : memref<?x64xbf16> to memref<?x64xbf16, strided<[64, 1], offset: ?>>
+    linalg.map outs(%memspacecast : memref<64x64xbf16>)
+      (%init: bf16) {
+        linalg.yield %cst : bf16
+      }
+    %subview_6 = memref.subview %memspacecast[0, 0] [%3, 64] [1, 1] : memref<64x64xbf16> to memref<?x64xbf16, strided<[64, 1]>>
+    memref.copy %subview, %subview_6 : memref<?x64xbf16, strided<[64, 1], offset: ?>> to memref<?x64xbf16, strided<[64, 1]>>
+    %alloc = memref.alloc() {flash.tile_storage = "registers"} : memref<64x64xf32>
+    linalg.fill ins(%cst_0 : f32) outs(%alloc : memref<64x64xf32>)
+    %alloc_7 = memref.alloc() {flash.tile_storage = "registers"} : memref<64x64xf32>
+    %alloc_8 = memref.alloc() {flash.tile_storage = "registers"} : memref<64x64xbf16>
+    scf.for %arg20 = %c0 to %arg7 step %c1 {
+      %4 = arith.muli %arg20, %c64 : index
+      %5 = arith.subi %arg5, %4 : index
+      %6 = arith.minsi %5, %c64 : index
+      %subview_12 = memref.subview %arg1[%4, 0] [%6, 64] [1, 1] : memref<?x64xbf16> to memref<?x64xbf16, strided<[64, 1], offset: ?>>
+      linalg.map outs(%memspacecast_3 : memref<64x64xbf16>)
+        (%init: bf16) {
+          linalg.yield %cst : bf16
+        }
+      %subview_13 = memref.subview %memspacecast_3[0, 0] [%6, 64] [1, 1] : memref<64x64xbf16> to memref<?x64xbf16, strided<[64, 1]>>
+      memref.copy %subview_12, %subview_13 : memref<?x64xbf16, strided<[64, 1], offset: ?>> to memref<?x64xbf16, strided<[64, 1]>>
+      %subview_14 = memref.subview %arg2[%4, 0] [%6, 64] [1, 1] : memref<?x64xbf16> to memref<?x64xbf16, strided<[64, 1], offset: ?>>
+      linalg.map outs(%memspacecast_5 : memref<64x64xbf16>)
+        (%init: bf16) {
+          linalg.yield %cst : bf16
+        }
+      %subview_15 = memref.subview %memspacecast_5[0, 0] [%6, 64] [1, 1] : memref<64x64xbf16> to memref<?x64xbf16, strided<[64, 1]>>
+      memref.copy %subview_14, %subview_15 : memref<?x64xbf16, strided<[64, 1], offset: ?>> to memref<?x64xbf16, strided<[64, 1]>>
+      linalg.fill ins(%cst_0 : f32) outs(%alloc_7 : memref<64x64xf32>)
+      linalg.generic {indexing_maps = [#map, #map1, #map2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%memspacecast, %memspacecast_3 : memref<64x64xbf16>, memref<64x64xbf16>) outs(%alloc_7 : memref<64x64xf32>) attrs =  {flash.contraction = "scores"} {
+      ^bb0(%in: bf16, %in_16: bf16, %out: f32):
+        %7 = arith.extf %in : bf16 to f32
+        %8 = arith.extf %in_16 : bf16 to f32
+        %9 = arith.mulf %7, %8 : f32
+        %10 = arith.addf %out, %9 : f32
+        linalg.yield %10 : f32
+      }
+      linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel", "parallel"]} ins(%alloc_7 : memref<64x64xf32>) outs(%alloc_8 : memref<64x64xbf16>) {
+      ^bb0(%in: f32, %out: bf16):
+        %7 = math.exp2 %in : f32
+        %8 = arith.truncf %7 : f32 to bf16
+        linalg.yield %8 : bf16
+      }
+      linalg.generic {indexing_maps = [#map, #map4, #map2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%alloc_8, %memspacecast_5 : memref<64x64xbf16>, memref<64x64xbf16>) outs(%alloc : memref<64x64xf32>) attrs =  {flash.contraction = "output"} {
+      ^bb0(%in: bf16, %in_16: bf16, %out: f32):
+        %7 = arith.extf %in : bf16 to f32
+        %8 = arith.extf %in_16 : bf16 to f32
+        %9 = arith.mulf %7, %8 : f32
+        %10 = arith.addf %out, %9 : f32
+        linalg.yield %10 : f32
+      }
+    }
+    %alloc_9 = memref.alloc() {flash.tile_storage = "registers"} : memref<64x64xbf16>
+    linalg.generic {indexing_maps = [#map3, #map3], iterator_types = ["parallel", "parallel"]} ins(%alloc : memref<64x64xf32>) outs(%alloc_9 : memref<64x64xbf16>) {
+    ^bb0(%in: f32, %out: bf16):
+      %4 = arith.truncf %in : f32 to bf16
+      linalg.yield %4 : bf16
+    }
+    %subview_10 = memref.subview %alloc_9[0, 0] [%3, 64] [1, 1] : memref<64x64xbf16> to memref<?x64xbf16, strided<[64, 1]>>
+    %subview_11 = memref.subview %arg3[%1, 0] [%3, 64] [1, 1] : memref<?x64xbf16> to memref<?x64xbf16, strided<[64, 1], offset: ?>>
+    memref.copy %subview_10, %subview_11 : memref<?x64xbf16, strided<[64, 1]>> to memref<?x64xbf16, strided<[64, 1], offset: ?>>
+    gpu.terminator
+  } {flash.register_rows = 64 : i64, flash.shared_memory_bytes = 24576 : i64}
+  return
+}

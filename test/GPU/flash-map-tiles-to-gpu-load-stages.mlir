@@ -6,10 +6,15 @@
 // of j - lb, so the load issued for j + 1 writes the other one.
 // RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=64" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=128 tensor-cores=wgmma load-stages=2" | FileCheck %s
 // The same schedule on the mma.sync path (sm_80: padded tiles, ldmatrix).
-// RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=64" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=128 chip=sm_80 load-stages=2" | FileCheck %s --check-prefix=SM80
+// RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=64" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=128 chip=sm_80 load-stages=2 swizzle-ldmatrix=0" | FileCheck %s --check-prefix=SM80
 // Where the second copies do not fit the chip's shared memory, the loop keeps
-// FlashAttention-2's schedule (one copy, two waits per iteration).
-// RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=256 chip=sm_80 load-stages=2" | FileCheck %s --check-prefix=FULL
+// FlashAttention-2's schedule (one copy, two waits per iteration): padded
+// 128 x 128 tiles at D = 128 (swizzle-ldmatrix=0; swizzled, without the
+// padding, their second copies fit: 163,840 B).
+// RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=256 chip=sm_80 load-stages=2 swizzle-ldmatrix=0" | FileCheck %s --check-prefix=FULL
+// RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=256 chip=sm_80 load-stages=2" | FileCheck %s --check-prefix=FULL-SWIZZLED
+// FULL-SWIZZLED-LABEL: func.func @plain_d128(
+// FULL-SWIZZLED: flash.shared_memory_bytes = 163840 : i64
 // And through NVVM to PTX (flash-gpu-pipeline's load-stages).
 // RUN: flash-opt %s --flash-gpu-pipeline="chip=sm_90a format=isa block-rows=128 block-cols=64 load-stages=2" | FileCheck %s --check-prefix=PTX
 
@@ -64,7 +69,7 @@
 // SM80-NEXT: nvgpu.device_async_wait
 // SM80-NEXT: gpu.barrier
 // SM80: arith.remui
-// Padded rows (72 elements): Q 18 KiB, K and V 9 KiB each, second copies from 36 KiB.
+// Padded rows (72 elements, swizzle-ldmatrix=0): Q 18 KiB, K and V 9 KiB each, second copies from 36 KiB.
 // SM80: arith.muli %{{.*}}, %c18432
 // SM80: arith.addi %c18432{{.*}}, %{{.*}}
 // SM80: memref.view

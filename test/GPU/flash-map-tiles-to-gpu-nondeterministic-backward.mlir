@@ -7,8 +7,17 @@
 // each lane adds its accumulators' adjacent column pairs to the f32 sums
 // with one relaxed reduction per pair (rows past the valid ones skipped),
 // after a check that the sums' rows are contiguous. Each step's LSE and D
-// rows come by cp.async, one 4-byte element per thread.
-// RUN: flash-opt %s --flash-tile-attention="target=sm_80 deterministic=false" --flash-workspace-to-arguments --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=128 chip=sm_80" | FileCheck %s
+// rows come by cp.async, one 4-byte element per thread. This run keeps the
+// padded rows (swizzle-ldmatrix=0); SWIZZLED is the default, where the
+// staged dSᵀ (a copy of a register tile) and the loaded tiles are swizzled:
+// the lanes store their pairs at swizzled offsets of a flat view and
+// ldmatrix.trans reads one.
+// RUN: flash-opt %s --flash-tile-attention="target=sm_80 deterministic=false" --flash-workspace-to-arguments --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=128 chip=sm_80 swizzle-ldmatrix=0" | FileCheck %s
+// RUN: flash-opt %s --flash-tile-attention="target=sm_80 deterministic=false" --flash-workspace-to-arguments --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=128 chip=sm_80" | FileCheck %s --check-prefix=SWIZZLED
+// SWIZZLED: %[[STAGED:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1]] : memref<64x64xbf16> into memref<4096xbf16>
+// SWIZZLED: vector.store %{{.*}}, %[[STAGED]][%{{.*}}] {alignment = 4 : i64} : memref<4096xbf16>, vector<2xbf16>
+// SWIZZLED: gpu.barrier
+// SWIZZLED: nvgpu.ldmatrix %{{.*}} {flash.swizzled_128b, numTiles = 4 : i32, transpose = true} : memref<4096xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // And through the whole pipeline to PTX.
 // RUN: flash-opt %s --flash-gpu-pipeline="chip=sm_80 format=isa deterministic=false" | FileCheck %s --check-prefix=PTX
 

@@ -1,4 +1,4 @@
-// RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64" | FileCheck %s
+// RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64 swizzle-ldmatrix=0" | FileCheck %s
 // RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64" | FileCheck %s --check-prefix=SUMS
 // RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64 register-tiles=false async-copies=false" | FileCheck %s --check-prefix=SHARED
 // RUN: flash-opt %s --flash-tile-attention="block-rows=64 block-cols=32" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=64 async-copies=false" | FileCheck %s --check-prefix=GENERAL
@@ -39,8 +39,9 @@
 // CHECK: memref.extract_strided_metadata %{{.*}} : memref<?x?x?x64xbf16, strided<[?, ?, ?, ?], offset: ?>>
 // CHECK: scf.if
 // CHECK-NEXT: llvm.intr.trap
-// 64-element (128-byte) rows padded to 72 elements: ldmatrix rows hit
-// different banks.
+// With swizzle-ldmatrix=0 (this run), 64-element (128-byte) rows padded to
+// 72 elements: ldmatrix rows hit different banks (by default such tiles are
+// swizzled instead: flash-gpu-assign-tile-storage.mlir).
 // CHECK: memref.view {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[Q:.*]] = memref.subview %{{.*}}[0, 0] [64, 64] [1, 1] : {{.*}} to memref<64x64xbf16, strided<[72, 1]>, #gpu.address_space<workgroup>>
 // CHECK: %[[K:.*]] = memref.subview %{{.*}}[0, 0] [32, 64] [1, 1] : {{.*}} to memref<32x64xbf16, strided<[72, 1]>, #gpu.address_space<workgroup>>

@@ -140,10 +140,18 @@ static opt<bool> stagedReductions(
     cl::cat(flashCategory));
 static opt<bool> perIterationLanes(
     "per-iteration-lanes", cl::init(true),
-    cl::desc("Backward kernels: a launch that spills with its mma.sync "
-             "fragment and cp.async addresses hoisted out of the key loop is "
-             "rebuilt with them recomputed in each iteration, and taken if "
-             "that spills less (--per-iteration-lanes=false: always hoisted)"),
+    cl::desc("mma.sync kernels: a backward launch that spills with its "
+             "fragment and cp.async addresses hoisted out of the key loop, or "
+             "a forward kernel that takes all 255 registers so, is rebuilt "
+             "with them recomputed in each iteration, and taken if that "
+             "spills less (--per-iteration-lanes=false: always hoisted)"),
+    cl::cat(flashCategory));
+static opt<bool> swizzleLdmatrix(
+    "swizzle-ldmatrix", cl::init(true),
+    cl::desc("mma.sync kernels (sm_80, and sm_90a's mma.sync forms): the "
+             "shared tiles ldmatrix reads in the 128-byte swizzled layout "
+             "(conflict-free cp.async writes) instead of rows padded by 16 "
+             "bytes"),
     cl::cat(flashCategory));
 static opt<bool> keySplits(
     "key-splits", cl::init(false),
@@ -230,6 +238,7 @@ int main(int argc, char **argv) {
   options.overlapProducts = overlapProducts;
   options.dqFragmentMajor = dqFragmentMajor;
   options.maskFreeBlocks = maskFreeBlocks;
+  options.swizzleLdmatrix = swizzleLdmatrix;
   options.keySplits = keySplits;
   options.mergeInLastCta = mergeInLastCta;
   options.pingPong = pingPong;

@@ -87,7 +87,13 @@ def FlashGpuAssignTileStoragePass : Pass<"flash-gpu-assign-tile-storage"> {
     - `"swizzled"`: with `tensor-cores=wgmma` (or auto on sm_90a) and
       `async-copies`, where every contraction can take Hopper's warpgroup
       MMA, its shared operands: stored in the 128-byte swizzled layout the
-      matrix descriptors name. The launch gets `flash.wgmma`.
+      matrix descriptors name. The launch gets `flash.wgmma`. Otherwise,
+      with `swizzle-ldmatrix` and `async-copies` in a launch with register
+      tiles, the 16-bit operand tiles of 64-column panels that only
+      cp.async writes and only ldmatrix (and the register tiles' ops, at
+      swizzled offsets) reads: each 16-byte chunk of a row at chunk
+      `j ^ (row % 8)`, so that both the copies' row writes and ldmatrix's
+      8-row reads are free of bank conflicts without padding.
     - `"accumulators"`: the C of a contraction whose zero-filled result
       goes only to a `flash.atomic_add` (the atomic backward's dS K): the
       MMA lowering keeps it in its accumulators, so it never exists.
@@ -125,7 +131,11 @@ def FlashGpuAssignTileStoragePass : Pass<"flash-gpu-assign-tile-storage"> {
     Option<"stagedReductions", "staged-reductions", "bool", "false",
            "In wgmma launches, stage the atomic backward's dQ sums in "
            "shared memory for TMA tensor reductions instead of adding them "
-           "from registers (sm_90a)">
+           "from registers (sm_90a)">,
+    Option<"swizzleLdmatrix", "swizzle-ldmatrix", "bool", "true",
+           "In mma.sync launches with register tiles and async-copies, the "
+           "operand tiles ldmatrix reads in the 128-byte swizzled layout "
+           "instead of rows padded by 16 bytes">
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect",
@@ -143,13 +153,14 @@ def FlashGpuCarveSharedMemoryPass : Pass<"flash-gpu-carve-shared-memory"> {
     to the generic space), at the lowest offset free while it is live
     (buffers whose live ranges do not overlap share bytes):
 
-    - in a launch with register tiles (`flash.register_rows`) rows of an
-      even number of 16-byte units get 16 bytes of padding, so that the
-      eight row addresses of an `ldmatrix` fall in distinct banks;
+    - in a launch with register tiles (`flash.register_rows`) the other
+      tiles' rows of an even number of 16-byte units get 16 bytes of
+      padding, so that the eight row addresses of an `ldmatrix` fall in
+      distinct banks;
     - `"swizzled"` tiles are unpadded and 1024-byte aligned (the swizzle
       pattern repeats every 1024 bytes), their cast tagged
-      `flash.swizzled_128b`; the kernel traps if the window's base is not
-      1024-byte aligned;
+      `flash.swizzled_128b`; a wgmma launch (whose descriptors need it)
+      traps if the window's base is not 1024-byte aligned;
     - a `"reduction_stage"` tile is unpadded, 1024-byte aligned and carved
       as `[2, rows, cols]`: two copies that the MMA lowering writes in
       turn, in 128-byte swizzled panels that TMA reads; the tile is a view

@@ -93,7 +93,9 @@ struct KernelCompileOptions {
   /// that spills less: the sm_80 atomic dK/dV step with two copies of Q and
   /// dO fits so (docs/GPU-NOTES.md 90). Where the hoisted form fits it is
   /// kept (as fast or faster there: the sm_80 deterministic D = 64 dK/dV
-  /// launch was 1.15x slower with the lanes); forward kernels keep it.
+  /// launch was 1.15x slower with the lanes). A forward mma.sync kernel
+  /// whose hoisted form takes all 255 registers is rebuilt so and taken
+  /// where that fits (docs/GPU-NOTES.md 95).
   bool perIterationLanes = true;
   /// With deterministic = false on sm_90a: the dK/dV step's dPᵀ issued
   /// beside Sᵀ and its warpgroup MMAs waited for at first use
@@ -110,6 +112,11 @@ struct KernelCompileOptions {
   /// mask-free-blocks). The atomic search takes one masked loop per nest
   /// instead where a step spills with them (the second loop's registers).
   bool maskFreeBlocks = true;
+  /// mma.sync kernels: the tiles ldmatrix reads stored in the 128-byte
+  /// swizzled layout (--flash-gpu-assign-tile-storage's swizzle-ldmatrix)
+  /// instead of rows padded by 16 bytes, whose cp.async writes cost 2.6x
+  /// the shared-memory wavefronts (docs/GPU-NOTES.md 92).
+  bool swizzleLdmatrix = true;
   /// Forward: split-KV (FlashDecoding) kernels, for few query rows against
   /// many keys: the keys of each query block cut into S runs computed by
   /// CTAs of their own (S chosen by the runtime, which allocates the

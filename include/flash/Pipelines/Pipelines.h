@@ -156,6 +156,12 @@ struct FlashMapTilesToGpuOptions
                      "(--flash-gpu-warp-register-tiles, "
                      "--flash-gpu-lower-tile-mma)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> swizzleLdmatrix{
+      *this, "swizzle-ldmatrix",
+      llvm::cl::desc("mma.sync launches: the operand tiles ldmatrix reads "
+                     "in the 128-byte swizzled layout instead of padded "
+                     "rows (--flash-gpu-assign-tile-storage)"),
+      llvm::cl::init(true)};
 };
 
 /// The GPU mapping of a bufferized tiled nest, one step per pass:
@@ -321,6 +327,12 @@ struct FlashGpuPipelineOptions
                      "addresses from per-iteration lane coordinates (see "
                      "--flash-gpu-warp-register-tiles)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> swizzleLdmatrix{
+      *this, "swizzle-ldmatrix",
+      llvm::cl::desc("mma.sync kernels: the operand tiles ldmatrix reads in "
+                     "the 128-byte swizzled layout instead of padded rows "
+                     "(see --flash-gpu-assign-tile-storage)"),
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> emulatedExp2Every{
       *this, "emulated-exp2-every",
       llvm::cl::desc("Every n-th exp2 of the softmax on the FMA pipes "

@@ -102,7 +102,8 @@ struct FlashGpuAssignTileStoragePass
           << stringifyChip(chip);
       return signalPassFailure();
     }
-    // Only where the mma.sync or wgmma reduction will take them.
+    // Only where the mma.sync or wgmma lowerings will take them (WMMA's
+    // fragment loads read neither reduced Cs nor swizzled tiles).
     bool mmaSync = cores == TensorCores::MmaSync ||
                    cores == TensorCores::Auto || cores == TensorCores::Wgmma;
     for (gpu::LaunchOp launch : launches) {
@@ -113,7 +114,8 @@ struct FlashGpuAssignTileStoragePass
       stageTransposedOperands(launch);
       flash::WarpRegisterTiles inRegisters(launch, *threads / 32);
       if (registerTiles && *threads % 32 == 0 && cores != TensorCores::None)
-        inRegisters.analyze(cores == TensorCores::Wgmma && asyncCopies);
+        inRegisters.analyze(cores == TensorCores::Wgmma && asyncCopies,
+                            swizzleLdmatrix && asyncCopies && mmaSync);
       inRegisters.record();
       // TMA reductions read shared memory; the wgmma lowering stages.
       if (mmaSync)

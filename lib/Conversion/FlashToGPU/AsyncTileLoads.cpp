@@ -1524,10 +1524,25 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
                                          bool raggedTails,
                                          bool perIterationRows) {
   SmallVector<PaddedTileLoad> loads;
+  memref::CopyOp intoSwizzled;
   launch.getBody().walk([&](memref::CopyOp copy) {
-    if (auto load = flash::matchPaddedTileLoad(copy, rowVectors))
+    if (auto load = flash::matchPaddedTileLoad(copy, rowVectors)) {
       loads.push_back(*load);
+      return;
+    }
+    // Only these loads place a swizzled tile's bytes: another copy into it
+    // would write rows in order.
+    Value target = copy.getTarget();
+    if (auto view = target.getDefiningOp<memref::SubViewOp>())
+      target = view.getSource();
+    if (Operation *def = target.getDefiningOp();
+        def && def->hasAttr(flash::kSwizzledAttr))
+      intoSwizzled = copy;
   });
+  if (intoSwizzled)
+    return intoSwizzled.emitError(
+        "flash-gpu-async-tile-loads: a copy into a swizzled shared tile that "
+        "is not a load of whole rows (cp.async or TMA would place its bytes)");
   if (loads.empty())
     return success();
   MLIRContext *ctx = launch.getContext();

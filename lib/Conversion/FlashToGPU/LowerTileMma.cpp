@@ -106,9 +106,14 @@ TileMmaLowering::warpTiles(OpBuilder &b, Value tid, int64_t m, int64_t n,
 /// accumulates over K in steps of 16 with WMMA fragments.
 bool TileMmaLowering::emitWarpMatmul(linalg::GenericOp op, Value tid) {
   auto operands = flash::matchTileContraction(op);
+  auto swizzled = [](Value tile) {
+    Operation *def = tile.getDefiningOp();
+    return def && def->hasAttr(flash::kSwizzledAttr);
+  };
   if (!operands || !operands->hasIdentityLayouts() || operands->transposeA ||
-      !cast<MemRefType>(operands->a.getType()).getElementType().isF16())
-    return false; // WMMA fragments exist for f16 only
+      !cast<MemRefType>(operands->a.getType()).getElementType().isF16() ||
+      swizzled(operands->a) || swizzled(operands->b))
+    return false; // WMMA fragments exist for f16 only, in row-major tiles
   auto [a, bm, c, transposeB, transposeA] = *operands;
   auto aType = cast<MemRefType>(a.getType());
   auto cType = cast<MemRefType>(c.getType());
@@ -204,16 +209,16 @@ public:
     }
     // Matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) -> a0..a3. A stored
     // [K, M]: the same matrices from rows k of the buffer, transposed.
-    Value aRow, aCol;
+    using flash::mma_sync::LaneCoordinate;
+    LaneCoordinate aRow, aCol;
     if (m.transposeA) {
-      aRow = add(add(right, lane8), step);
-      aCol = add(row, upper);
+      aRow = {add(right, lane8), step};
+      aCol = {add(row, upper)};
     } else {
-      aRow = add(add(row, lane8), upper);
-      aCol = add(right, step);
+      aRow = {add(add(row, lane8), upper)};
+      aCol = {right, step, 16};
     }
-    return flash::mma_sync::ldmatrix(b, loc, sharedA, aRow, aCol, 4,
-                                     m.transposeA);
+    return flash::mma_sync::ldmatrix(b, loc, m.a, aRow, aCol, 4, m.transposeA);
   }
 
   /// The 16 x 8 B tile at K [step, step + 16), columns [col, col + 8); with
@@ -231,16 +236,17 @@ public:
       return regs;
     }
     // K 0-7 and 8-15 of the 8 columns; Kᵀ is read straight, V transposed.
+    using flash::mma_sync::LaneCoordinate;
     Value c = tiles == 2 ? add(col, right) : col;
-    Value bRow, bCol;
+    LaneCoordinate bRow, bCol;
     if (m.transposeB) {
-      bRow = add(c, lane8);
-      bCol = add(upper, step);
+      bRow = {add(c, lane8)};
+      bCol = {upper, step, 16};
     } else {
-      bRow = add(add(lane8, upper), step);
-      bCol = c;
+      bRow = {add(lane8, upper), step};
+      bCol = {c};
     }
-    return flash::mma_sync::ldmatrix(b, loc, sharedB, bRow, bCol, 2 * tiles,
+    return flash::mma_sync::ldmatrix(b, loc, m.b, bRow, bCol, 2 * tiles,
                                      !m.transposeB);
   }
 

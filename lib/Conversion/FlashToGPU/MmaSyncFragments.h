@@ -22,11 +22,28 @@ namespace mlir::flash::mma_sync {
 /// vector<2xf16> as it is, bf16 pairs as i32 (what nvvm.mma.sync takes).
 Value operandRegister(OpBuilder &b, Location loc, Value pair);
 
-/// `count` 8 x 8 matrices of the shared tile `tile` by one ldmatrix (lane l
-/// gives the address (`row`, `col`) of row l % 8 of matrix l / 8;
-/// `transpose` for .trans), as `count` operand registers.
-SmallVector<Value> ldmatrix(OpBuilder &b, Location loc, Value tile, Value row,
-                            Value col, int64_t count, bool transpose);
+/// A lane's row or column in a tile, (`lane` + `step`) + `then`: the
+/// constant `step` and the lane's part `lane` + `then` (either may be null:
+/// 0). For a column, `laneBound` says that the lane's part is a multiple of
+/// 8 below it (0: not known).
+struct LaneCoordinate {
+  Value lane;
+  int64_t step = 0;
+  int64_t laneBound = 0;
+  Value then = {};
+};
+
+/// `count` 8 x 8 matrices of the shared tile `tile` (a contraction's operand,
+/// the generic-space view of a carved tile) by one ldmatrix: lane l gives the
+/// address (`row`, `col`) of row l % 8 of matrix l / 8; `transpose` for
+/// .trans. Returned as `count` operand registers. In a swizzled tile
+/// (flash.swizzled_128b) the address is the lane's swizzled offset with the
+/// steps applied after the swizzle (an xor of the column's chunk, immediates
+/// for whole panels and 8-row steps) where the lane's column bound allows,
+/// and the ldmatrix carries flash.swizzled_128b (the driver reads it).
+SmallVector<Value> ldmatrix(OpBuilder &b, Location loc, Value tile,
+                            LaneCoordinate row, LaneCoordinate col,
+                            int64_t count, bool transpose);
 
 /// `laneCoordinate` as the enclosing loop's own copy
 /// (flashgpu.per_iteration) where the builder is inside an scf.for, so that

@@ -65,7 +65,7 @@ static bool isRowReduction(linalg::GenericOp op) {
 WarpRegisterTiles::WarpRegisterTiles(gpu::LaunchOp launch, int64_t warps)
     : launch(launch), warps(warps) {}
 
-void WarpRegisterTiles::analyze(bool withWgmma) {
+void WarpRegisterTiles::analyze(bool withWgmma, bool swizzleLdmatrix) {
   tiles.clear();
   swizzled.clear();
   rows = 0;
@@ -147,6 +147,8 @@ void WarpRegisterTiles::analyze(bool withWgmma) {
   if (withWgmma && !tiles.empty() && !canUseWgmma())
     swizzled.clear();
   wgmma = !swizzled.empty();
+  if (!wgmma && swizzleLdmatrix && !tiles.empty())
+    swizzleLdmatrixOperands();
 }
 
 void WarpRegisterTiles::record() {
@@ -240,35 +242,83 @@ bool WarpRegisterTiles::canUseWgmma() {
     return false;
   // A swizzled tile is only zero-filled, loaded, read by the MMAs and read
   // element by element (at swizzled offsets) by the register tiles' ops.
-  for (Value tile : swizzled) {
-    for (Operation *user : tile.getUsers()) {
-      if (isa<memref::DeallocOp, linalg::MapOp>(user))
-        continue;
-      if (auto generic = dyn_cast<linalg::GenericOp>(user)) {
-        auto m = matchTileContraction(generic);
-        if (m ? m->c != tile
-              : llvm::none_of(generic.getDpsInitsMutable(),
-                              [&](OpOperand &o) { return o.get() == tile; }) &&
-                    llvm::all_of(generic.getDpsInputOperands(),
-                                 [&](OpOperand *in) {
-                                   return in->get() != tile ||
-                                          generic.getMatchingIndexingMap(in)
-                                              .isIdentity();
-                                 }))
+  auto isOperand = [](linalg::GenericOp op) { return true; };
+  return llvm::all_of(swizzled, [&](Value tile) {
+    return keepsSwizzledLayout(tile, isOperand, /*registerReaders=*/false);
+  });
+}
+
+/// The 16-bit shared operand tiles of 64-column panels whose every
+/// contraction reads them with ldmatrix: the register tiles' (B, or A of
+/// the block's rows) and the shared-memory ones with both operands shared.
+void WarpRegisterTiles::swizzleLdmatrixOperands() {
+  auto shared = [&](Value v) {
+    return v.getDefiningOp<memref::AllocOp>() && !tiles.contains(v);
+  };
+  auto readsByLdmatrix = [&](linalg::GenericOp op) {
+    auto m = matchTileContraction(op);
+    return tiles.contains(m->c) ? supports(op) : shared(m->a) && shared(m->b);
+  };
+  llvm::SetVector<Value> candidates;
+  launch.getBody().walk([&](linalg::GenericOp op) {
+    auto m = matchTileContraction(op);
+    if (!m || !readsByLdmatrix(op))
+      return;
+    for (Value operand : {m->a, m->b}) {
+      auto type = cast<MemRefType>(operand.getType());
+      if (shared(operand) && type.getRank() == 2 &&
+          type.getElementTypeBitWidth() == 16 && type.getDimSize(0) % 8 == 0 &&
+          type.getDimSize(1) % 64 == 0)
+        candidates.insert(operand);
+    }
+  });
+  for (Value tile : candidates)
+    if (keepsSwizzledLayout(tile, readsByLdmatrix, /*registerReaders=*/true))
+      swizzled.insert(tile);
+}
+
+bool WarpRegisterTiles::keepsSwizzledLayout(
+    Value tile, function_ref<bool(linalg::GenericOp)> readsSwizzled,
+    bool registerReaders) {
+  for (Operation *user : tile.getUsers()) {
+    if (isa<memref::DeallocOp, linalg::MapOp>(user))
+      continue;
+    if (auto generic = dyn_cast<linalg::GenericOp>(user)) {
+      if (auto m = matchTileContraction(generic)) {
+        if (m->c != tile && readsSwizzled(generic))
           continue;
         return false;
       }
-      // Written whole from a register tile (the staged dSᵀ).
-      if (auto copy = dyn_cast<memref::CopyOp>(user);
-          copy && copy.getTarget() == tile && tiles.contains(copy.getSource()))
+      bool written =
+          llvm::any_of(generic.getDpsInitsMutable(),
+                       [&](OpOperand &o) { return o.get() == tile; });
+      bool readWhole =
+          llvm::all_of(generic.getDpsInputOperands(), [&](OpOperand *in) {
+            return in->get() != tile ||
+                   generic.getMatchingIndexingMap(in).isIdentity();
+          });
+      if (!written && readWhole && (!registerReaders || supports(generic)))
         continue;
-      auto view = dyn_cast<memref::SubViewOp>(user);
-      if (!view || !llvm::all_of(view->getUsers(), [&](Operation *u) {
-            auto copy = dyn_cast<memref::CopyOp>(u);
-            return copy && copy.getTarget() == view.getResult();
-          }))
-        return false;
+      return false;
     }
+    // Written whole from a register tile (the staged dSᵀ).
+    if (auto copy = dyn_cast<memref::CopyOp>(user);
+        copy && copy.getTarget() == tile && tiles.contains(copy.getSource()))
+      continue;
+    // Loaded: copies into its first rows, whole.
+    auto view = dyn_cast<memref::SubViewOp>(user);
+    if (!view || view.getType().getRank() != 2 ||
+        !llvm::all_of(view.getStaticOffsets(),
+                      [](int64_t o) { return o == 0; }) ||
+        !llvm::all_of(view.getStaticStrides(),
+                      [](int64_t s) { return s == 1; }) ||
+        view.getStaticSizes()[1] !=
+            cast<MemRefType>(tile.getType()).getDimSize(1) ||
+        !llvm::all_of(view->getUsers(), [&](Operation *u) {
+          auto copy = dyn_cast<memref::CopyOp>(u);
+          return copy && copy.getTarget() == view.getResult();
+        }))
+      return false;
   }
   return true;
 }
@@ -1178,9 +1228,13 @@ LogicalResult TileRewriter::rewriteContraction(OpBuilder &b,
   auto operand = [&](Value pair) {
     return mma_sync::operandRegister(b, loc, pair);
   };
-  auto ldmatrix = [&](Value buf, Value r, Value c, int64_t count, bool trans) {
-    return mma_sync::ldmatrix(b, loc, buf, r, c, count, trans);
+  using mma_sync::LaneCoordinate;
+  auto ldmatrix = [&](Value tile, LaneCoordinate r, LaneCoordinate c,
+                      int64_t count, bool trans) {
+    return mma_sync::ldmatrix(b, loc, tile, r, c, count, trans);
   };
+  // The ldmatrix lanes' parts: rows lane8 (+ upper, + right), columns
+  // upper or right (0 or 8).
   VectorType pairType = VectorType::get({2}, et);
   for (int64_t kk = 0; kk < k / 16; ++kk) {
     // A fragments (a0..a3: rows g | g + 8 x k 2t | 2t + 8) of each 16-row
@@ -1199,10 +1253,9 @@ LogicalResult TileRewriter::rewriteContraction(OpBuilder &b,
         fa.push_back({pair(0, 2 * kk), pair(1, 2 * kk), pair(0, 2 * kk + 1),
                       pair(1, 2 * kk + 1)});
       } else {
-        Value r =
-            arith::AddIOp::create(b, loc, plus(b, warpRow, sliceStride() * mi),
-                                  arith::AddIOp::create(b, loc, lane8, upper));
-        fa.push_back(ldmatrix(sharedA, r, plus(b, right, 16 * kk), 4, false));
+        LaneCoordinate r = {warpRow, sliceStride() * mi, 0,
+                            arith::AddIOp::create(b, loc, lane8, upper)};
+        fa.push_back(ldmatrix(m.a, r, {right, 16 * kk, 16}, 4, false));
       }
     }
     // B fragments of two n8 tiles per ldmatrix.x4 (one with .x2 at an odd
@@ -1211,14 +1264,13 @@ LogicalResult TileRewriter::rewriteContraction(OpBuilder &b,
       bool pairOfTiles = j + 1 < n / 8;
       SmallVector<Value> fb;
       if (m.transposeB) {
-        Value r = arith::AddIOp::create(
-            b, loc, pairOfTiles ? plus(b, right, 8 * j) : idx(b, 8 * j), lane8);
-        fb = ldmatrix(sharedB, r, plus(b, upper, 16 * kk), pairOfTiles ? 4 : 2,
-                      false);
+        LaneCoordinate r = {pairOfTiles ? right : Value(), 8 * j, 0, lane8};
+        fb = ldmatrix(m.b, r, {upper, 16 * kk, 16}, pairOfTiles ? 4 : 2, false);
       } else {
-        Value r = plus(b, arith::AddIOp::create(b, loc, upper, lane8), 16 * kk);
-        Value c = pairOfTiles ? plus(b, right, 8 * j) : idx(b, 8 * j);
-        fb = ldmatrix(sharedB, r, c, pairOfTiles ? 4 : 2, true);
+        LaneCoordinate r = {arith::AddIOp::create(b, loc, upper, lane8),
+                            16 * kk};
+        LaneCoordinate c = {pairOfTiles ? right : Value(), 8 * j, 16};
+        fb = ldmatrix(m.b, r, c, pairOfTiles ? 4 : 2, true);
       }
       for (int64_t jj = j; jj < std::min(j + 2, n / 8); ++jj) {
         ArrayRef<Value> b01 = ArrayRef<Value>(fb).slice(2 * (jj - j), 2);

@@ -7,6 +7,8 @@
 #ifndef FLASH_LIB_CONVERSION_FLASHTOGPU_WARPREGISTERTILES_H
 #define FLASH_LIB_CONVERSION_FLASHTOGPU_WARPREGISTERTILES_H
 
+#include "flash/Dialect/Flash/IR/TileRoles.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "llvm/ADT/SetVector.h"
@@ -42,13 +44,16 @@ public:
   /// Finds the tiles that can live in registers: every op on them must be
   /// one that the rewrite knows. Empty when the nest has another shape.
   /// `wgmma` asks for warpgroup MMA where every contraction of the launch
-  /// can take it (it stays on mma.sync otherwise).
-  void analyze(bool wgmma = false);
+  /// can take it (it stays on mma.sync otherwise). `swizzleLdmatrix` asks,
+  /// on mma.sync, for the 128-byte swizzled layout of the shared operand
+  /// tiles that only cp.async writes and only ldmatrix and the register
+  /// tiles' ops read (in place of rows padded by 16 bytes).
+  void analyze(bool wgmma = false, bool swizzleLdmatrix = false);
   bool empty() const { return tiles.empty(); }
   bool contains(Value buffer) const { return tiles.contains(buffer); }
   bool usesWgmma() const { return wgmma; }
-  /// Shared-memory tiles read by warpgroup MMA: stored swizzled, unpadded,
-  /// 1024-byte aligned.
+  /// Shared-memory tiles read by warpgroup MMA or by ldmatrix: stored
+  /// swizzled, unpadded, 1024-byte aligned.
   bool isSwizzled(Value buffer) const { return swizzled.contains(buffer); }
 
   /// Writes what `analyze` found into the IR, for the later steps:
@@ -91,6 +96,16 @@ private:
   bool supports(Value tile);
   bool supports(linalg::GenericOp op);
   bool canUseWgmma();
+  void swizzleLdmatrixOperands();
+  /// Whether every op on the shared tile `tile` keeps to its swizzled
+  /// layout: zero fills, loads of whole rows (cp.async or TMA place the
+  /// bytes), copies from a register tile (stored per lane), the
+  /// contractions `readsSwizzled` accepts, and the register tiles'
+  /// elementwise ops reading it whole (at swizzled offsets).
+  bool
+  keepsSwizzledLayout(Value tile,
+                      llvm::function_ref<bool(linalg::GenericOp)> readsSwizzled,
+                      bool registerReaders);
   /// The most 32-bit words per block that the tiles hold at one time.
   int64_t maxLiveWords();
 
@@ -127,7 +142,7 @@ std::optional<WarpgroupReduceSplit> splitWarpgroupReduce(int64_t m, int64_t n,
                                                          int64_t warpgroups);
 
 /// The attribute on the generic-space cast of a swizzled shared tile.
-inline constexpr llvm::StringLiteral kSwizzledAttr = "flash.swizzled_128b";
+inline constexpr llvm::StringLiteral kSwizzledAttr = kSwizzledAttrName;
 /// The attribute on the generic-space cast of a `"reduction_stage"` tile.
 inline constexpr llvm::StringLiteral kReductionStageAttr =
     "flash.reduction_stage";

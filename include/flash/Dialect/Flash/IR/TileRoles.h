@@ -62,6 +62,12 @@ void setRaggedKeys(Operation *op);
 /// bufferization allocated them all before this loop.
 inline constexpr llvm::StringLiteral kFreshTilesAttrName = "flash.fresh_tiles";
 
+/// On the generic-space cast of a shared tile stored in the 128-byte
+/// swizzled layout (--flash-gpu-assign-tile-storage), and on the
+/// nvgpu.ldmatrix ops that read one: the driver rebuilds a kernel whose
+/// hoisted swizzled addresses take every register (docs/GPU-NOTES.md 95).
+inline constexpr llvm::StringLiteral kSwizzledAttrName = "flash.swizzled_128b";
+
 /// Set by the tiler on a nest without contractions whose work is one
 /// element per thread (the split-KV merge): the threads of its CTA (an i64, a
 /// multiple of 32 up to 1024), which the GPU mapping takes instead of its
