@@ -387,14 +387,17 @@ FailureOr<bool> compileKernel(AttentionOp op, StringRef name,
       return failure();
     if (assembled->spillBytes > 0 && !last)
       continue;
-    // An mma.sync kernel reading swizzled tiles that takes every register
-    // with its lanes' addresses hoisted out of the key loops (a base per
-    // column chunk step each) is rebuilt with them in each iteration, and
-    // taken where that fits: ptxas schedules the hoisted form's fragment
-    // loads too close to their MMAs (sm_80 D = 128 causal 1.04-1.06x so,
-    // without a mask level; padded tiles lost 2-4%: docs/GPU-NOTES.md 95).
+    // A causal mma.sync kernel reading swizzled tiles that takes every
+    // register with its lanes' addresses hoisted out of the key loops (a
+    // base per column chunk step each) is rebuilt with them in each
+    // iteration, and taken where that fits: the hoisted form's fragment
+    // loads wait on shared memory (ncu: short-scoreboard stalls 2.6x the
+    // padded kernel's). Measured on sm_80 D = 128 (docs/GPU-NOTES.md 95):
+    // causal 1.05-1.07x so, without a mask 0.98x at 4k (hoisted kept
+    // there), padded tiles 0.96-0.98x.
     if (compile.perIterationLanes && !config.perIterationLanes &&
-        !compile.keySplits && assembled->registers >= kMaxRegisters &&
+        !compile.keySplits && op.getCausal() &&
+        assembled->registers >= kMaxRegisters &&
         kernel.main().swizzledLdmatrix) {
       Config laned = config;
       laned.perIterationLanes = true;

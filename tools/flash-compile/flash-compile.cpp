@@ -142,9 +142,10 @@ static opt<bool> perIterationLanes(
     "per-iteration-lanes", cl::init(true),
     cl::desc("mma.sync kernels: a backward launch that spills with its "
              "fragment and cp.async addresses hoisted out of the key loop, or "
-             "a forward kernel that takes all 255 registers so, is rebuilt "
-             "with them recomputed in each iteration, and taken if that "
-             "spills less (--per-iteration-lanes=false: always hoisted)"),
+             "a causal forward reading swizzled tiles that takes all 255 "
+             "registers so, is rebuilt with them recomputed in each "
+             "iteration, and taken if that spills less "
+             "(--per-iteration-lanes=false: always hoisted)"),
     cl::cat(flashCategory));
 static opt<bool> swizzleLdmatrix(
     "swizzle-ldmatrix", cl::init(true),

@@ -93,9 +93,9 @@ struct KernelCompileOptions {
   /// that spills less: the sm_80 atomic dK/dV step with two copies of Q and
   /// dO fits so (docs/GPU-NOTES.md 90). Where the hoisted form fits it is
   /// kept (as fast or faster there: the sm_80 deterministic D = 64 dK/dV
-  /// launch was 1.15x slower with the lanes). A forward mma.sync kernel
-  /// whose hoisted form takes all 255 registers is rebuilt so and taken
-  /// where that fits (docs/GPU-NOTES.md 95).
+  /// launch was 1.15x slower with the lanes). A causal forward reading
+  /// swizzled tiles whose hoisted form takes all 255 registers is rebuilt so
+  /// and taken where that fits (docs/GPU-NOTES.md 95).
   bool perIterationLanes = true;
   /// With deterministic = false on sm_90a: the dK/dV step's dPᵀ issued
   /// beside Sᵀ and its warpgroup MMAs waited for at first use
