@@ -880,15 +880,28 @@ LogicalResult TileMmaLowering::run() {
     if (flash::matchTileContraction(op))
       contractions.push_back(op);
   });
+  auto swizzled = [](Value tile) {
+    Operation *def = tile.getDefiningOp();
+    return def && def->hasAttr(flash::kSwizzledAttr);
+  };
   for (linalg::GenericOp generic : contractions) {
     OpBuilder tb(generic);
     Value tid = gpu::ThreadIdOp::create(tb, loc, gpu::Dimension::x);
+    auto operands = flash::matchTileContraction(generic);
+    bool readsSwizzled = swizzled(operands->a) || swizzled(operands->b);
     if (!(launch->hasAttr(flash::kWgmmaAttr) &&
           emitWarpgroupMmaReduce(generic, tid)) &&
         !(mmaSync && emitWarpMmaReduce(generic, tid)) &&
         !(wmma && emitWarpMatmul(generic, tid)) &&
-        !(mmaSync && emitWarpMmaSync(generic, tid)))
+        !(mmaSync && emitWarpMmaSync(generic, tid))) {
       tid.getDefiningOp()->erase();
+      // The element-wise fallback would read a swizzled tile row-major.
+      if (readsSwizzled)
+        return generic.emitError(
+            "flash-gpu-lower-tile-mma: a contraction reads a swizzled tile "
+            "and no MMA lowering that reads that layout took it (mma.sync "
+            "or wgmma: tensor-cores=mma-sync, auto or wgmma)");
+    }
   }
   // The Cs that the reductions kept in registers (never carved).
   SmallVector<memref::AllocOp> accumulators;
