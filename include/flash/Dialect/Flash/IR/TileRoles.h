@@ -64,8 +64,9 @@ inline constexpr llvm::StringLiteral kFreshTilesAttrName = "flash.fresh_tiles";
 
 /// On the generic-space cast of a shared tile stored in the 128-byte
 /// swizzled layout (--flash-gpu-assign-tile-storage), and on the
-/// nvgpu.ldmatrix ops that read one: the driver rebuilds a kernel whose
-/// hoisted swizzled addresses take every register (docs/GPU-NOTES.md 95).
+/// nvgpu.ldmatrix ops that read one: the driver rebuilds a causal forward
+/// whose hoisted swizzled addresses take every register with per-iteration
+/// lanes (docs/GPU-NOTES.md 95).
 inline constexpr llvm::StringLiteral kSwizzledAttrName = "flash.swizzled_128b";
 
 /// Set by the tiler on a nest without contractions whose work is one
