@@ -266,7 +266,7 @@ static std::optional<TmaSource> matchTmaSource(PaddedTileLoad load,
   int64_t cols = tileType.getDimSize(1);
   // The 128-byte swizzle that wgmma reads: 64 columns of 16 bits per box.
   if (tileType.getElementTypeBitWidth() != 16 || cols % 64 != 0 ||
-      !load.tile.getDefiningOp()->hasAttr(flash::kSwizzledAttr))
+      !flash::isSwizzledTile(load.tile))
     return std::nullopt;
   std::optional<flash::TensorSlice> slice = flash::matchTensorSlice(sub, cols);
   if (!slice)
@@ -1535,8 +1535,7 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
     Value target = copy.getTarget();
     if (auto view = target.getDefiningOp<memref::SubViewOp>())
       target = view.getSource();
-    if (Operation *def = target.getDefiningOp();
-        def && def->hasAttr(flash::kSwizzledAttr))
+    if (flash::isSwizzledTile(target))
       intoSwizzled = copy;
   });
   if (intoSwizzled)
@@ -1635,8 +1634,7 @@ LogicalResult flash::lowerAsyncTileLoads(gpu::LaunchOp launch, int64_t threads,
       // A tile read by wgmma is written in its swizzled layout, through a
       // flat view.
       Value target = load.shared;
-      bool swizzled =
-          load.tile.getDefiningOp()->hasAttr(flash::kSwizzledAttr);
+      bool swizzled = flash::isSwizzledTile(load.tile);
       if (swizzled)
         target = memref::CollapseShapeOp::create(
             t, loc, load.shared, ArrayRef<ReassociationIndices>{{0, 1}});

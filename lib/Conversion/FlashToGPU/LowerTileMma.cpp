@@ -106,13 +106,9 @@ TileMmaLowering::warpTiles(OpBuilder &b, Value tid, int64_t m, int64_t n,
 /// accumulates over K in steps of 16 with WMMA fragments.
 bool TileMmaLowering::emitWarpMatmul(linalg::GenericOp op, Value tid) {
   auto operands = flash::matchTileContraction(op);
-  auto swizzled = [](Value tile) {
-    Operation *def = tile.getDefiningOp();
-    return def && def->hasAttr(flash::kSwizzledAttr);
-  };
   if (!operands || !operands->hasIdentityLayouts() || operands->transposeA ||
       !cast<MemRefType>(operands->a.getType()).getElementType().isF16() ||
-      swizzled(operands->a) || swizzled(operands->b))
+      flash::isSwizzledTile(operands->a) || flash::isSwizzledTile(operands->b))
     return false; // WMMA fragments exist for f16 only, in row-major tiles
   auto [a, bm, c, transposeB, transposeA] = *operands;
   auto aType = cast<MemRefType>(a.getType());
@@ -534,13 +530,10 @@ bool TileMmaLowering::emitWarpgroupMmaReduce(linalg::GenericOp op, Value tid) {
       flash::getContraction(op) != flash::Contraction::GradQueryBlock)
     return false;
   Value a = operands->a, bTile = operands->b, c = operands->c;
-  auto swizzledTile = [](Value v) {
-    Operation *def = v.getDefiningOp();
-    return def && def->hasAttr(flash::kSwizzledAttr);
-  };
   linalg::FillOp zeroFill = flash::findZeroFill(op, c);
   flash::AtomicAddOp atomic = flash::findAtomicAddOfResult(op, c);
-  if (!zeroFill || !atomic || !swizzledTile(a) || !swizzledTile(bTile))
+  if (!zeroFill || !atomic || !flash::isSwizzledTile(a) ||
+      !flash::isSwizzledTile(bTile))
     return false;
   auto cType = cast<MemRefType>(c.getType());
   auto aType = cast<MemRefType>(a.getType());
@@ -880,15 +873,12 @@ LogicalResult TileMmaLowering::run() {
     if (flash::matchTileContraction(op))
       contractions.push_back(op);
   });
-  auto swizzled = [](Value tile) {
-    Operation *def = tile.getDefiningOp();
-    return def && def->hasAttr(flash::kSwizzledAttr);
-  };
   for (linalg::GenericOp generic : contractions) {
     OpBuilder tb(generic);
     Value tid = gpu::ThreadIdOp::create(tb, loc, gpu::Dimension::x);
     auto operands = flash::matchTileContraction(generic);
-    bool readsSwizzled = swizzled(operands->a) || swizzled(operands->b);
+    bool readsSwizzled = flash::isSwizzledTile(operands->a) ||
+                         flash::isSwizzledTile(operands->b);
     if (!(launch->hasAttr(flash::kWgmmaAttr) &&
           emitWarpgroupMmaReduce(generic, tid)) &&
         !(mmaSync && emitWarpMmaReduce(generic, tid)) &&

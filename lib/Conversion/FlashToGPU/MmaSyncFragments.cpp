@@ -86,8 +86,8 @@ SmallVector<Value> flash::mma_sync::ldmatrix(OpBuilder &b, Location loc,
     return c.then ? arith::AddIOp::create(b, loc, v, c.then).getResult() : v;
   };
   SmallVector<Value> indices;
-  Operation *def = tile.getDefiningOp();
-  if (def && def->hasAttr(flash::kSwizzledAttr)) {
+  bool swizzled = flash::isSwizzledTile(tile);
+  if (swizzled) {
     shared = memref::CollapseShapeOp::create(
         b, loc, shared, ArrayRef<ReassociationIndices>{{0, 1}});
     indices.push_back(swizzledLaneOffset(b, loc, row, col, type.getDimSize(0)));
@@ -97,7 +97,7 @@ SmallVector<Value> flash::mma_sync::ldmatrix(OpBuilder &b, Location loc,
   auto load = nvgpu::LdMatrixOp::create(
       b, loc, VectorType::get({count, 2}, et), shared, indices,
       b.getBoolAttr(transpose), b.getI32IntegerAttr(count));
-  if (indices.size() == 1)
+  if (swizzled)
     load->setAttr(flash::kSwizzledAttr, b.getUnitAttr());
   Value matrices = load;
   SmallVector<Value> regs;

@@ -1035,8 +1035,7 @@ Value TileRewriter::emitElementwise(OpBuilder &b, linalg::GenericOp op) {
   for (OpOperand *input : op.getDpsInputOperands()) {
     Value in = input->get();
     inputs.push_back(tiles.contains(in) ? current(b, in) : Value());
-    Operation *def = in.getDefiningOp();
-    flat.push_back(def && def->hasAttr(kSwizzledAttr)
+    flat.push_back(isSwizzledTile(in)
                        ? memref::CollapseShapeOp::create(
                              b, loc, in, ArrayRef<ReassociationIndices>{{0, 1}})
                        : Value());
@@ -1549,8 +1548,7 @@ void TileRewriter::store(OpBuilder &b, Value tile, Value validRows,
   // Into a swizzled shared tile (the staged dSᵀ that warpgroup MMA reads):
   // the whole tile, each pair of adjacent columns at its swizzled offset
   // (the swizzle moves 16-byte chunks, so a pair stays together).
-  if (Operation *def = target.getDefiningOp();
-      def && def->hasAttr(kSwizzledAttr) && rank2 && per % 2 == 0) {
+  if (isSwizzledTile(target) && rank2 && per % 2 == 0) {
     Value flat = memref::CollapseShapeOp::create(
         b, loc, target, ArrayRef<ReassociationIndices>{{0, 1}});
     for (int64_t r = 0; r < slots(); ++r) {

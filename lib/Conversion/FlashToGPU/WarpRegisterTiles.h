@@ -143,6 +143,11 @@ std::optional<WarpgroupReduceSplit> splitWarpgroupReduce(int64_t m, int64_t n,
 
 /// The attribute on the generic-space cast of a swizzled shared tile.
 inline constexpr llvm::StringLiteral kSwizzledAttr = kSwizzledAttrName;
+/// Whether `tile` is the cast of a swizzled shared tile (kSwizzledAttr).
+inline bool isSwizzledTile(Value tile) {
+  Operation *def = tile.getDefiningOp();
+  return def && def->hasAttr(kSwizzledAttr);
+}
 /// The attribute on the generic-space cast of a `"reduction_stage"` tile.
 inline constexpr llvm::StringLiteral kReductionStageAttr =
     "flash.reduction_stage";
