@@ -151,7 +151,8 @@ driver::describeLaunches(Operation *op, ModuleOp module, ArrayRef<Param> params,
     for (Launch &l : launches)
       if (l.kernelModule == m.getName())
         m.walk([&](Operation *nested) {
-          l.registerTiles |= isa<gpu::ShuffleOp>(nested);
+          l.registerTiles |= isa<gpu::ShuffleOp>(nested) &&
+                             nested->hasAttr(kWarpRegisterTilesAttr);
           if (auto load = dyn_cast<nvgpu::LdMatrixOp>(nested))
             l.swizzledLdmatrix |= load->hasAttr(flash::kSwizzledAttrName);
           if (auto a = dyn_cast<LLVM::InlineAsmOp>(nested))

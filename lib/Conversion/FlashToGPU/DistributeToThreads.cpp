@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::flash {
 #define GEN_PASS_DEF_FLASHGPUDISTRIBUTETOTHREADSPASS
@@ -33,6 +34,9 @@ namespace mlir::flash {
 } // namespace mlir::flash
 
 using namespace mlir;
+
+/// Threads per warp.
+static constexpr int64_t kLanes = 32;
 
 /// `flash.atomic_add` of a tile in the CTA's memory: a parallel loop over
 /// the tile (distributed over the threads with the rest of the block's
@@ -115,63 +119,281 @@ static void lowerAtomicAdds(gpu::LaunchOp launch) {
   }
 }
 
-/// Thread t of the block takes iterations t, t + threads, ... of `op`
-/// (a parallel loop or an element copy); then the block synchronises.
-static void distribute(Operation *op, OpBuilder &b, Location loc, Value tid,
-                       int64_t threads) {
-  // The iteration space: (lower bound, step, count) per dimension.
-  SmallVector<Value> lbs, steps, counts;
-  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-  if (auto par = dyn_cast<scf::ParallelOp>(op)) {
-    for (auto [lb, ub, st] :
-         llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
-      Value extent = b.createOrFold<arith::SubIOp>(loc, ub, lb);
-      lbs.push_back(lb);
-      steps.push_back(st);
-      counts.push_back(b.createOrFold<arith::CeilDivUIOp>(loc, extent, st));
-    }
-  } else {
-    auto copy = cast<memref::CopyOp>(op);
-    auto type = cast<MemRefType>(copy.getSource().getType());
-    for (int64_t d = 0; d < type.getRank(); ++d) {
-      lbs.push_back(c0);
-      steps.push_back(c1);
-      counts.push_back(b.createOrFold<memref::DimOp>(loc, copy.getSource(), d));
-    }
-  }
-  Value total = c1;
+/// Thread t of the block takes iterations t, t + threads, ... of the
+/// iteration space `counts` (row-major, the outermost first), given the
+/// indices of one iteration by `body`.
+static void
+forEachOwnIteration(OpBuilder &b, Location loc, Value tid, int64_t threads,
+                    ArrayRef<Value> counts,
+                    function_ref<void(OpBuilder &, ArrayRef<Value>)> body) {
+  Value total = arith::ConstantIndexOp::create(b, loc, 1);
   for (Value n : counts)
     total = b.createOrFold<arith::MulIOp>(loc, total, n);
   Value stride = arith::ConstantIndexOp::create(b, loc, threads);
   auto loop = scf::ForOp::create(b, loc, tid, total, stride);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    SmallVector<Value> ivs(counts.size());
-    Value rest = loop.getInductionVar();
-    for (int64_t d = counts.size() - 1; d >= 0; --d) {
-      Value idx = counts.size() == 1
-                      ? rest
-                      : b.createOrFold<arith::RemUIOp>(loc, rest, counts[d]);
-      if (d > 0)
-        rest = b.createOrFold<arith::DivUIOp>(loc, rest, counts[d]);
-      Value scaled = b.createOrFold<arith::MulIOp>(loc, idx, steps[d]);
-      ivs[d] = b.createOrFold<arith::AddIOp>(loc, lbs[d], scaled);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  SmallVector<Value> at(counts.size());
+  Value rest = loop.getInductionVar();
+  for (int64_t d = counts.size() - 1; d >= 0; --d) {
+    // What is left for the outermost dimension is below its count already.
+    at[d] =
+        d == 0 ? rest : b.createOrFold<arith::RemUIOp>(loc, rest, counts[d]);
+    if (d > 0)
+      rest = b.createOrFold<arith::DivUIOp>(loc, rest, counts[d]);
+  }
+  body(b, at);
+}
+
+/// Elements of `copy` moved per 16-byte vector where its rows allow it: a
+/// store of a tile out of the launch (into memory its kernel is passed; the
+/// loads into tiles that the earlier steps left keep element copies, as the
+/// general kernels' register budgets were searched with them), the
+/// innermost size static and a multiple of 16 bytes; 1 otherwise.
+static int64_t copyVectorWidth(memref::CopyOp copy) {
+  Value into = flash::viewRoot(copy.getTarget());
+  auto launch = copy->getParentOfType<gpu::LaunchOp>();
+  if (!launch || launch.getBody().isAncestor(into.getParentRegion()))
+    return 1;
+  auto type = cast<MemRefType>(copy.getSource().getType());
+  int64_t bits = type.getElementTypeBitWidth();
+  if (type.getRank() == 0 || bits > 128 || 128 % bits)
+    return 1;
+  int64_t width = 128 / bits, cols = type.getShape().back();
+  return width > 1 && !ShapedType::isDynamic(cols) && cols % width == 0 ? width
+                                                                        : 1;
+}
+
+/// `memref` as a view whose innermost stride is statically 1 (a reinterpret
+/// cast of its own metadata), for vector loads and stores; only where the
+/// stride is 1 at run time.
+static Value unitInnerStrideView(OpBuilder &b, Location loc, Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides.back() == 1)
+    return memref;
+  strides.back() = 1;
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  SmallVector<OpFoldResult> sizes;
+  for (auto [size, value] : llvm::zip(type.getShape(), meta.getSizes()))
+    sizes.push_back(ShapedType::isDynamic(size) ? OpFoldResult(value)
+                                                : b.getIndexAttr(size));
+  SmallVector<OpFoldResult> strideValues = getAsOpFoldResult(meta.getStrides());
+  strideValues.back() = b.getIndexAttr(1);
+  auto viewType =
+      MemRefType::get(type.getShape(), type.getElementType(),
+                      StridedLayoutAttr::get(b.getContext(), offset, strides),
+                      type.getMemorySpace());
+  return memref::ReinterpretCastOp::create(
+      b, loc, viewType, meta.getBaseBuffer(),
+      getAsOpFoldResult(meta.getOffset()), sizes, strideValues);
+}
+
+/// An element copy over the block's threads: 16 bytes per thread and
+/// iteration where both sides' rows are contiguous and 16-byte aligned at
+/// run time (a uniform branch; element by element otherwise).
+static void distributeCopy(memref::CopyOp copy, OpBuilder &b, Location loc,
+                           Value tid, int64_t threads) {
+  Value source = copy.getSource(), target = copy.getTarget();
+  auto type = cast<MemRefType>(source.getType());
+  SmallVector<Value> counts;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    counts.push_back(b.createOrFold<memref::DimOp>(loc, source, d));
+  auto elementwise = [&](OpBuilder &eb) {
+    forEachOwnIteration(eb, loc, tid, threads, counts,
+                        [&](OpBuilder &ib, ArrayRef<Value> at) {
+                          Value v = memref::LoadOp::create(ib, loc, source, at);
+                          memref::StoreOp::create(ib, loc, v, target, at);
+                        });
+  };
+  int64_t width = copyVectorWidth(copy);
+  if (width == 1) {
+    elementwise(b);
+    return;
+  }
+  Value sourceAligned = flash::rowsAreAligned(b, loc, source, width);
+  Value targetAligned = flash::rowsAreAligned(b, loc, target, width);
+  Value aligned = arith::AndIOp::create(b, loc, sourceAligned, targetAligned);
+  auto branch = scf::IfOp::create(b, loc, aligned, /*withElseRegion=*/true);
+  OpBuilder vb = branch.getThenBodyBuilder();
+  Value from = unitInnerStrideView(vb, loc, source);
+  Value into = unitInnerStrideView(vb, loc, target);
+  SmallVector<Value> vectorCounts = counts;
+  vectorCounts.back() =
+      arith::ConstantIndexOp::create(vb, loc, type.getShape().back() / width);
+  auto vectorType = VectorType::get({width}, type.getElementType());
+  forEachOwnIteration(
+      vb, loc, tid, threads, vectorCounts,
+      [&](OpBuilder &ib, ArrayRef<Value> vectorAt) {
+        SmallVector<Value> at(vectorAt);
+        at.back() = arith::MulIOp::create(
+            ib, loc, at.back(), arith::ConstantIndexOp::create(ib, loc, width));
+        Value v =
+            vector::LoadOp::create(ib, loc, vectorType, from, at,
+                                   /*nontemporal=*/false, llvm::Align(16));
+        vector::StoreOp::create(ib, loc, v, into, at, /*nontemporal=*/false,
+                                llvm::Align(16));
+      });
+  OpBuilder eb = branch.getElseBodyBuilder();
+  elementwise(eb);
+}
+
+/// Thread t of the block takes iterations t, t + threads, ... of `op`
+/// (a parallel loop or an element copy); then the block synchronises.
+static void distribute(Operation *op, OpBuilder &b, Location loc, Value tid,
+                       int64_t threads) {
+  if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+    distributeCopy(copy, b, loc, tid, threads);
+  } else {
+    auto par = cast<scf::ParallelOp>(op);
+    SmallVector<Value> lbs(par.getLowerBound()), steps(par.getStep()), counts;
+    for (auto [lb, ub, st] :
+         llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
+      Value extent = b.createOrFold<arith::SubIOp>(loc, ub, lb);
+      counts.push_back(b.createOrFold<arith::CeilDivUIOp>(loc, extent, st));
     }
-    if (auto par = dyn_cast<scf::ParallelOp>(op)) {
-      IRMapping mapping;
-      mapping.map(par.getInductionVars(), ivs);
-      for (Operation &inner : par.getBody()->without_terminator())
-        b.clone(inner, mapping);
-    } else {
-      auto copy = cast<memref::CopyOp>(op);
-      Value v = memref::LoadOp::create(b, loc, copy.getSource(), ivs);
-      memref::StoreOp::create(b, loc, v, copy.getTarget(), ivs);
-    }
+    forEachOwnIteration(
+        b, loc, tid, threads, counts, [&](OpBuilder &ib, ArrayRef<Value> at) {
+          IRMapping mapping;
+          for (auto [iv, i, lb, st] :
+               llvm::zip(par.getInductionVars(), at, lbs, steps))
+            mapping.map(
+                iv, ib.createOrFold<arith::AddIOp>(
+                        loc, lb, ib.createOrFold<arith::MulIOp>(loc, i, st)));
+          for (Operation &inner : par.getBody()->without_terminator())
+            ib.clone(inner, mapping);
+        });
   }
   gpu::BarrierOp::create(b, loc);
   op->erase();
+}
+
+/// A linalg reduction whose lanes can split its reduced loop: the last of
+/// its loops the only reduction, of static size; one output indexed by the
+/// other loops in order; the body yielding `combine(x, out)` for the
+/// output's f32 block argument `out` used nowhere else, `combine` an
+/// addition or a maximum (associative: the lanes' partial results combine
+/// in any order).
+struct LastLoopReduction {
+  Operation *combiner;
+  arith::AtomicRMWKind kind;
+  /// The value combined per element of the reduced loop.
+  Value element;
+  int64_t size;
+};
+
+static std::optional<LastLoopReduction>
+matchLastLoopReduction(linalg::GenericOp op) {
+  unsigned loops = op.getNumLoops();
+  if (op.getNumDpsInits() != 1 || op.getNumResults() != 0 || loops < 2 ||
+      op.getNumReductionLoops() != 1 ||
+      !linalg::isReductionIterator(op.getIteratorTypesArray().back()))
+    return std::nullopt;
+  SmallVector<int64_t, 4> ranges = op.getStaticLoopRanges();
+  if (ShapedType::isDynamic(ranges.back()))
+    return std::nullopt;
+  OpOperand *init = op.getDpsInitOperand(0);
+  if (op.getMatchingIndexingMap(init) !=
+      AffineMap::getMultiDimIdentityMap(loops, op.getContext())
+          .dropResult(loops - 1))
+    return std::nullopt;
+  BlockArgument out = op.getMatchingBlockArgument(init);
+  if (!out.getType().isF32() || !out.hasOneUse())
+    return std::nullopt;
+  Operation *combiner =
+      op.getBlock()->getTerminator()->getOperand(0).getDefiningOp();
+  if (!combiner || combiner->getNumOperands() != 2 ||
+      !llvm::is_contained(combiner->getOperands(), Value(out)))
+    return std::nullopt;
+  std::optional<arith::AtomicRMWKind> kind =
+      TypeSwitch<Operation *, std::optional<arith::AtomicRMWKind>>(combiner)
+          .Case([](arith::AddFOp) { return arith::AtomicRMWKind::addf; })
+          .Case(
+              [](arith::MaximumFOp) { return arith::AtomicRMWKind::maximumf; })
+          .Case([](arith::MaxNumFOp) { return arith::AtomicRMWKind::maxnumf; })
+          .Default([](Operation *) { return std::nullopt; });
+  if (!kind)
+    return std::nullopt;
+  Value element = combiner->getOperand(0) == out ? combiner->getOperand(1)
+                                                 : combiner->getOperand(0);
+  return LastLoopReduction{combiner, *kind, element, ranges.back()};
+}
+
+/// `reduction` of `op` over the block's warps: warp w takes the outputs
+/// w, w + warps, ..., its lanes a strided share of the reduced loop each
+/// (consecutive lanes consecutive elements: no shared-memory bank conflict
+/// where a thread per output would read down a column), combined by xor
+/// shuffles; lane 0 combines the result into the output. Then the block
+/// synchronises.
+static void distributeOverWarps(linalg::GenericOp op,
+                                const LastLoopReduction &reduction,
+                                OpBuilder &b, Location loc, Value tid,
+                                int64_t threads) {
+  auto idx = [&](OpBuilder &ib, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(ib, loc, v);
+  };
+  SmallVector<Range, 4> ranges =
+      cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
+  SmallVector<Value> counts;
+  for (Range r : ArrayRef(ranges).drop_back())
+    counts.push_back(getValueOrCreateConstantIndexOp(b, loc, r.size));
+  Value warp = arith::DivUIOp::create(b, loc, tid, idx(b, kLanes));
+  Value lane = arith::RemUIOp::create(b, loc, tid, idx(b, kLanes));
+  Type f32 = b.getF32Type();
+  forEachOwnIteration(
+      b, loc, warp, threads / kLanes, counts,
+      [&](OpBuilder &ib, ArrayRef<Value> outer) {
+        Value start = arith::getIdentityValue(reduction.kind, f32, ib, loc);
+        auto inner = scf::ForOp::create(
+            ib, loc, lane, idx(ib, reduction.size), idx(ib, kLanes),
+            ValueRange{start},
+            [&](OpBuilder &lb, Location ll, Value k, ValueRange acc) {
+              SmallVector<Value> ivs(outer);
+              ivs.push_back(k);
+              IRMapping mapping;
+              for (OpOperand *in : op.getDpsInputOperands()) {
+                SmallVector<Value> at = *affine::expandAffineMap(
+                    lb, ll, op.getMatchingIndexingMap(in), ivs);
+                mapping.map(op.getMatchingBlockArgument(in),
+                            memref::LoadOp::create(lb, ll, in->get(), at));
+              }
+              for (Operation &body : op.getBlock()->without_terminator()) {
+                if (&body == reduction.combiner)
+                  continue;
+                if (auto index = dyn_cast<linalg::IndexOp>(body)) {
+                  mapping.map(index.getResult(), ivs[index.getDim()]);
+                  continue;
+                }
+                lb.clone(body, mapping);
+              }
+              Value x = mapping.lookupOrDefault(reduction.element);
+              scf::YieldOp::create(
+                  lb, ll,
+                  arith::getReductionOp(reduction.kind, lb, ll, acc[0], x));
+            });
+        Value total = inner.getResult(0);
+        for (int64_t offset = kLanes / 2; offset > 0; offset /= 2) {
+          Value other = gpu::ShuffleOp::create(
+                            ib, loc, total,
+                            arith::ConstantIntOp::create(ib, loc, offset, 32),
+                            arith::ConstantIntOp::create(ib, loc, kLanes, 32),
+                            gpu::ShuffleMode::XOR)
+                            .getShuffleResult();
+          total = arith::getReductionOp(reduction.kind, ib, loc, total, other);
+        }
+        Value first = arith::CmpIOp::create(ib, loc, arith::CmpIPredicate::eq,
+                                            lane, idx(ib, 0));
+        auto write =
+            scf::IfOp::create(ib, loc, first, /*withElseRegion=*/false);
+        OpBuilder wb = write.getThenBodyBuilder();
+        Value dest = op.getDpsInitOperand(0)->get();
+        Value old = memref::LoadOp::create(wb, loc, dest, outer);
+        memref::StoreOp::create(
+            wb, loc, arith::getReductionOp(reduction.kind, wb, loc, old, total),
+            dest, outer);
+      });
+  gpu::BarrierOp::create(b, loc);
 }
 
 static LogicalResult distributeToThreads(gpu::LaunchOp launch,
@@ -182,6 +404,15 @@ static LogicalResult distributeToThreads(gpu::LaunchOp launch,
   IRRewriter rewriter(launch.getContext());
   for (linalg::LinalgOp op : ops) {
     rewriter.setInsertionPoint(op);
+    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+    if (std::optional<LastLoopReduction> reduction =
+            generic ? matchLastLoopReduction(generic) : std::nullopt) {
+      distributeOverWarps(
+          generic, *reduction, rewriter, loc,
+          gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x), threads);
+      rewriter.eraseOp(op);
+      continue;
+    }
     if (failed(linalg::linalgOpToParallelLoops(rewriter, op)))
       return op.emitError("flash-gpu-distribute-to-threads: cannot lower to "
                           "loops");

@@ -36,6 +36,15 @@ using namespace mlir;
 using namespace mlir::flash;
 
 /// The single combiner `in (op) out` of a row-reduction body, or null.
+/// `v` of the lane `offset` away by xor, tagged as the register tiles'
+/// exchange (the driver reads the tag: outlining keeps no launch attribute).
+static Value shuffleXor(OpBuilder &b, Location loc, Value v, int32_t offset) {
+  auto shuffle =
+      gpu::ShuffleOp::create(b, loc, v, offset, 32, gpu::ShuffleMode::XOR);
+  shuffle->setAttr(kWarpRegisterTilesAttr, b.getUnitAttr());
+  return shuffle.getShuffleResult();
+}
+
 static Operation *getReductionCombiner(linalg::GenericOp op) {
   Block *body = op.getBody();
   if (body->getOperations().size() != 2)
@@ -1123,9 +1132,7 @@ void TileRewriter::rewriteRowReduction(OpBuilder &b, linalg::GenericOp op) {
     for (int32_t offset : {1, 2}) {
       if (deferred)
         break;
-      Value other = gpu::ShuffleOp::create(b, loc, partial, offset, 32,
-                                           gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
+      Value other = shuffleXor(b, loc, partial, offset);
       partial = combine(other, partial);
     }
     if (init)
@@ -1198,9 +1205,7 @@ Value TileRewriter::sumOverQuad(OpBuilder &b, Value partial) {
   for (int64_t r = 0; r < slots(); ++r) {
     Value v = extract(b, partial, r);
     for (int32_t offset : {1, 2}) {
-      Value other =
-          gpu::ShuffleOp::create(b, loc, v, offset, 32, gpu::ShuffleMode::XOR)
-              .getShuffleResult();
+      Value other = shuffleXor(b, loc, v, offset);
       v = arith::AddFOp::create(b, loc, other, v);
     }
     total = insert(b, v, total, r);
@@ -1512,9 +1517,7 @@ Value TileRewriter::transposeQuad(OpBuilder &b, Value v, int64_t first) {
         continue;
       int64_t high = low + span;
       Value send = arith::SelectOp::create(b, loc, set, a[low], a[high]);
-      Value got =
-          gpu::ShuffleOp::create(b, loc, send, mask, 32, gpu::ShuffleMode::XOR)
-              .getShuffleResult();
+      Value got = shuffleXor(b, loc, send, mask);
       Value newLow = arith::SelectOp::create(b, loc, set, got, a[low]);
       Value newHigh = arith::SelectOp::create(b, loc, set, a[high], got);
       a[low] = newLow;
