@@ -597,7 +597,11 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
   enterProblem(forall.getInductionVars()[0], /*restQueries=*/false,
                /*restKeys=*/true);
   Value kvHead = forall.getInductionVars()[1];
-  keyStart = mul(forall.getInductionVars()[2], idx(bc));
+  // Key blocks numbered from the last: the GPU mapping launches the last
+  // iteration first, and under a causal mask key block 0 sees the most
+  // query blocks (heaviest first within a head: the grid's tail is short).
+  keyStart =
+      mul(sub(sub(keyBlocks, idx(1)), forall.getInductionVars()[2]), idx(bc));
   // A block past its sequence's keys (and the keys past the last sequence)
   // sees no query: its dK and dV rows are 0.
   cols = op.isVarlen()
