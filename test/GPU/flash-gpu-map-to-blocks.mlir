@@ -140,3 +140,21 @@ func.func @own_threads(%n: index, %buf: memref<?x64xf32>) {
   } {flash.block_threads = 64 : i64}
   return
 }
+
+// A nest whose first blocks are the heaviest (flash.heaviest_first, the
+// dK/dV nest's key blocks) is launched in order: block x is iteration x.
+// CHECK-LABEL: func.func @heaviest_first(
+// CHECK: gpu.launch blocks(%[[HX:[^,]*]], %{{[^,]*}}, %{{[^)]*}}) in
+// CHECK-NOT: arith.subi
+// CHECK: arith.muli %[[HX]], %c64{{.*}} : index
+// CHECK: gpu.terminator
+func.func @heaviest_first(%n: index, %buf: memref<?x64xf32>) {
+  %c0 = arith.constant 0.0 : f32
+  %c64 = arith.constant 64 : index
+  scf.forall (%a) in (%n) {
+    %row = arith.muli %a, %c64 : index
+    %tile = memref.subview %buf[%row, 0] [64, 64] [1, 1] : memref<?x64xf32> to memref<64x64xf32, strided<[64, 1], offset: ?>>
+    linalg.fill ins(%c0 : f32) outs(%tile : memref<64x64xf32, strided<[64, 1], offset: ?>>)
+  } {flash.heaviest_first}
+  return
+}

@@ -21,7 +21,10 @@ def FlashGpuMapToBlocksPass : Pass<"flash-gpu-map-to-blocks"> {
     outermost `scf.forall` over (batch, head, query block) becomes a
     `gpu.launch` of `threads` threads per block, one block per query block
     (grid x = query blocks, last first: under a causal mask the last ones
-    see the most keys; y = heads; z = batch). A forall that says its own
+    see the most keys; y = heads; z = batch). A forall tagged
+    `flash.heaviest_first` (the backward's dK/dV nest, whose key block 0
+    sees every query block under a causal mask) is launched first block
+    first instead. A forall that says its own
     CTA size (`flash.block_threads`, set by the tiler on the split-KV merge:
     one thread per four columns of each row of its tile) gets that many
     threads instead.

@@ -197,8 +197,10 @@ LogicalResult LaunchBuilder::run() {
       ivs[rank - 2].replaceAllUsesWith(blocks.y);
     // Row blocks last to first: under a causal mask the last query blocks
     // see the most keys, and starting them first shortens the tail of the
-    // grid.
-    if (rank >= 1) {
+    // grid; a nest whose first blocks are the heaviest says so.
+    if (rank >= 1 && forall->hasAttr(flash::kHeaviestFirstAttrName)) {
+      ivs[rank - 1].replaceAllUsesWith(blocks.x);
+    } else if (rank >= 1) {
       OpBuilder first = OpBuilder::atBlockBegin(&body);
       Value last =
           arith::SubIOp::create(first, loc, launch.getGridSize().x,

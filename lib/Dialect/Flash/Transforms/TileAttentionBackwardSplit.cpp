@@ -596,12 +596,11 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
   b.setInsertionPoint(forall.getTerminator());
   enterProblem(forall.getInductionVars()[0], /*restQueries=*/false,
                /*restKeys=*/true);
+  // Under a causal mask key block 0 sees the most query blocks: launched
+  // first within a head, the grid's tail is short.
+  forall->setAttr(kHeaviestFirstAttrName, b.getUnitAttr());
   Value kvHead = forall.getInductionVars()[1];
-  // Key blocks numbered from the last: the GPU mapping launches the last
-  // iteration first, and under a causal mask key block 0 sees the most
-  // query blocks (heaviest first within a head: the grid's tail is short).
-  keyStart =
-      mul(sub(sub(keyBlocks, idx(1)), forall.getInductionVars()[2]), idx(bc));
+  keyStart = mul(forall.getInductionVars()[2], idx(bc));
   // A block past its sequence's keys (and the keys past the last sequence)
   // sees no query: its dK and dV rows are 0.
   cols = op.isVarlen()

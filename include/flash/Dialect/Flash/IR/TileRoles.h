@@ -76,6 +76,14 @@ inline constexpr llvm::StringLiteral kSwizzledAttrName = "flash.swizzled_128b";
 inline constexpr llvm::StringLiteral kBlockThreadsAttrName =
     "flash.block_threads";
 
+/// Set by the tiler on a nest whose first iterations along its last
+/// dimension are the heaviest (the dK/dV nest: under a causal mask key block
+/// 0 sees every query block): the GPU mapping launches that dimension from
+/// its first iteration, instead of from its last (the forward's query
+/// blocks, whose last sees the most keys).
+inline constexpr llvm::StringLiteral kHeaviestFirstAttrName =
+    "flash.heaviest_first";
+
 /// Set by the tiler on a nest that reads only what the nest before it wrote
 /// (the split-KV merge): its launch may be scheduled before that one's grid
 /// has finished, waiting for it at its start.

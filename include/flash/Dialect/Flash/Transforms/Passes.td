@@ -206,8 +206,10 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
     On tensor-core targets (`sm_80`, `sm_90a`) the backward takes the form
     the GPU mapping needs instead: a dQ nest over (batch, head, query
     block) that also writes D, and a dK/dV nest over (batch, KV head, key
-    block) with transposed tiles (key rows, `kv-block-cols` query columns);
-    see TileAttentionBackwardSplit.cpp. With `deterministic=false` it is
+    block) with transposed tiles (key rows, `kv-block-cols` query columns),
+    tagged `flash.heaviest_first` (its first key blocks see the most query
+    blocks under a causal mask: the GPU grid starts there); see
+    TileAttentionBackwardSplit.cpp. With `deterministic=false` it is
     FlashAttention-2's own backward instead: S and P once per tile pair in
     the dK/dV nest, which also adds each step's dS K into an f32 dQ
     accumulator with `flash.atomic_add` (a workspace, zeroed by a pre-pass
