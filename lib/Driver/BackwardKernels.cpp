@@ -69,6 +69,7 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
   tileOptions.dqFragmentMajor =
       dqFragmentMajorChoice(compile, op.getQuery().getType().getShape().back());
   tileOptions.maskFreeBlocks = compile.maskFreeBlocks;
+  tileOptions.maskUnderBranch = compile.maskUnderBranch;
 
   tiling.addPass(createFlashTileAttentionPass(tileOptions));
   if (failed(tiling.run(*module)))
@@ -388,10 +389,10 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
       int64_t loadStages;
     };
     // Where a step spills with mask-free blocks (the registers of two
-    // loops' bodies add up), the same step with one masked loop per nest.
-    // Mask-free blocks are taken only with the lanes' addresses hoisted:
-    // rebuilt per iteration they measured 0.93-1.00x of one masked loop
-    // (sm_80 D = 64, docs/GPU-NOTES.md 93).
+    // loops' bodies add up, or with maskUnderBranch one loop's), the same
+    // step with one masked loop per nest. Mask-free blocks are taken only
+    // with the lanes' addresses hoisted: rebuilt per iteration they measured
+    // 0.93-1.00x of one masked loop (sm_80 D = 64, docs/GPU-NOTES.md 93).
     auto compileStep = [&](KernelCompileOptions step, int64_t cols,
                            int64_t &spills,
                            bool *tooLarge = nullptr) -> LogicalResult {
@@ -406,8 +407,12 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
         return success();
       if (compile.log)
         *compile.log << name << ": spills " << spills
-                     << " bytes with mask-free blocks; one masked loop\n";
+                     << " bytes with mask-free blocks"
+                     << (step.maskUnderBranch ? " (the mask under a branch)"
+                                              : "")
+                     << "; one masked loop\n";
       step.maskFreeBlocks = false;
+      step.maskUnderBranch = false;
       return compileBackward(op, name, outputDir, asyncCopies, general, cols,
                              /*specialize=*/false, spills, step,
                              /*queryLaunchSpills=*/nullptr, tooLarge);

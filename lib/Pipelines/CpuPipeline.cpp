@@ -33,6 +33,7 @@ void flash::buildFlashCpuPipeline(OpPassManager &pm,
     tiling.overlapProducts = options.overlapProducts;
     tiling.dqFragmentMajor = options.dqFragmentMajor;
     tiling.maskFreeBlocks = options.maskFreeBlocks;
+    tiling.maskUnderBranch = options.maskUnderBranch;
     pm.addPass(flash::createFlashTileAttentionPass(tiling));
   }
   pm.addPass(flash::createFlashDecomposeAttentionPass());

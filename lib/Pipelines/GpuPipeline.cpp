@@ -40,6 +40,7 @@ void flash::buildFlashGpuKernelPipeline(
   tiling.overlapProducts = options.overlapProducts;
   tiling.dqFragmentMajor = options.dqFragmentMajor;
   tiling.maskFreeBlocks = options.maskFreeBlocks;
+  tiling.maskUnderBranch = options.maskUnderBranch;
   tiling.kvBlockRows = options.kvBlockRows;
   tiling.kvBlockCols = options.kvBlockCols;
   pm.addPass(flash::createFlashTileAttentionPass(tiling));

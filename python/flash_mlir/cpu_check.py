@@ -641,6 +641,10 @@ def main(argv=None):
     p.add_argument("--one-masked-loop", action="store_true",
                    help="with a GPU target: the backward's blocks in one masked "
                         "loop per nest (the tiling's mask-free-blocks=false)")
+    p.add_argument("--mask-under-branch", action="store_true",
+                   help="with a GPU target: one loop per backward nest, the mask "
+                        "applied under a branch on the block index (the tiling's "
+                        "mask-under-branch)")
     p.add_argument("--no-tile", action="store_true",
                    help="run flash.attention through the naive decomposition")
     p.add_argument("--outputs",
@@ -667,6 +671,8 @@ def main(argv=None):
             opts += f" dq-fragment-major={args.dq_fragment_major}"
         if args.one_masked_loop:
             opts += " mask-free-blocks=false"
+        if args.mask_under_branch:
+            opts += " mask-under-branch=true"
         args.passes = f'--flash-cpu-pipeline="{opts}"'
     if args.n is None:
         args.n = args.m

@@ -18,6 +18,22 @@
 // SWIZZLED: vector.store %{{.*}}, %[[STAGED]][%{{.*}}] {alignment = 4 : i64} : memref<4096xbf16>, vector<2xbf16>
 // SWIZZLED: gpu.barrier
 // SWIZZLED: nvgpu.ldmatrix %{{.*}} {flash.swizzled_128b, numTiles = 4 : i32, transpose = true} : memref<4096xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// With mask-under-branch the dK/dV step's P stays one register vector: the
+// lane's 32 exponentials without a select, then under a branch on the query
+// block lying outside the mask-free ones the 32 selects of the keys past N
+// and across the diagonal (a uniform branch, not a select per element in
+// every step).
+// RUN: flash-opt %s --flash-tile-attention="target=sm_80 deterministic=false mask-under-branch=1" --flash-workspace-to-arguments --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=128 chip=sm_80" | FileCheck %s --check-prefix=BRANCH
+// BRANCH: gpu.launch
+// BRANCH: gpu.launch
+// BRANCH: %[[OUTSIDE:.*]] = arith.ori %{{.*}}, %{{.*}} : i1
+// BRANCH: math.exp2
+// BRANCH: %[[P:.*]] = vector.insert %{{.*}}, %{{.*}} [31] : f32 into vector<32xf32>
+// BRANCH-NEXT: %{{.*}} = scf.if %[[OUTSIDE]] -> (vector<32xf32>) {
+// BRANCH-COUNT-32: arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+// BRANCH: scf.yield %{{.*}} : vector<32xf32>
+// BRANCH-NEXT: } else {
+// BRANCH-NEXT: scf.yield %[[P]] : vector<32xf32>
 // And through the whole pipeline to PTX.
 // RUN: flash-opt %s --flash-gpu-pipeline="chip=sm_80 format=isa deterministic=false" | FileCheck %s --check-prefix=PTX
 

@@ -54,4 +54,11 @@
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --one-masked-loop --block-rows 16 --block-cols 16 --b 2 --hq 2 --m 20 --n 30 --d 16 --mask 2x1x20x30 --masked-row --seed 13 | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --block-rows 16 --block-cols 16 --b 1 --hq 2 --m 90 --n 120 --d 16 --window 40 --masked-row --mask 1x1x90x120 --seed 14 | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_80 --block-rows 16 --block-cols 16 --b 1 --hq 2 --hkv 1 --m 100 --n 70 --d 16 --window 30 --causal --seed 15 | FileCheck %s
+// One loop per nest with the mask under a branch (mask-under-branch): causal
+// with ragged blocks and GQA (atomic, both chips' fragment orders), a window
+// between masked runs, an op mask with a fully masked row (deterministic).
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --mask-under-branch --b 1 --hq 4 --hkv 2 --m 200 --n 333 --d 16 --dtype bf16 --causal --seed 16 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_80 --nondeterministic --mask-under-branch --dq-fragment-major 1 --block-rows 16 --block-cols 16 --b 2 --hq 4 --hkv 2 --m 37 --n 29 --d 64 --causal --dynamic bhmn --seed 17 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --nondeterministic --overlap-products --mask-under-branch --block-rows 16 --block-cols 16 --b 1 --hq 2 --m 90 --n 120 --d 16 --window 40 --seed 18 | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --target sm_90a --mask-under-branch --block-rows 16 --block-cols 16 --b 2 --hq 2 --m 20 --n 30 --d 16 --mask 2x1x20x30 --masked-row --causal --seed 19 | FileCheck %s
 // CHECK: PASS

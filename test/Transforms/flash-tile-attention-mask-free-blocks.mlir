@@ -11,6 +11,7 @@
 // RUN: flash-opt %s --flash-tile-attention="target=sm_80 deterministic=false" -cse | FileCheck %s
 // RUN: flash-opt %s --flash-tile-attention="target=sm_80 deterministic=false mask-free-blocks=0" -cse | FileCheck %s --check-prefix=ONE
 // RUN: flash-opt %s --flash-tile-attention="target=sm_80" -cse | FileCheck %s --check-prefix=DQ
+// RUN: flash-opt %s --flash-tile-attention="target=sm_80 deterministic=false mask-under-branch=1" -cse | FileCheck %s --check-prefix=BRANCH
 
 // CHECK-LABEL: func.func @causal
 // The dK/dV nest: causal query blocks [first, fullBegin) masked, the rest
@@ -42,6 +43,34 @@
 // ONE-NEXT: scf.for
 // ONE-NOT: scf.for
 // ONE: } {flash.fresh_tiles}
+
+// mask-under-branch: one loop over the query blocks; P without a select,
+// then under a branch on the block lying outside [fullBegin, fullEnd) the
+// keys past N and across the diagonal set to 0, in place on P.
+// BRANCH: %[[WHOLE:.*]] = arith.cmpi eq, %{{.*}}, %c64 : index
+// BRANCH: %[[BEGIN:.*]] = arith.select %[[WHOLE]], %{{.*}}, %c2 : index
+// BRANCH: %[[END:.*]] = arith.select %[[WHOLE]], %c2, %c2 : index
+// BRANCH: scf.for %{{.*}} = %c0 to %c1 step %c1 iter_args
+// BRANCH: scf.for %[[QB:.*]] = %{{.*}} to %c2 step %c1 iter_args
+// BRANCH-NOT: scf.for
+// BRANCH: %[[AFTER:.*]] = arith.cmpi sge, %[[QB]], %[[END]] : index
+// BRANCH: %[[BEFORE:.*]] = arith.cmpi slt, %[[QB]], %[[BEGIN]] : index
+// BRANCH: %[[OUTSIDE:.*]] = arith.ori %[[BEFORE]], %[[AFTER]] : i1
+// BRANCH: %[[P:.*]] = linalg.generic
+// BRANCH-NOT: arith.cmpi
+// BRANCH: %[[E:.*]] = math.exp2
+// BRANCH-NEXT: linalg.yield %[[E]] : f32
+// BRANCH: %[[PM:.*]] = scf.if %[[OUTSIDE]] -> (tensor<64x64xf32>) {
+// BRANCH-NEXT: %[[SEL:.*]] = linalg.generic {{.*}} outs(%[[P]] : tensor<64x64xf32>)
+// BRANCH: arith.cmpi sge, %{{.*}}, %c80 : index
+// BRANCH: arith.cmpi sgt
+// BRANCH: arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+// BRANCH: scf.yield %[[SEL]]
+// BRANCH-NEXT: } else {
+// BRANCH-NEXT: scf.yield %[[P]]
+// BRANCH: linalg.generic {{.*}} ins(%[[PM]] : tensor<64x64xf32>)
+// BRANCH-NOT: scf.for
+// BRANCH: } {flash.fresh_tiles}
 
 // The deterministic dQ nest: whole key blocks below the diagonal unmasked,
 // the diagonal's and the last (partial) block masked.

@@ -183,6 +183,13 @@ static opt<bool> maskFreeBlocks(
              "takes one masked loop where a step spills with them "
              "(--mask-free-blocks=false: one masked loop always)"),
     cl::cat(flashCategory));
+static opt<bool> maskUnderBranch(
+    "mask-under-branch", cl::init(false),
+    cl::desc("With --mask-free-blocks: each backward nest keeps one loop, "
+             "the blocks that need a mask applying it under a branch on the "
+             "block index (fewer registers than loops of their own); the "
+             "atomic search falls back to one masked loop where it spills"),
+    cl::cat(flashCategory));
 static opt<int64_t> dqFragmentMajor(
     "dq-fragment-major", cl::init(-1),
     cl::desc("With --deterministic=false: the dQ accumulator in mma.sync "
@@ -239,6 +246,7 @@ int main(int argc, char **argv) {
   options.overlapProducts = overlapProducts;
   options.dqFragmentMajor = dqFragmentMajor;
   options.maskFreeBlocks = maskFreeBlocks;
+  options.maskUnderBranch = maskUnderBranch;
   options.swizzleLdmatrix = swizzleLdmatrix;
   options.keySplits = keySplits;
   options.mergeInLastCta = mergeInLastCta;

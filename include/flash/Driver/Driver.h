@@ -112,6 +112,10 @@ struct KernelCompileOptions {
   /// mask-free-blocks). The atomic search takes one masked loop per nest
   /// instead where a step spills with them (the second loop's registers).
   bool maskFreeBlocks = true;
+  /// With maskFreeBlocks: one loop per nest, the mask under a branch on the
+  /// block index (--flash-tile-attention's mask-under-branch). The atomic
+  /// search tries it where separate loops spill.
+  bool maskUnderBranch = false;
   /// mma.sync kernels: the tiles ldmatrix reads stored in the 128-byte
   /// swizzled layout (--flash-gpu-assign-tile-storage's swizzle-ldmatrix)
   /// instead of rows padded by 16 bytes, whose cp.async writes cost 2.6x

@@ -56,6 +56,12 @@ struct FlashCpuPipelineOptions
       llvm::cl::desc("GPU targets' backward: the blocks that need no mask in "
                      "loops of their own (see --flash-tile-attention)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> maskUnderBranch{
+      *this, "mask-under-branch",
+      llvm::cl::desc("GPU targets' backward with mask-free-blocks: one loop "
+                     "per nest, the mask under a branch on the block index "
+                     "(see --flash-tile-attention)"),
+      llvm::cl::init(false)};
 };
 
 /// Lowers a module holding func, linalg (linalg.softmax included), tensor,
@@ -260,6 +266,12 @@ struct FlashGpuPipelineOptions
                      "their own, without the per-element select (see "
                      "--flash-tile-attention)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> maskUnderBranch{
+      *this, "mask-under-branch",
+      llvm::cl::desc("With mask-free-blocks: one loop per nest, the blocks "
+                     "that need a mask applying it under a branch on the "
+                     "block index (see --flash-tile-attention)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> tmaLoads{
       *this, "tma-loads",
       llvm::cl::desc("With load-stages=2 on wgmma kernels: K and V by TMA "

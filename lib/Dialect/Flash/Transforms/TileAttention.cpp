@@ -1135,11 +1135,14 @@ struct FlashTileAttentionPass
           tgt->tensorCores ? packedBoundsOf(op) : PackedBounds{};
       if (failed(bounds))
         return signalPassFailure();
+      MaskFreeBlocks maskFree = !maskFreeBlocks   ? MaskFreeBlocks::None
+                                : maskUnderBranch ? MaskFreeBlocks::Branch
+                                                  : MaskFreeBlocks::Loops;
       LogicalResult tiled =
           tgt->tensorCores
-              ? tileAttentionBackwardSplit(
-                    rewriter, op, br, bc, kvRows, kvCols, deterministic,
-                    overlapProducts, dqFragmentMajor, maskFreeBlocks, *bounds)
+              ? tileAttentionBackwardSplit(rewriter, op, br, bc, kvRows, kvCols,
+                                           deterministic, overlapProducts,
+                                           dqFragmentMajor, maskFree, *bounds)
               : tileAttentionBackward(rewriter, op, br, bc);
       if (failed(tiled))
         return signalPassFailure();

@@ -61,14 +61,15 @@ public:
   SplitBackwardTiler(OpBuilder &b, AttentionBackwardOp op, int64_t br,
                      int64_t bc, int64_t kvRows, int64_t kvCols,
                      bool deterministic, bool overlapProducts,
-                     int64_t fragmentMajor, bool maskFreeBlocks,
+                     int64_t fragmentMajor, MaskFreeBlocks maskFree,
                      PackedBounds bounds)
       : TilerBase(b, op.getLoc(), op.getQuery().getType(),
                   op.getValue().getType()),
         op(op), dqRows(br), dqCols(bc), kvRows(kvRows), kvCols(kvCols), br(br),
         bc(bc), deterministic(deterministic), overlapProducts(overlapProducts),
-        fragmentMajor(fragmentMajor), maskFreeBlocks(maskFreeBlocks),
-        bounds(bounds) {}
+        fragmentMajor(fragmentMajor),
+        maskFreeBlocks(maskFree != MaskFreeBlocks::None),
+        maskUnderBranch(maskFree == MaskFreeBlocks::Branch), bounds(bounds) {}
 
   SmallVector<Value> build();
 
@@ -81,6 +82,23 @@ private:
   /// column vector.
   Value probabilities(Value scores, Value lse, bool transposed, Value head,
                       Value rowStart, Value rows, bool masked);
+  /// P of a loop that holds the blocks that need a mask and those that need
+  /// none (`maskUnderBranch`): the unmasked P, and where the i1 `needsMask`
+  /// holds (uniform over the tile) P with the scores past the keys and
+  /// outside the causal band or window set to 0.
+  Value probabilitiesMaskedWhen(Value needsMask, Value scores, Value lse,
+                                bool transposed, Value head, Value rowStart,
+                                Value rows);
+  /// Whether block `block` of a nest's inner loop lies outside the blocks
+  /// [fullBegin, fullEnd) that need no mask.
+  Value outsideMaskFree(Value block, Value fullBegin, Value fullEnd) {
+    return arith::OrIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, block,
+                              fullBegin),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, block,
+                              fullEnd));
+  }
   Value queryRowTile(Value source, Value head, Value rowStart, Value rows,
                      int64_t width) {
     OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
@@ -232,9 +250,10 @@ private:
   /// The dQ accumulator's fragment-major group (flash.atomic_add's
   /// `fragment_major`), 0 for rows.
   int64_t fragmentMajor;
-  /// Blocks that need no mask in loops of their own (see
-  /// tileAttentionBackwardSplit).
-  bool maskFreeBlocks;
+  /// Blocks that need no mask take a P without a per-element select (see
+  /// tileAttentionBackwardSplit): in loops of their own, or with
+  /// `maskUnderBranch` in the nest's one loop, the mask under a branch.
+  bool maskFreeBlocks, maskUnderBranch;
   PackedBounds bounds;
   Value querySeq, keySeq, diagonal, group, batch, heads, kvHeads;
   // The op's M and N, and with cu_seqlens the number of sequences S and the
@@ -371,6 +390,38 @@ Value SplitBackwardTiler::probabilities(Value scores, Value lse,
       });
 }
 
+Value SplitBackwardTiler::probabilitiesMaskedWhen(Value needsMask, Value scores,
+                                                  Value lse, bool transposed,
+                                                  Value head, Value rowStart,
+                                                  Value rows) {
+  Value probs = probabilities(scores, lse, transposed, head, rowStart, rows,
+                              /*masked=*/false);
+  unsigned queryLoop = transposed ? 1 : 0, keyLoop = transposed ? 0 : 1;
+  auto branch = scf::IfOp::create(b, loc, TypeRange{probs.getType()}, needsMask,
+                                  /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(branch.thenBlock());
+  // In place on P: the branch's result is P's buffer either way.
+  Value masked = generic(
+      ValueRange{}, probs, {id(2)}, {kPar, kPar},
+      [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        Value i = arith::AddIOp::create(
+            nb, nl, rowStart, linalg::IndexOp::create(nb, nl, queryLoop));
+        Value j = arith::AddIOp::create(
+            nb, nl, keyStart, linalg::IndexOp::create(nb, nl, keyLoop));
+        Value hidden =
+            buildHiddenScore(nb, nl, i, j, keySeq, diagonal, op.getCausal(),
+                             windowSize, /*keep=*/Value(), /*lse=*/Value());
+        return arith::SelectOp::create(
+            nb, nl, hidden,
+            arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f)), a[0]);
+      });
+  scf::YieldOp::create(b, loc, masked);
+  b.setInsertionPointToStart(branch.elseBlock());
+  scf::YieldOp::create(b, loc, probs);
+  return branch.getResult(0);
+}
+
 /// The dQ nest; also returns D = rowsum(dO * O) [B, Hq, M] in `rowDot`.
 Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
   OpBuilder::InsertionGuard guard(b);
@@ -407,8 +458,13 @@ Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
     Value valueTile = keyRowTile(op.getValue(), kvHead, valueDim);
     Value scores = contract(Contraction::Scores, queryTile, map(3, {0, 2}),
                             keyTile, map(3, {1, 2}), zeros(br, bc));
-    Value probs = probabilities(scores, lseTile, /*transposed=*/false, head,
-                                rowStart, rows, masked);
+    Value probs =
+        maskUnderBranch
+            ? probabilitiesMaskedWhen(
+                  outsideMaskFree(loop.getInductionVar(), fullBegin, fullEnd),
+                  scores, lseTile, /*transposed=*/false, head, rowStart, rows)
+            : probabilities(scores, lseTile, /*transposed=*/false, head,
+                            rowStart, rows, masked);
     Value gradP = contract(Contraction::GradProbs, gradOutTile, map(3, {0, 2}),
                            valueTile, map(3, {1, 2}), zeros(br, bc));
     // dS = P (dP - D), in the element type (the tensor-core operand).
@@ -420,7 +476,7 @@ Value SplitBackwardTiler::buildGradQuery(Value &rowDot) {
     return loop.getResult(0);
   };
   Value acc = zeros(br, headDim);
-  if (!maskFreeBlocks) {
+  if (!maskFreeBlocks || maskUnderBranch) {
     acc = keyLoop(first, last, acc, /*masked=*/true);
   } else {
     if (windowSize)
@@ -682,8 +738,14 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
                         zeros(bc, br));
       };
       Value gradPT = overlapProducts && accumulator ? gradProbsT() : Value();
-      Value probsT = probabilities(scoresT, lseTile, /*transposed=*/true, head,
-                                   rowStart, rows, masked);
+      Value probsT =
+          maskUnderBranch
+              ? probabilitiesMaskedWhen(
+                    outsideMaskFree(queryLoop.getInductionVar(), fullBegin,
+                                    fullEnd),
+                    scoresT, lseTile, /*transposed=*/true, head, rowStart, rows)
+              : probabilities(scoresT, lseTile, /*transposed=*/true, head,
+                              rowStart, rows, masked);
       ValueRange carried = queryLoop.getRegionIterArgs();
       Value probsTRounded = rounded(probsT);
       Value gradV = contract(Contraction::GradValue, probsTRounded, map(3, {0, 2}), gradOutTile,
@@ -722,7 +784,7 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
       return queryLoop.getResults();
     };
     ValueRange sums = headLoop.getRegionIterArgs();
-    if (!maskFreeBlocks) {
+    if (!maskFreeBlocks || maskUnderBranch) {
       sums = queryBlockLoop(first, last, sums, /*masked=*/true);
     } else {
       sums = queryBlockLoop(first, fullBegin, sums, /*masked=*/true);
@@ -810,7 +872,7 @@ LogicalResult mlir::flash::tileAttentionBackwardSplit(
     RewriterBase &rewriter, AttentionBackwardOp op, int64_t blockRows,
     int64_t blockCols, int64_t kvBlockRows, int64_t kvBlockCols,
     bool deterministic, bool overlapProducts, int64_t fragmentMajor,
-    bool maskFreeBlocks, PackedBounds bounds) {
+    MaskFreeBlocks maskFree, PackedBounds bounds) {
   // Strips of 16 rows from each sequence's first row: packed sequences
   // (whose next one starts at any row) keep rows.
   if (op.isVarlen() || deterministic)
@@ -821,5 +883,5 @@ LogicalResult mlir::flash::tileAttentionBackwardSplit(
                         "of 64 and query blocks of whole 16-row strips");
   return replaceWithTiles<SplitBackwardTiler>(
       rewriter, op, blockRows, blockCols, kvBlockRows, kvBlockCols,
-      deterministic, overlapProducts, fragmentMajor, maskFreeBlocks, bounds);
+      deterministic, overlapProducts, fragmentMajor, maskFree, bounds);
 }

@@ -289,6 +289,10 @@ def FlashTileAttentionPass : Pass<"flash-tile-attention"> {
            "every score inside the causal band and window) in loops of their "
            "own, whose P has no per-element select (false: one masked loop "
            "per nest, fewer registers)">,
+    Option<"maskUnderBranch", "mask-under-branch", "bool", "false",
+           "GPU targets' backward with mask-free-blocks: each nest keeps one "
+           "loop, and the blocks that need a mask apply it under a branch on "
+           "the block index (one loop body's registers instead of two)">,
     Option<"keySplits", "key-splits", "int64_t", "0",
            "Split-KV: cut each forward's visible key blocks into this many "
            "parallel runs merged by their LSE (0: none, unless the function "

@@ -86,6 +86,11 @@ struct KeySplits {
 struct PackedBounds {
   Value queries, keys;
 };
+
+/// How the backward's nests keep the per-element mask off the blocks that
+/// need none: not at all (one masked loop per nest), in loops of their own,
+/// or in one loop with the mask under a branch on the block index.
+enum class MaskFreeBlocks { None, Loops, Branch };
 constexpr llvm::StringLiteral kMaxQueryRowsAttr =
     FlashDialect::kMaxQueryRowsAttrName;
 constexpr llvm::StringLiteral kMaxKeyRowsAttr =
@@ -126,13 +131,15 @@ constexpr llvm::StringLiteral kWorkspaceAttr = FlashDialect::kWorkspaceAttrName;
 /// map by the last pass). With `maskFreeBlocks` each nest's inner loop is
 /// split into loops of blocks that need a mask (past the keys, across the
 /// causal diagonal or the window's edge) and a loop of blocks that need none
-/// (whose P has no per-element select); a fully masked row's P is 0 through
-/// its exponent either way.
+/// (whose P has no per-element select); with `Branch` each nest keeps one
+/// loop and the blocks that need a mask apply it under a branch on the block
+/// index (one loop body's registers); a fully masked row's P is 0 through its
+/// exponent either way.
 LogicalResult tileAttentionBackwardSplit(
     RewriterBase &rewriter, AttentionBackwardOp op, int64_t blockRows,
     int64_t blockCols, int64_t kvBlockRows, int64_t kvBlockCols,
     bool deterministic = true, bool overlapProducts = false,
-    int64_t fragmentMajor = 0, bool maskFreeBlocks = true,
+    int64_t fragmentMajor = 0, MaskFreeBlocks maskFree = MaskFreeBlocks::Loops,
     PackedBounds bounds = {});
 
 } // namespace mlir::flash
