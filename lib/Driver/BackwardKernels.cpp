@@ -388,34 +388,65 @@ LogicalResult compileBackwardPair(AttentionBackwardOp op, StringRef name,
       bool tmaRows;
       int64_t loadStages;
     };
-    // Where a step spills with mask-free blocks (the registers of two
-    // loops' bodies add up, or with maskUnderBranch one loop's), the same
-    // step with one masked loop per nest. Mask-free blocks are taken only
-    // with the lanes' addresses hoisted: rebuilt per iteration they measured
-    // 0.93-1.00x of one masked loop (sm_80 D = 64, docs/GPU-NOTES.md 93).
+    // How each step keeps the per-element mask off the blocks that need
+    // none, in the order tried; the first that assembles without spills is
+    // taken (one masked loop last, which has the fewest registers).
+    // Measured (dK/dV launch, H100, docs/GPU-NOTES.md 98): on sm_90a the
+    // mask under a branch is 1.02-1.03x one masked loop, and at D = 128
+    // under a causal mask 1.10x loops of their own (which fit at 255
+    // registers), but at D = 64 loops of their own are 1.10x the branch.
+    // On sm_80 the branch is 1.02-1.04x one masked loop under a causal mask
+    // and 0.96x without one (where it is never taken), so it is tried only
+    // for ops with a causal mask or a window.
+    SmallVector<MaskFreeBlocks> maskForms;
+    bool maskedBlocks = op.getCausal() || op.getWindow();
+    if (!compile.maskFreeBlocks)
+      maskForms = {MaskFreeBlocks::None};
+    else if (compile.maskUnderBranch)
+      maskForms = {MaskFreeBlocks::Branch, MaskFreeBlocks::None};
+    else if (tensorCoreChoice(compile) == TensorCores::Wgmma && d >= 128)
+      maskForms = {MaskFreeBlocks::Branch, MaskFreeBlocks::Loops,
+                   MaskFreeBlocks::None};
+    else if (tensorCoreChoice(compile) == TensorCores::Wgmma || maskedBlocks)
+      maskForms = {MaskFreeBlocks::Loops, MaskFreeBlocks::Branch,
+                   MaskFreeBlocks::None};
+    else
+      maskForms = {MaskFreeBlocks::Loops, MaskFreeBlocks::None};
+    auto describe = [](MaskFreeBlocks form) {
+      switch (form) {
+      case MaskFreeBlocks::Loops:
+        return "mask-free blocks in loops of their own";
+      case MaskFreeBlocks::Branch:
+        return "the mask under a branch";
+      case MaskFreeBlocks::None:
+        return "one masked loop";
+      }
+      llvm_unreachable("unknown mask form");
+    };
+    // Mask-free blocks are taken only with the lanes' addresses hoisted:
+    // rebuilt per iteration they measured 0.93-1.00x of one masked loop
+    // (sm_80 D = 64, docs/GPU-NOTES.md 93).
     auto compileStep = [&](KernelCompileOptions step, int64_t cols,
                            int64_t &spills,
                            bool *tooLarge = nullptr) -> LogicalResult {
-      KernelCompileOptions hoisted = step;
-      hoisted.perIterationLanes =
-          !step.maskFreeBlocks && step.perIterationLanes;
-      if (failed(compileBackward(op, name, outputDir, asyncCopies, general,
-                                 cols, /*specialize=*/false, spills, hoisted,
-                                 /*queryLaunchSpills=*/nullptr, tooLarge)))
-        return failure();
-      if (spills == 0 || !step.maskFreeBlocks || (tooLarge && *tooLarge))
-        return success();
-      if (compile.log)
-        *compile.log << name << ": spills " << spills
-                     << " bytes with mask-free blocks"
-                     << (step.maskUnderBranch ? " (the mask under a branch)"
-                                              : "")
-                     << "; one masked loop\n";
-      step.maskFreeBlocks = false;
-      step.maskUnderBranch = false;
-      return compileBackward(op, name, outputDir, asyncCopies, general, cols,
-                             /*specialize=*/false, spills, step,
-                             /*queryLaunchSpills=*/nullptr, tooLarge);
+      for (auto [i, form] : llvm::enumerate(maskForms)) {
+        step.maskFreeBlocks = form != MaskFreeBlocks::None;
+        step.maskUnderBranch = form == MaskFreeBlocks::Branch;
+        KernelCompileOptions hoisted = step;
+        hoisted.perIterationLanes =
+            !step.maskFreeBlocks && step.perIterationLanes;
+        if (failed(compileBackward(op, name, outputDir, asyncCopies, general,
+                                   cols, /*specialize=*/false, spills, hoisted,
+                                   /*queryLaunchSpills=*/nullptr, tooLarge)))
+          return failure();
+        if (spills == 0 || (tooLarge && *tooLarge) || i + 1 == maskForms.size())
+          return success();
+        if (compile.log)
+          *compile.log << name << ": spills " << spills << " bytes with "
+                       << describe(form) << "; " << describe(maskForms[i + 1])
+                       << "\n";
+      }
+      return success();
     };
     SmallVector<Try> tries;
     for (int64_t cols : widths) {

@@ -180,7 +180,9 @@ static opt<bool> maskFreeBlocks(
     cl::desc("Backward kernels: the blocks that need no mask (whole keys, "
              "inside the causal band and window) in loops of their own, "
              "whose P has no per-element select; the atomic kernels' search "
-             "takes one masked loop where a step spills with them "
+             "also tries one loop with the mask under a branch and one "
+             "masked loop, in an order measured per chip and head dimension, "
+             "and takes the first that assembles without spills "
              "(--mask-free-blocks=false: one masked loop always)"),
     cl::cat(flashCategory));
 static opt<bool> maskUnderBranch(

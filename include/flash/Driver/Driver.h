@@ -109,12 +109,15 @@ struct KernelCompileOptions {
   int64_t dqFragmentMajor = -1;
   /// Backward: the blocks that need no mask in loops of their own, without
   /// the per-element select of P (--flash-tile-attention's
-  /// mask-free-blocks). The atomic search takes one masked loop per nest
-  /// instead where a step spills with them (the second loop's registers).
+  /// mask-free-blocks). The atomic search takes the mask under a branch or
+  /// one masked loop per nest instead where a step spills with them (the
+  /// second loop's registers; see maskUnderBranch).
   bool maskFreeBlocks = true;
   /// With maskFreeBlocks: one loop per nest, the mask under a branch on the
-  /// block index (--flash-tile-attention's mask-under-branch). The atomic
-  /// search tries it where separate loops spill.
+  /// block index (--flash-tile-attention's mask-under-branch), else one
+  /// masked loop where that spills. Without it the atomic search tries
+  /// loops of their own, the branch and one masked loop in an order measured
+  /// per chip and head dimension (docs/GPU-NOTES.md 98).
   bool maskUnderBranch = false;
   /// mma.sync kernels: the tiles ldmatrix reads stored in the 128-byte
   /// swizzled layout (--flash-gpu-assign-tile-storage's swizzle-ldmatrix)
