@@ -11,12 +11,15 @@ import json
 import math
 import logging
 import os
+import re
 import threading
 
 from flash_mlir import validate
 
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 CUDA_ERROR_NO_BINARY_FOR_GPU = 209
 
 log = logging.getLogger("flash_mlir.runtime")
@@ -178,21 +181,55 @@ def sm_count():
     return sms.value
 
 
+def device_capability():
+    """The current device's compute capability, (major, minor)."""
+    lib = _driver()
+    dev, major, minor = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    _check(lib.cuCtxGetDevice(ctypes.byref(dev)), "cuCtxGetDevice")
+    for value, attribute in ((major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                             (minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)):
+        _check(lib.cuDeviceGetAttribute(ctypes.byref(value), attribute, dev),
+               "cuDeviceGetAttribute")
+    return major.value, minor.value
+
+
+def cubin_runs_on(chip, capability):
+    """Whether a cubin built for `chip` ("sm_80", "sm_90a") runs on a device
+    of compute capability `capability` (major, minor): the same major and at
+    least the cubin's minor, or exactly its own for an architecture-specific
+    ("a") target. None for a chip name it does not know (the driver decides)."""
+    m = re.fullmatch(r"sm_(\d+)(\d)(a?)", chip or "")
+    if not m:
+        return None
+    major, minor = int(m.group(1)), int(m.group(2))
+    if m.group(3):
+        return tuple(capability) == (major, minor)
+    return capability[0] == major and capability[1] >= minor
+
+
 class Launch:
     """One kernel function of a module image: parameters, grid, block and
     dynamic shared memory from its manifest entry."""
 
-    def __init__(self, entry, directory, name):
+    def __init__(self, entry, directory, name, chip=None):
         lib = _driver()
         self.entry = entry
         self.name = name
         # The cubin where it runs on this GPU; otherwise the driver compiles
         # the PTX (an sm_80 cubin does not load on an H200, its PTX does).
+        # A cubin known not to run is not offered to the driver at all, so
+        # that no failed call shows up under compute-sanitizer; one the
+        # driver refuses all the same falls back to the PTX too.
         self.module = ctypes.c_void_p()
         self.loaded = None
         for kind in ("cubin", "ptx"):
             image_name = entry.get(kind)
             if not image_name:
+                continue
+            if kind == "cubin" and entry.get("ptx") and \
+                    cubin_runs_on(chip, device_capability()) is False:
+                log.info("%s: %s is for %s, not this GPU; JIT-compiling %s",
+                         name, image_name, chip, entry["ptx"])
                 continue
             with open(os.path.join(directory, image_name), "rb") as f:
                 image = f.read()
@@ -309,7 +346,8 @@ class Kernel:
         torch.cuda.current_stream(device)
         _ensure_context(device)
         entries = manifest.get("launches") or [manifest]
-        self.launches = [Launch(e, directory, self.name) for e in entries]
+        self.launches = [Launch(e, directory, self.name, manifest.get("chip"))
+                         for e in entries]
         # Kernels that load tiles with cp.async need contiguous, 16-byte
         # aligned rows; the manifest names the kernel for other strides.
         # `cache` (manifest path -> Kernel) shares the companions: a kernel

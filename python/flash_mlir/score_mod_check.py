@@ -98,7 +98,7 @@ def main(argv=None):
         else:
             with open(path) as f:
                 entry = json.load(f)
-            launch = runtime.Launch(entry, args.dir, kind)
+            launch = runtime.Launch(entry, args.dir, kind, entry.get("chip"))
             operands = [q, k, v] + ([slopes] if kind == "alibi_causal" else []) + [o]
             tensors = {f"arg{i}": t for i, t in enumerate(operands)}
             stream = torch.cuda.current_stream().cuda_stream

@@ -32,3 +32,27 @@ class LaunchConfig(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CubinTarget(unittest.TestCase):
+    """Which cubins the runtime offers the driver (the others' PTX is JIT-compiled
+    without a failed load first)."""
+
+    def test_same_major_newer_minor(self):
+        self.assertTrue(runtime.cubin_runs_on("sm_80", (8, 0)))
+        self.assertTrue(runtime.cubin_runs_on("sm_80", (8, 6)))
+        self.assertFalse(runtime.cubin_runs_on("sm_86", (8, 0)))
+
+    def test_other_major(self):
+        self.assertFalse(runtime.cubin_runs_on("sm_80", (9, 0)))
+        self.assertFalse(runtime.cubin_runs_on("sm_90", (10, 0)))
+
+    def test_architecture_specific(self):
+        self.assertTrue(runtime.cubin_runs_on("sm_90a", (9, 0)))
+        self.assertFalse(runtime.cubin_runs_on("sm_90a", (9, 1)))
+        self.assertFalse(runtime.cubin_runs_on("sm_90a", (10, 0)))
+        self.assertTrue(runtime.cubin_runs_on("sm_100a", (10, 0)))
+
+    def test_unknown_chip_left_to_the_driver(self):
+        self.assertIsNone(runtime.cubin_runs_on(None, (9, 0)))
+        self.assertIsNone(runtime.cubin_runs_on("compute_80", (9, 0)))
