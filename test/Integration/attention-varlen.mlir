@@ -27,6 +27,10 @@
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --varlen 5,0,17,1,9 --varlen-keys 7,3,0,20,9 --b 1 --hq 4 --hkv 2 --d 16 --causal --block-rows 4 --block-cols 8 | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --varlen 12,3,7 --varlen-keys 12,8,20 --b 1 --hq 2 --d 16 --window 4 --softcap 3.0 --sinks --dtype f16 | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --varlen 12,3,7 --varlen-keys 12,8,20 --b 1 --hq 2 --d 16 --window 4 --softcap 3.0 --sinks --dtype f16 --no-tile | FileCheck %s
+// The mask under a branch (mask-under-branch) on packed sequences: the atomic
+// form with causal blocks, and a window with softcap and sinks.
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --varlen 5,0,17,1,9 --varlen-keys 7,3,0,20,9 --b 1 --hq 4 --hkv 2 --d 16 --causal --block-rows 4 --block-cols 8 --target sm_90a --nondeterministic --mask-under-branch | FileCheck %s
+// RUN: %python -m flash_mlir.cpu_check --mode bwd --varlen 12,3,7 --varlen-keys 12,8,20 --b 1 --hq 2 --d 16 --window 4 --softcap 3.0 --sinks --dtype f16 --target sm_80 --mask-under-branch | FileCheck %s
 // RUN: %python -m flash_mlir.cpu_check --mode bwd --varlen 10,0,6 --varlen-keys 4,5,30 --b 1 --hq 4 --hkv 2 --rank 3 --d 16 --alibi --dynamic hmns | FileCheck %s
 // The tensor-core form (a dQ nest and a dK/dV nest over the sequences, and
 // FlashAttention-2's atomic dQ).
