@@ -49,6 +49,11 @@ func.func @attn_f16_d96_window(%q: tensor<?x?x?x96xf16>, %k: tensor<?x?x?x96xf16
 
 // D = 256 and D = 32 (tiles chosen to fit), a broadcast f32 bias [M, N] on f16
 // inputs, and the log-sum-exp output.
+func.func @attn_f16_d256(%q: tensor<?x?x?x256xf16>, %k: tensor<?x?x?x256xf16>, %v: tensor<?x?x?x256xf16>) -> tensor<?x?x?x256xf16> {
+  %o = flash.attention %q, %k, %v : tensor<?x?x?x256xf16>, tensor<?x?x?x256xf16>, tensor<?x?x?x256xf16> -> tensor<?x?x?x256xf16>
+  return %o : tensor<?x?x?x256xf16>
+}
+
 func.func @attn_f16_d256_causal(%q: tensor<?x?x?x256xf16>, %k: tensor<?x?x?x256xf16>, %v: tensor<?x?x?x256xf16>) -> tensor<?x?x?x256xf16> {
   %o = flash.attention %q, %k, %v {causal} : tensor<?x?x?x256xf16>, tensor<?x?x?x256xf16>, tensor<?x?x?x256xf16> -> tensor<?x?x?x256xf16>
   return %o : tensor<?x?x?x256xf16>
