@@ -128,7 +128,10 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
       describeLaunches(op, *module, built.params, /*describeGrid=*/true,
                        /*abi=*/false);
   built.alignedRows = requiresAlignedRows(*module);
-  if (failed(launches) || failed(lowerToPtx(op, *module, options, *launches)))
+  bool sharedPointers32 = compile.sharedPointers32 &&
+                          compile.chip == Chip::Sm90a && !compile.deterministic;
+  if (failed(launches) ||
+      failed(lowerToPtx(op, *module, options, *launches, sharedPointers32)))
     return failure();
   built.launches = std::move(*launches);
   return built;

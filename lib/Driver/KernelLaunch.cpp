@@ -15,6 +15,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -172,11 +173,46 @@ bool driver::requiresAlignedRows(ModuleOp module) {
       .wasInterrupted();
 }
 
+namespace {
+/// Sets LLVM's NVPTX option `nvptx-short-ptr` (32-bit pointers to the
+/// shared, const and local spaces: the data layout of the NVPTX target
+/// machine that gpu-module-to-binary creates) while alive. It is a process
+/// option, not one a target attribute carries, hence the scope.
+class ShortPointersScope {
+public:
+  explicit ShortPointersScope(bool on) {
+    if (!on)
+      return;
+    auto &registered = llvm::cl::getRegisteredOptions();
+    auto it = registered.find("nvptx-short-ptr");
+    if (it == registered.end())
+      return;
+    option = static_cast<llvm::cl::opt<bool> *>(it->second);
+    saved = *option;
+    option->setValue(true);
+  }
+  ~ShortPointersScope() {
+    if (option)
+      option->setValue(saved);
+  }
+  bool applied(bool on) const { return !on || option; }
+
+private:
+  llvm::cl::opt<bool> *option = nullptr;
+  bool saved = false;
+};
+} // namespace
+
 LogicalResult driver::lowerToPtx(Operation *op, ModuleOp module,
                                  const FlashGpuPipelineOptions &options,
-                                 MutableArrayRef<Launch> launches) {
+                                 MutableArrayRef<Launch> launches,
+                                 bool sharedPointers32) {
   PassManager binary(module.getContext());
   buildFlashGpuBinaryPipeline(binary, options);
+  ShortPointersScope shortPointers(sharedPointers32);
+  if (!shortPointers.applied(sharedPointers32))
+    return op->emitError("flash-compile: this LLVM has no NVPTX option "
+                         "nvptx-short-ptr (32-bit shared-memory addresses)");
   if (failed(binary.run(module)))
     return op->emitError("flash-compile: lowering the kernels to PTX failed");
   for (Launch &l : launches) {

@@ -112,10 +112,13 @@ FailureOr<SmallVector<Launch>> describeLaunches(Operation *op, ModuleOp module,
 /// every tensor's rows must be contiguous and 16-byte aligned.
 bool requiresAlignedRows(ModuleOp module);
 
-/// Runs the binary pipeline on `module` and sets each launch's PTX.
+/// Runs the binary pipeline on `module` and sets each launch's PTX. With
+/// `sharedPointers32` the PTX addresses shared memory with 32-bit registers
+/// (LLVM's `nvptx-short-ptr`, set for the run).
 LogicalResult lowerToPtx(Operation *op, ModuleOp module,
                          const FlashGpuPipelineOptions &options,
-                         MutableArrayRef<Launch> launches);
+                         MutableArrayRef<Launch> launches,
+                         bool sharedPointers32 = false);
 
 /// DIR/<base><extension>.
 std::string kernelPath(StringRef outputDir, StringRef base,

@@ -192,6 +192,13 @@ static opt<bool> maskUnderBranch(
              "block index (fewer registers than loops of their own); the "
              "atomic search falls back to one masked loop where it spills"),
     cl::cat(flashCategory));
+static opt<bool> sharedPointers32(
+    "shared-pointers-32", cl::init(false),
+    cl::desc("With --deterministic=false on sm_90a: the backward kernels' "
+             "shared-memory addresses in 32 bits, as nvcc emits them, instead "
+             "of 64 (fewer registers: the dK/dV step then overlaps its "
+             "products at every head dimension)"),
+    cl::cat(flashCategory));
 static opt<int64_t> dqFragmentMajor(
     "dq-fragment-major", cl::init(-1),
     cl::desc("With --deterministic=false: the dQ accumulator in mma.sync "
@@ -249,6 +256,7 @@ int main(int argc, char **argv) {
   options.dqFragmentMajor = dqFragmentMajor;
   options.maskFreeBlocks = maskFreeBlocks;
   options.maskUnderBranch = maskUnderBranch;
+  options.sharedPointers32 = sharedPointers32;
   options.swizzleLdmatrix = swizzleLdmatrix;
   options.keySplits = keySplits;
   options.mergeInLastCta = mergeInLastCta;
