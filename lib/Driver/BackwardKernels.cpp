@@ -128,8 +128,8 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
       describeLaunches(op, *module, built.params, /*describeGrid=*/true,
                        /*abi=*/false);
   built.alignedRows = requiresAlignedRows(*module);
-  bool sharedPointers32 = compile.sharedPointers32 &&
-                          compile.chip == Chip::Sm90a && !compile.deterministic;
+  bool sharedPointers32 =
+      compile.sharedPointers32 && compile.chip == Chip::Sm90a;
   if (failed(launches) ||
       failed(lowerToPtx(op, *module, options, *launches, sharedPointers32)))
     return failure();

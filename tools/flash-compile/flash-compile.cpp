@@ -194,10 +194,10 @@ static opt<bool> maskUnderBranch(
     cl::cat(flashCategory));
 static opt<bool> sharedPointers32(
     "shared-pointers-32", cl::init(false),
-    cl::desc("With --deterministic=false on sm_90a: the backward kernels' "
-             "shared-memory addresses in 32 bits, as nvcc emits them, instead "
-             "of 64 (fewer registers: the dK/dV step then overlaps its "
-             "products at every head dimension)"),
+    cl::desc("sm_90a backward kernels: shared-memory addresses in 32 bits, "
+             "as nvcc emits them, instead of 64 (fewer registers: the atomic "
+             "dK/dV step then overlaps its products at every head dimension, "
+             "the deterministic one at D = 128 takes a producer warpgroup)"),
     cl::cat(flashCategory));
 static opt<int64_t> dqFragmentMajor(
     "dq-fragment-major", cl::init(-1),

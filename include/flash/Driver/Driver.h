@@ -119,11 +119,12 @@ struct KernelCompileOptions {
   /// loops of their own, the branch and one masked loop in an order measured
   /// per chip and head dimension (docs/GPU-NOTES.md 98).
   bool maskUnderBranch = false;
-  /// sm_90a atomic backward kernels: shared-memory addresses in 32 bits in
-  /// the PTX, as nvcc emits them (LLVM's NVPTX `nvptx-short-ptr` for their
-  /// serialization), instead of 64: fewer registers, which lets the dK/dV
-  /// step overlap its products at every head dimension (docs/GPU-NOTES.md
-  /// 99). Opt-in until run on a GPU.
+  /// sm_90a backward kernels: shared-memory addresses in 32 bits in the
+  /// PTX, as nvcc emits them (LLVM's NVPTX `nvptx-short-ptr` for their
+  /// serialization), instead of 64: fewer registers, which lets the atomic
+  /// dK/dV step overlap its products at every head dimension and the
+  /// deterministic one at D = 128 take its producer warpgroup
+  /// (docs/GPU-NOTES.md 99). Opt-in until run on a GPU.
   bool sharedPointers32 = false;
   /// mma.sync kernels: the tiles ldmatrix reads stored in the 128-byte
   /// swizzled layout (--flash-gpu-assign-tile-storage's swizzle-ldmatrix)
