@@ -5,7 +5,7 @@
 # SDPA's backends, so that each session measures the same kernels the same way.
 #
 #   bash scripts/gpu_bars.sh build        here (needs flash-compile): writes
-#                                          gpu-bars/ (about 25 MB: carry it)
+#                                          gpu-bars/ (about 21 MB: carry it)
 #   bash scripts/gpu_bars.sh grid fwd|train  prints the grid's MLIR
 #   bash scripts/gpu_bars.sh run [GRID..]  on the GPU machine; GRID is any of
 #       fwd90    issue 13: sm_90a forwards against cuDNN

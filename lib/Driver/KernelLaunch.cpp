@@ -19,6 +19,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace mlir::flash;
 using namespace mlir::flash::driver;
@@ -177,12 +179,11 @@ namespace {
 /// Sets LLVM's NVPTX option `nvptx-short-ptr` (32-bit pointers to the
 /// shared, const and local spaces: the data layout of the NVPTX target
 /// machine that gpu-module-to-binary creates) while alive. It is a process
-/// option, not one a target attribute carries, hence the scope.
+/// option, not one a target attribute carries, hence the scope. `option`
+/// stays null where this LLVM does not register it.
 class ShortPointersScope {
 public:
-  explicit ShortPointersScope(bool on) {
-    if (!on)
-      return;
+  ShortPointersScope() {
     auto &registered = llvm::cl::getRegisteredOptions();
     auto it = registered.find("nvptx-short-ptr");
     if (it == registered.end())
@@ -195,10 +196,9 @@ public:
     if (option)
       option->setValue(saved);
   }
-  bool applied(bool on) const { return !on || option; }
+  llvm::cl::opt<bool> *option = nullptr;
 
 private:
-  llvm::cl::opt<bool> *option = nullptr;
   bool saved = false;
 };
 } // namespace
@@ -209,8 +209,8 @@ LogicalResult driver::lowerToPtx(Operation *op, ModuleOp module,
                                  bool sharedPointers32) {
   PassManager binary(module.getContext());
   buildFlashGpuBinaryPipeline(binary, options);
-  ShortPointersScope shortPointers(sharedPointers32);
-  if (!shortPointers.applied(sharedPointers32))
+  std::optional<ShortPointersScope> shortPointers;
+  if (sharedPointers32 && !shortPointers.emplace().option)
     return op->emitError("flash-compile: this LLVM has no NVPTX option "
                          "nvptx-short-ptr (32-bit shared-memory addresses)");
   if (failed(binary.run(module)))
