@@ -94,6 +94,7 @@ FailureOr<BuiltBackward> buildBackward(AttentionBackwardOp op, StringRef name,
       compile.stagedReductions && compile.chip == Chip::Sm90a;
   options.perIterationLanes = compile.perIterationLanes;
   options.swizzleLdmatrix = compile.swizzleLdmatrix;
+  options.exitEmptyTiles = compile.exitEmptyTiles;
   options.tmaRowVectors = compile.tmaRowVectors;
   options.raggedTma = compile.raggedTma;
   options.asyncMma = overlap;

@@ -97,6 +97,7 @@ void setPipelineOptions(FlashGpuPipelineOptions &options, const Config &config,
   options.raggedKeys = config.raggedKeys;
   options.emulatedExp2Every = compile.emulatedExp2Every;
   options.swizzleLdmatrix = compile.swizzleLdmatrix;
+  options.exitEmptyTiles = compile.exitEmptyTiles;
   options.perIterationLanes = config.perIterationLanes;
   // O 16 bytes per store (docs/GPU-NOTES.md 66). The backward keeps pairs:
   // the exchange's registers made its D = 64 dK/dV kernel spill.

@@ -47,6 +47,9 @@ void flash::buildFlashCpuPipeline(OpPassManager &pm,
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Iterations without rows skip their tiles, before the deallocations are
+  // placed (they then free under the same guard).
+  pm.addPass(flash::createFlashLowerSkipTilePass());
   // The parallel iterations run one after another here, but the adds stay
   // atomic: the loops are correct under any schedule.
   pm.addPass(flash::createFlashLowerAtomicAddPass());

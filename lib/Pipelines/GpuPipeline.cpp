@@ -79,6 +79,7 @@ void flash::buildFlashGpuKernelPipeline(
   mapping.stagedReductions = options.stagedReductions;
   mapping.perIterationLanes = options.perIterationLanes;
   mapping.swizzleLdmatrix = options.swizzleLdmatrix;
+  mapping.exitEmptyTiles = options.exitEmptyTiles;
   mapping.tmaRowVectors = options.tmaRowVectors;
   mapping.raggedTma = options.raggedTma;
   buildFlashMapTilesToGpuPipeline(pm.nest<func::FuncOp>(), mapping);
@@ -108,6 +109,7 @@ void flash::buildFlashMapTilesToGpuPipeline(
   flash::FlashGpuMapToBlocksPassOptions blocks;
   blocks.threads = options.threads;
   blocks.persistent = options.persistent;
+  blocks.exitEmptyTiles = options.exitEmptyTiles;
   pm.addPass(flash::createFlashGpuMapToBlocksPass(blocks));
   flash::FlashGpuAssignTileStoragePassOptions storage;
   storage.chip = options.chip;

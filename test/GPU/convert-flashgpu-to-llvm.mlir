@@ -1,7 +1,7 @@
 // --convert-flashgpu-to-llvm prints flashgpu.warpgroup_mma as one asm block:
 // a fence, one wgmma.mma_async per slice and k step with the descriptors
 // advanced in the asm, a commit and a wait; flashgpu.reduce_add as relaxed
-// reductions into global memory.
+// reductions into global memory; flashgpu.exit as the exit intrinsic.
 // RUN: flash-opt %s --convert-flashgpu-to-llvm | FileCheck %s
 
 // S = Q Kᵀ: A and B from shared memory (K-major), a fresh accumulator (the
@@ -101,4 +101,15 @@ func.func @arrival(%c: memref<?x?xi32>, %i: index, %j: index, %n: index) -> (i1,
 func.func @per_iteration(%lane: index) -> index {
   %c = flashgpu.per_iteration %lane
   return %c : index
+}
+
+// flashgpu.exit: LLVM's NVVM exit intrinsic (PTX `exit`).
+// CHECK-LABEL: func @exit_if
+// CHECK: scf.if %arg0 {
+// CHECK-NEXT: llvm.call_intrinsic "llvm.nvvm.exit"() : () -> ()
+func.func @exit_if(%empty: i1) {
+  scf.if %empty {
+    flashgpu.exit
+  }
+  return
 }

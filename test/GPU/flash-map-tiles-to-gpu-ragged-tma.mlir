@@ -11,6 +11,8 @@
 // RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=256 tensor-cores=wgmma load-stages=2 tma-loads=1 warp-specialize=1 ragged-tma=1" --flash-gpu-split-warp-roles="ping-pong=1" | FileCheck %s
 // Without ragged-tma those tiles are no TMA boxes: no producer, no TMA.
 // RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=256 tensor-cores=wgmma load-stages=2 tma-loads=1 warp-specialize=1" --flash-gpu-split-warp-roles="ping-pong=1" | FileCheck %s --check-prefix=OFF
+// exit-empty-tiles=0: the tile's skip is dropped, the CTA runs its empty tile.
+// RUN: flash-opt %s --flash-tile-attention="block-rows=128 block-cols=128" --canonicalize --cse --eliminate-empty-tensors --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=fully-dynamic-layout-map" --canonicalize --buffer-loop-hoisting --cse --flash-map-tiles-to-gpu="threads=256 tensor-cores=wgmma load-stages=2 tma-loads=1 warp-specialize=1 ragged-tma=1 exit-empty-tiles=0" --flash-gpu-split-warp-roles="ping-pong=1" | FileCheck %s --check-prefix=NOEXIT
 // And to PTX, where ptxas takes both kernels.
 // RUN: flash-opt %s --flash-gpu-pipeline="chip=sm_90a format=isa block-rows=128 block-cols=128 threads=256 load-stages=2 tma-loads=1 warp-specialize=1 ping-pong=1 ragged-tma=1" | FileCheck %s --check-prefix=PTX
 
@@ -47,10 +49,19 @@
 // CHECK: flashgpu.warpgroup_mma {{.*}}flash.contraction = "output", flash.ragged_keys
 // CHECK: } {flash.warp_role = "consumer"}
 
-// Packed sequences: the producer reads the offsets; Q (a ragged head tile)
+// Packed sequences: a block past its sequence's rows ends the CTA once the
+// barriers are set up, before the roles split (flash.skip_tile; its rows
+// from cu_seqlens_q); the producer reads the offsets; Q (a ragged head tile)
 // stays on cp.async in the consumers' code; V's tail is zeroed as above.
 // CHECK-LABEL: func.func @prefill(
 // CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{[^ ]*}} = %c384,
+// CHECK: gpu.barrier
+// CHECK: memref.load %arg3
+// CHECK: %[[EMPTY:.*]] = arith.cmpi eq, %{{.*}}, %c0
+// CHECK-NEXT: scf.if %[[EMPTY]] {
+// CHECK-NEXT: flashgpu.exit
+// CHECK-NEXT: }
+// CHECK-NEXT: scf.if
 // CHECK: memref.load %arg4
 // CHECK: nvgpu.tma.async.load
 // CHECK: } {flash.warp_role = "producer"}
@@ -59,6 +70,11 @@
 // CHECK: vector.store
 // CHECK: nvvm.fence.proxy
 // CHECK: } {flash.warp_role = "consumer"}
+
+// NOEXIT-LABEL: func.func @prefill(
+// NOEXIT-NOT: flashgpu.exit
+// NOEXIT-NOT: flash.skip_tile
+// NOEXIT: } {flash.warp_role = "producer"}
 
 // OFF-LABEL: func.func @decode(
 // OFF: gpu.launch {{.*}} threads({{.*}}) in (%{{[^ ]*}} = %c256,

@@ -28,6 +28,12 @@
 // --ragged-tma=false (above) the cp.async one.
 // RUN: rm -rf %t.tma && flash-compile %s --chip sm_90a -o %t.tma | FileCheck %s --check-prefix=TMA
 // TMA: prefill: {{.*}}, tiles 128x176, 384 threads, {{.*}}spill bytes 0
+// A block past its sequence's rows ends its CTA (PTX `exit`, beside the
+// traps' `trap; exit;`); --exit-empty-tiles=false runs the empty tile.
+// RUN: grep -c "^[[:space:]]*exit;$" %t.tma/prefill.ptx | FileCheck %s --check-prefix=EXIT
+// RUN: rm -rf %t.noexit && flash-compile %s --chip sm_90a --exit-empty-tiles=false -o %t.noexit | FileCheck %s --check-prefix=TMA
+// RUN: not grep -q "^[[:space:]]*exit;$" %t.noexit/prefill.ptx
+// EXIT: {{[1-9]}}
 // CHECK: prefill: {{.*}}spill bytes 0
 // GRID: [{'ceil_div': 128, 'scalar': 'max_seqlen_q'}, {'dim': 1, 'tensor': 'q'}, {'dim': 0, 'tensor': 'cu_seqlens_q'}] ['max_seqlen_q'] ['q', 'k', 'v', 'cu_seqlens_q', 'cu_seqlens_k', 'o', 'lse']
 // BWD: grad launch 1 {{.*}}spill bytes 0

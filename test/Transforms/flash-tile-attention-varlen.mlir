@@ -4,6 +4,8 @@
 // the last one counted as one more) for each of the S + 1 iterations of the
 // sequence axis; each iteration's Q rows start at cu_seqlens_q[s] and its
 // keys at cu_seqlens_k[s], and its part of O and the LSE goes to its rows.
+// A block past its sequence's rows has none, and says so before its tiles
+// (flash.skip_tile: the iteration computes nothing past it).
 // CHECK-LABEL: func @varlen
 // CHECK-SAME: %[[CUQ:[a-z0-9]+]]: tensor<?xi32>, %[[CUK:[a-z0-9]+]]: tensor<?xi32>
 // CHECK: %[[OFFSETS:.*]] = tensor.dim %[[CUQ]], %c0
@@ -14,9 +16,11 @@
 // CHECK: tensor.extract %[[CUQ]][%[[S]]]
 // CHECK: tensor.extract %[[CUK]][%[[S]]]
 // CHECK: %[[ROW:.*]] = arith.muli %[[QB]], %c64
+// CHECK: %[[EMPTY:.*]] = arith.cmpi eq, %[[QROWS:.*]], %c0
+// CHECK-NEXT: flash.skip_tile %[[EMPTY]]
 // CHECK: %[[QSUM:.*]] = arith.addi %{{.*}}, %[[ROW]]
 // CHECK: %[[QAT:.*]] = arith.minsi %[[QSUM]], %{{.*}}
-// CHECK: tensor.extract_slice %{{.*}}[0, %[[H]], %[[QAT]], 0]
+// CHECK: tensor.extract_slice %{{.*}}[0, %[[H]], %[[QAT]], 0] [1, 1, %[[QROWS]], 64]
 // CHECK: scf.for
 // CHECK: %[[KSUM:.*]] = arith.addi %{{.*}}, %{{.*}} : index
 // CHECK: %[[KAT:.*]] = arith.minsi %[[KSUM]], %{{.*}}

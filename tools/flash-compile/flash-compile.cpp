@@ -147,6 +147,12 @@ static opt<bool> perIterationLanes(
              "iteration, and taken if that spills less "
              "(--per-iteration-lanes=false: always hoisted)"),
     cl::cat(flashCategory));
+static opt<bool> exitEmptyTiles(
+    "exit-empty-tiles", cl::init(true),
+    cl::desc("Packed sequences: a CTA whose block is past its sequence's end "
+             "(the grid counts the blocks of the longest) ends at once "
+             "instead of running its empty tile"),
+    cl::cat(flashCategory));
 static opt<bool> swizzleLdmatrix(
     "swizzle-ldmatrix", cl::init(true),
     cl::desc("mma.sync kernels (sm_80, and sm_90a's mma.sync forms): the "
@@ -258,6 +264,7 @@ int main(int argc, char **argv) {
   options.maskUnderBranch = maskUnderBranch;
   options.sharedPointers32 = sharedPointers32;
   options.swizzleLdmatrix = swizzleLdmatrix;
+  options.exitEmptyTiles = exitEmptyTiles;
   options.keySplits = keySplits;
   options.mergeInLastCta = mergeInLastCta;
   options.pingPong = pingPong;

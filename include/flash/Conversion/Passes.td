@@ -27,7 +27,12 @@ def FlashGpuMapToBlocksPass : Pass<"flash-gpu-map-to-blocks"> {
     first instead. A forall that says its own
     CTA size (`flash.block_threads`, set by the tiler on the split-KV merge:
     one thread per four columns of each row of its tile) gets that many
-    threads instead.
+    threads instead. A `flash.skip_tile` in the body (an iteration that may
+    have no rows: a packed sequence's query block past its end) ends the
+    CTA there when its condition holds (`scf.if` around `flashgpu.exit`;
+    the condition is the CTA's, so all its threads take it), before its
+    tiles are loaded; in a persistent launch the rest of the tile goes under
+    an `scf.if`.
     Every value the body needs from outside but the function's memref
     arguments is recomputed inside, so that the outlined kernel takes
     exactly the tensors' memrefs.
@@ -62,10 +67,14 @@ def FlashGpuMapToBlocksPass : Pass<"flash-gpu-map-to-blocks"> {
            "Threads per block: whole warps, at most 1024">,
     Option<"persistent", "persistent", "bool", "false",
            "The launch body is a loop over the tiles, so that a caller may "
-           "launch fewer CTAs than tiles (about one per SM)">
+           "launch fewer CTAs than tiles (about one per SM)">,
+    Option<"exitEmptyTiles", "exit-empty-tiles", "bool", "true",
+           "A CTA whose tile has no rows (flash.skip_tile) ends there "
+           "(false: the op is erased and the CTA runs its empty tile)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::flashgpu::FlashGPUDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::memref::MemRefDialect",

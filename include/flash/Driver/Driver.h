@@ -131,6 +131,11 @@ struct KernelCompileOptions {
   /// instead of rows padded by 16 bytes, whose cp.async writes cost 2.6x
   /// the shared-memory wavefronts (docs/GPU-NOTES.md 92).
   bool swizzleLdmatrix = true;
+  /// A CTA whose tile has no rows (a packed sequence's query or key block
+  /// past its sequence's end: the grid counts the blocks of the longest)
+  /// ends at once (--flash-gpu-map-to-blocks's exit-empty-tiles;
+  /// docs/GPU-NOTES.md 100).
+  bool exitEmptyTiles = true;
   /// Forward: split-KV (FlashDecoding) kernels, for few query rows against
   /// many keys: the keys of each query block cut into S runs computed by
   /// CTAs of their own (S chosen by the runtime, which allocates the

@@ -168,6 +168,11 @@ struct FlashMapTilesToGpuOptions
                      "in the 128-byte swizzled layout instead of padded "
                      "rows (--flash-gpu-assign-tile-storage)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> exitEmptyTiles{
+      *this, "exit-empty-tiles",
+      llvm::cl::desc("A CTA whose tile has no rows (flash.skip_tile) ends "
+                     "there (--flash-gpu-map-to-blocks)"),
+      llvm::cl::init(true)};
 };
 
 /// The GPU mapping of a bufferized tiled nest, one step per pass:
@@ -344,6 +349,12 @@ struct FlashGpuPipelineOptions
       llvm::cl::desc("mma.sync kernels: the operand tiles ldmatrix reads in "
                      "the 128-byte swizzled layout instead of padded rows "
                      "(see --flash-gpu-assign-tile-storage)"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> exitEmptyTiles{
+      *this, "exit-empty-tiles",
+      llvm::cl::desc("A CTA whose tile has no rows (a packed sequence's "
+                     "block past its end) ends there (see "
+                     "--flash-gpu-map-to-blocks)"),
       llvm::cl::init(true)};
   PassOptions::Option<int64_t> emulatedExp2Every{
       *this, "emulated-exp2-every",

@@ -403,6 +403,17 @@ struct LowerPerIteration : OpRewritePattern<PerIterationOp> {
   }
 };
 
+struct LowerExit : OpRewritePattern<ExitOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ExitOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<LLVM::CallIntrinsicOp>(
+        op, rewriter.getStringAttr("llvm.nvvm.exit"), ValueRange{});
+    return success();
+  }
+};
+
 struct ConvertFlashGPUToLLVMPass
     : flash::impl::ConvertFlashGPUToLLVMPassBase<ConvertFlashGPUToLLVMPass> {
   using Base::Base;
@@ -421,5 +432,5 @@ void mlir::flash::populateFlashGPUToLLVMPatterns(RewritePatternSet &patterns,
   patterns.add<LowerWarpgroupMma, LowerWarpgroupMmaWait>(patterns.getContext());
   patterns.add<LowerReduceAdd>(patterns.getContext(), vectorReductions);
   patterns.add<LowerLastArrival>(patterns.getContext());
-  patterns.add<LowerPerIteration>(patterns.getContext());
+  patterns.add<LowerPerIteration, LowerExit>(patterns.getContext());
 }

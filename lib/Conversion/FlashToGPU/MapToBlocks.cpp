@@ -10,6 +10,8 @@
 
 #include "flash/Conversion/Passes.h"
 #include "flash/Dialect/Flash/IR/TileRoles.h"
+#include "flash/Dialect/Flash/Transforms/Transforms.h"
+#include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
 
 #include "GpuMapping.h"
 
@@ -33,20 +35,22 @@ using namespace mlir;
 namespace {
 class LaunchBuilder {
 public:
-  LaunchBuilder(scf::ForallOp forall, int64_t threads, bool persistent)
+  LaunchBuilder(scf::ForallOp forall, int64_t threads, bool persistent,
+                bool exitEmptyTiles)
       : forall(forall), loc(forall.getLoc()), threads(threads),
-        persistent(persistent) {}
+        persistent(persistent), exitEmptyTiles(exitEmptyTiles) {}
 
   LogicalResult run();
 
 private:
   LogicalResult sinkValuesDefinedAbove(gpu::LaunchOp launch);
+  LogicalResult lowerSkipTiles(gpu::LaunchOp launch);
   LogicalResult buildTileLoop(gpu::LaunchOp launch, ArrayRef<Value> ubs);
 
   scf::ForallOp forall;
   Location loc;
   int64_t threads;
-  bool persistent;
+  bool persistent, exitEmptyTiles;
 };
 } // namespace
 
@@ -212,6 +216,8 @@ LogicalResult LaunchBuilder::run() {
   OpBuilder end = OpBuilder::atBlockEnd(&body);
   gpu::TerminatorOp::create(end, loc);
   forall.erase();
+  if (failed(lowerSkipTiles(launch)))
+    return failure();
 
   if (failed(sinkValuesDefinedAbove(launch)))
     return failure();
@@ -353,6 +359,36 @@ LogicalResult LaunchBuilder::buildTileLoop(gpu::LaunchOp launch,
   return success();
 }
 
+/// An iteration that may have no rows (`flash.skip_tile`): where the launch
+/// body is the iteration, the CTA ends there when it has none (every thread
+/// alike: the condition is the CTA's); a persistent CTA's tile loop skips
+/// the rest of the tile. Without `exitEmptyTiles` the op goes: the CTA runs
+/// its empty tile.
+LogicalResult LaunchBuilder::lowerSkipTiles(gpu::LaunchOp launch) {
+  SmallVector<flash::SkipTileOp> skips;
+  launch.getBody().walk([&](flash::SkipTileOp op) { skips.push_back(op); });
+  Block &body = launch.getBody().front();
+  IRRewriter rewriter(launch.getContext());
+  for (flash::SkipTileOp skip : skips) {
+    if (!exitEmptyTiles) {
+      rewriter.eraseOp(skip);
+      continue;
+    }
+    if (skip->getBlock() != &body) {
+      if (failed(flash::guardRestOfBlock(rewriter, skip)))
+        return failure();
+      continue;
+    }
+    rewriter.setInsertionPoint(skip);
+    auto exit = scf::IfOp::create(rewriter, skip.getLoc(), skip.getEmpty(),
+                                  /*withElseRegion=*/false);
+    rewriter.setInsertionPoint(exit.thenBlock()->getTerminator());
+    flashgpu::ExitOp::create(rewriter, skip.getLoc());
+    rewriter.eraseOp(skip);
+  }
+  return success();
+}
+
 LogicalResult LaunchBuilder::sinkValuesDefinedAbove(gpu::LaunchOp launch) {
   // Everything but the tensors' memrefs is recomputed inside, so that the
   // kernel's parameters are exactly the function's memref arguments.
@@ -428,7 +464,8 @@ struct FlashGpuMapToBlocksPass
           return signalPassFailure();
         }
       }
-      if (failed(LaunchBuilder(forall, blockThreads, persistent).run()))
+      if (failed(LaunchBuilder(forall, blockThreads, persistent, exitEmptyTiles)
+                     .run()))
         return signalPassFailure();
     }
   }

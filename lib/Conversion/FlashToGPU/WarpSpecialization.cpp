@@ -17,10 +17,12 @@
 #include "flash/Dialect/Flash/IR/TileRoles.h"
 #include "flash/Dialect/FlashGPU/IR/FlashGPUOps.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::flash {
 #define GEN_PASS_DEF_FLASHGPUSPLITWARPROLESPASS
@@ -84,6 +86,49 @@ static void alternateScoreMmas(scf::IfOp consumer, Value tid, int64_t groups) {
   });
 }
 
+/// Whether `op` is a CTA's exit (`scf.if %empty { flashgpu.exit }`, from
+/// flash.skip_tile: its condition is the CTA's).
+static bool isCtaExit(Operation *op) {
+  auto guard = dyn_cast<scf::IfOp>(op);
+  return guard && guard.getNumResults() == 0 && !guard.elseBlock() &&
+         isa<flashgpu::ExitOp>(guard.thenBlock()->front());
+}
+
+/// Moves the CTA's exits that follow the producer before it, with the ops
+/// that compute their conditions (pure ops and loads of global memory (no
+/// memory space), all alike in every thread), so that all threads leave before
+/// either role starts: past that point a consumer warpgroup arrives on the
+/// ping-pong's first barrier, which a CTA leaving there would leave
+/// half-arrived.
+static void hoistCtaExits(Block &body, scf::IfOp producer) {
+  SmallVector<Operation *> exits;
+  for (Operation *op = producer->getNextNode(); op; op = op->getNextNode())
+    if (isCtaExit(op))
+      exits.push_back(op);
+  for (Operation *exit : exits) {
+    llvm::SetVector<Operation *> slice;
+    BackwardSliceOptions options;
+    options.omitBlockArguments = true;
+    options.filter = [&](Operation *op) {
+      return op->getBlock() == &body && producer->isBeforeInBlock(op);
+    };
+    if (failed(getBackwardSlice(exit, &slice, options)))
+      continue;
+    bool movable = llvm::all_of(slice, [](Operation *op) {
+      if (op->getNumRegions())
+        return false;
+      if (auto load = dyn_cast<memref::LoadOp>(op))
+        return !load.getMemRefType().getMemorySpace();
+      return isMemoryEffectFree(op);
+    });
+    if (!movable)
+      continue;
+    for (Operation *op : slice)
+      op->moveBefore(producer);
+    exit->moveBefore(producer);
+  }
+}
+
 LogicalResult flash::splitWarpRoles(gpu::LaunchOp launch, bool pingPong) {
   auto tagged = launch->getAttrOfType<IntegerAttr>(kWarpSpecializedAttr);
   if (!tagged)
@@ -98,6 +143,7 @@ LogicalResult flash::splitWarpRoles(gpu::LaunchOp launch, bool pingPong) {
   if (!producer)
     return launch.emitError("flash-gpu-split-warp-roles: a warp-specialised "
                             "launch without its producer");
+  hoistCtaExits(body, producer);
   Location loc = launch.getLoc();
   auto i32 = [&](OpBuilder &b, int64_t v) -> Value {
     return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);

@@ -618,6 +618,10 @@ SmallVector<Value> AttentionTiler::buildKeyNest(ValueRange outs) {
                : min(idx(br), sub(querySeq, rowStart));
     ownRows = rows;
   }
+  // The grid counts the blocks of the longest sequence: a shorter one's
+  // blocks past its rows end here (FlashAttention-2's early return).
+  if (op.isVarlen())
+    buildSkipEmptyTile(b, loc, rows);
   if (op.getKeyLengths() || op.isVarlen()) {
     alignToKeys();
     scoreModIndices.init(b, loc, op.getScoreMod(), querySeq, keySeq);

@@ -617,6 +617,10 @@ SplitBackwardTiler::buildQueryBlockNest(ValueRange outs) {
   Value rows = op.isVarlen() ? buildPackedBlockRows(b, loc, br, rowStart,
                                                     querySeq, keySeq)
                              : min(idx(br), sub(querySeq, rowStart));
+  // The grid counts the blocks of the longest sequence; this nest writes
+  // only its block's rows.
+  if (op.isVarlen())
+    buildSkipEmptyTile(b, loc, rows);
   return {forall, forall.getInductionVars()[1], rowStart, rows,
           queryRow(rowStart)};
 }
@@ -662,6 +666,8 @@ SmallVector<Value> SplitBackwardTiler::buildGradKeyValue(Value rowDot,
   cols = op.isVarlen()
              ? buildPackedBlockRows(b, loc, bc, keyStart, keySeq, querySeq)
              : min(idx(bc), sub(keySeq, keyStart));
+  if (op.isVarlen())
+    buildSkipEmptyTile(b, loc, cols);
   Value keyTile = keyRowTile(op.getKey(), kvHead, headDim);
   Value valueTile = keyRowTile(op.getValue(), kvHead, valueDim);
 

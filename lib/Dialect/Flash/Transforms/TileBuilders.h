@@ -125,6 +125,15 @@ inline Value buildPackedBlockRows(OpBuilder &b, Location loc, int64_t blockRows,
   return rows;
 }
 
+/// Marks the rest of the iteration that `b` builds as empty when its tile has
+/// no `rows` (flash.skip_tile): a packed sequence's block past its end.
+inline void buildSkipEmptyTile(OpBuilder &b, Location loc, Value rows) {
+  flash::SkipTileOp::create(
+      b, loc,
+      b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, rows,
+                                    arith::ConstantIndexOp::create(b, loc, 0)));
+}
+
 /// The most rows any of the packed sequences has (buildPackedSpan's counts
 /// over s = 0 ... S, with or without the rest): a scalar loop over the
 /// offsets, the parallel iterations a nest over those rows needs.

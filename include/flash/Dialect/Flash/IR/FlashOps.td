@@ -357,6 +357,32 @@ def Flash_AtomicAddOp : Flash_Op<"atomic_add",
   }];
 }
 
+def Flash_SkipTileOp : Flash_Op<"skip_tile"> {
+  let summary = "the rest of a tiled iteration is empty when `empty` holds";
+  let description = [{
+    Set by the tiler in the body of a tiled nest's `scf.forall` where an
+    iteration's tile may have no rows (a packed sequence's query block past
+    its sequence's rows: the grid counts the blocks of the longest): when
+    `empty` holds, the ops after this one up to the block's terminator
+    write nothing and compute nothing anything reads, so a lowering may
+    skip them. Erasing the op is always correct.
+
+    ```mlir
+    flash.skip_tile %no_rows
+    ```
+
+    Lowerings: `--flash-lower-skip-tile` (the CPU pipeline, after
+    bufferization) puts the rest of the block under `scf.if` on the
+    negation; `--flash-gpu-map-to-blocks` ends the CTA there
+    (`flashgpu.exit`, FlashAttention-2's early return) where one CTA runs
+    one iteration, and guards the rest of a persistent CTA's tile.
+
+    The op has no declared memory effects, so that no folding removes it.
+  }];
+  let arguments = (ins I1:$empty);
+  let assemblyFormat = "$empty attr-dict";
+}
+
 def Flash_YieldOp : Flash_Op<"yield",
     [Pure, Terminator,
      ParentOneOf<["AttentionOp", "AttentionBackwardOp"]>]> {

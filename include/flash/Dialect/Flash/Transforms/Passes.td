@@ -401,6 +401,28 @@ def FlashLowerAtomicAddPass : Pass<"flash-lower-atomic-add"> {
   ];
 }
 
+def FlashLowerSkipTilePass : Pass<"flash-lower-skip-tile"> {
+  let summary = "flash.skip_tile -> the rest of its block under scf.if";
+  let description = [{
+    Rewrites every `flash.skip_tile %empty` into
+
+    ```
+    scf.if (not %empty) { <the ops after it in its block, but the terminator> }
+    ```
+
+    so that an iteration whose tile has no rows (a packed sequence's query
+    block past the sequence's end) does nothing. Needs bufferized IR: the
+    moved ops may define no value that the terminator or an op after the
+    block uses (an error otherwise). The CPU pipeline runs it right after
+    bufferization, before the deallocations are placed; the GPU mapping
+    lowers the op itself (`--flash-gpu-map-to-blocks`).
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 def FlashDecomposeAggregatesPass : Pass<"flash-decompose-aggregates"> {
   let summary = "Decompose aggregate linalg ops (linalg.softmax) into generics";
   let description = [{

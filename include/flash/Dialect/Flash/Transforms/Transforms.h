@@ -142,6 +142,16 @@ LogicalResult tileAttentionBackwardSplit(
     int64_t fragmentMajor = 0, MaskFreeBlocks maskFree = MaskFreeBlocks::Loops,
     PackedBounds bounds = {});
 
+//===----------------------------------------------------------------------===//
+// Tiled iterations
+//===----------------------------------------------------------------------===//
+
+/// `op`'s lowering by --flash-lower-skip-tile: the ops after it in its block
+/// (but the terminator) moved under `scf.if (not empty)`, and `op` erased.
+/// Fails, changing nothing, where one of them defines a value used outside
+/// them (tensors not yet bufferized).
+LogicalResult guardRestOfBlock(RewriterBase &rewriter, SkipTileOp op);
+
 } // namespace mlir::flash
 
 #endif // FLASH_DIALECT_FLASH_TRANSFORMS_TRANSFORMS_H

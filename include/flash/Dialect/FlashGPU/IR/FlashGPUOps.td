@@ -191,6 +191,18 @@ def FlashGPU_LastArrivalOp : FlashGPU_Op<"last_arrival"> {
   let hasVerifier = 1;
 }
 
+def FlashGPU_ExitOp : FlashGPU_Op<"exit"> {
+  let summary = "the thread ends here (PTX `exit`)";
+  let description = [{
+    The thread that executes it ends: it does no more work and no longer
+    counts at any barrier. A kernel's threads must all take it or all not
+    where a barrier of all of them follows (the GPU mapping places it where
+    the condition is the CTA's: a packed sequence's query block past its
+    rows, `flash.skip_tile`). Lowered to `llvm.nvvm.exit`.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 def FlashGPU_PerIterationOp : FlashGPU_Op<"per_iteration",
     [AllTypesMatch<["value", "result"]>]> {
   let summary = "a value that LLVM must recompute where it is, not hoist";
