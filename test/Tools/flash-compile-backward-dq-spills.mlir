@@ -5,10 +5,11 @@
 // assembles at 64 keys without spills either way, and every kernel without
 // spills: its dK/dV launch spills at 64 query rows per step with hoisted
 // addresses and with per-iteration lanes (since its dK and dV stores take
-// 16-byte vectors where the rows align), and the search narrows the step.
-// RUN: rm -rf %t && flash-compile %s --chip sm_90a --per-iteration-lanes=false -o %t | FileCheck %s
+// 16-byte vectors where the rows align), and the search narrows the step
+// (with 64-bit shared addresses, as it was built then).
+// RUN: rm -rf %t && flash-compile %s --chip sm_90a --per-iteration-lanes=false --shared-pointers-32=false -o %t | FileCheck %s
 // RUN: %python -c "import json,sys; [print(n, json.load(open(sys.argv[1] + '/' + n + '.json'))['spill_bytes']) for n in ('grad', 'grad_general')]" %t | FileCheck %s --check-prefix=SPILLS
-// RUN: rm -rf %t.lanes && flash-compile %s --chip sm_90a -o %t.lanes | FileCheck %s --check-prefix=LANES
+// RUN: rm -rf %t.lanes && flash-compile %s --chip sm_90a --shared-pointers-32=false -o %t.lanes | FileCheck %s --check-prefix=LANES
 // RUN: %python -c "import json,sys; [print(n, json.load(open(sys.argv[1] + '/' + n + '.json'))['spill_bytes']) for n in ('grad', 'grad_general')]" %t.lanes | FileCheck %s --check-prefix=SPILLS
 // CHECK-NOT: the dQ launch spills
 // CHECK: grad_general launch 0 {{.*}}spill bytes 0, shared memory 69888 B, warp registers

@@ -199,11 +199,12 @@ static opt<bool> maskUnderBranch(
              "atomic search falls back to one masked loop where it spills"),
     cl::cat(flashCategory));
 static opt<bool> sharedPointers32(
-    "shared-pointers-32", cl::init(false),
+    "shared-pointers-32", cl::init(true),
     cl::desc("sm_90a backward kernels: shared-memory addresses in 32 bits, "
              "as nvcc emits them, instead of 64 (fewer registers: the atomic "
              "dK/dV step then overlaps its products at every head dimension, "
-             "the deterministic one at D = 128 takes a producer warpgroup)"),
+             "the deterministic one at D = 128 takes a producer warpgroup; "
+             "=false: 64-bit addresses)"),
     cl::cat(flashCategory));
 static opt<int64_t> dqFragmentMajor(
     "dq-fragment-major", cl::init(-1),

@@ -124,8 +124,9 @@ struct KernelCompileOptions {
   /// serialization), instead of 64: fewer registers, which lets the atomic
   /// dK/dV step overlap its products at every head dimension and the
   /// deterministic one at D = 128 take its producer warpgroup
-  /// (docs/GPU-NOTES.md 99). Opt-in until run on a GPU.
-  bool sharedPointers32 = false;
+  /// (docs/GPU-NOTES.md 99; measured 1.03-1.07x on those dK/dV launches,
+  /// note 101).
+  bool sharedPointers32 = true;
   /// mma.sync kernels: the tiles ldmatrix reads stored in the 128-byte
   /// swizzled layout (--flash-gpu-assign-tile-storage's swizzle-ldmatrix)
   /// instead of rows padded by 16 bytes, whose cp.async writes cost 2.6x
