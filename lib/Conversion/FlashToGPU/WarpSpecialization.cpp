@@ -19,6 +19,7 @@
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -94,12 +95,28 @@ static bool isCtaExit(Operation *op) {
          isa<flashgpu::ExitOp>(guard.thenBlock()->front());
 }
 
+/// Whether `root` or an op nested in it may write memory (unknown effects
+/// count as writes, but a trap's: it ends the kernel).
+static bool mayWriteMemory(Operation *root) {
+  return root
+      ->walk([](Operation *op) {
+        if (isa<LLVM::Trap>(op) ||
+            op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+          return WalkResult::advance();
+        auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+        if (!effects || effects.hasEffect<MemoryEffects::Write>())
+          return WalkResult::interrupt();
+        return WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 /// Moves the CTA's exits that follow the producer before it, with the ops
 /// that compute their conditions (pure ops and loads of global memory (no
-/// memory space), all alike in every thread), so that all threads leave before
-/// either role starts: past that point a consumer warpgroup arrives on the
-/// ping-pong's first barrier, which a CTA leaving there would leave
-/// half-arrived.
+/// memory space) that nothing before the exit writes, all alike in every
+/// thread), so that all threads leave before either role starts: past that
+/// point a consumer warpgroup arrives on the ping-pong's first barrier, which a
+/// CTA leaving there would leave half-arrived.
 static void hoistCtaExits(Block &body, scf::IfOp producer) {
   SmallVector<Operation *> exits;
   for (Operation *op = producer->getNextNode(); op; op = op->getNextNode())
@@ -121,7 +138,13 @@ static void hoistCtaExits(Block &body, scf::IfOp producer) {
         return !load.getMemRefType().getMemorySpace();
       return isMemoryEffectFree(op);
     });
-    if (!movable)
+    // Nothing between the producer and the exit may write what the moved
+    // loads read.
+    bool noWrites = true;
+    for (Operation *op = producer->getNextNode(); op != exit;
+         op = op->getNextNode())
+      noWrites &= !mayWriteMemory(op);
+    if (!movable || !noWrites)
       continue;
     for (Operation *op : slice)
       op->moveBefore(producer);
