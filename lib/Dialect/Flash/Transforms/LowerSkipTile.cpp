@@ -28,8 +28,9 @@ LogicalResult flash::guardRestOfBlock(RewriterBase &rewriter, SkipTileOp op) {
   for (Operation &moved : llvm::make_range(first, last))
     for (Value result : moved.getResults())
       for (Operation *user : result.getUsers()) {
+        // Past the moved ops there is only the terminator (or another block).
         Operation *inBlock = block->findAncestorOpInBlock(*user);
-        if (!inBlock || inBlock == terminator || inBlock->isBeforeInBlock(op))
+        if (!inBlock || inBlock == terminator)
           return op.emitError("flash.skip_tile: the rest of the block defines ")
                  << result << ", used past it (lower after bufferization)";
       }
